@@ -1,0 +1,90 @@
+// Package pg is engram's shared PostgreSQL plumbing: pool construction with
+// pgvector types registered, the [DBTX] interface that lets the same code run
+// on a pool or inside a transaction, and [WithTx].
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+)
+
+// DBTX is what the store needs of a database handle: a *pgxpool.Pool, a
+// pgx.Tx, or a *pgx.Conn. Begin on a pgx.Tx opens a savepoint.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+	CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error)
+}
+
+// NewPool connects to the database at url and registers the pgvector types
+// on every connection, so the vector extension must exist: run the
+// migrations first. configure, when non-nil, may adjust the parsed config.
+func NewPool(ctx context.Context, url string, configure func(*pgxpool.Config)) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+			return fmt.Errorf("register pgvector types (has the database been migrated?): %w", err)
+		}
+		return nil
+	}
+	if configure != nil {
+		configure(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return pool, nil
+}
+
+// WithTx runs fn in a transaction on db, committing when fn returns nil and
+// rolling back otherwise. The rollback runs on a context that outlives ctx's
+// cancellation, so a cancelled request never leaves a transaction open.
+func WithTx(ctx context.Context, db DBTX, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Code returns the SQLSTATE of err and the constraint it names, if err is a
+// PostgreSQL error.
+func Code(err error) (code, constraint string) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code, pgErr.ConstraintName
+	}
+	return "", ""
+}
+
+// SQLSTATE codes the store turns into typed errors.
+const (
+	UniqueViolation      = "23505"
+	ForeignKeyViolation  = "23503"
+	CheckViolation       = "23514"
+	RestrictViolation    = "23001"
+	SerializationFailure = "40001"
+)

@@ -1,0 +1,284 @@
+package schemas
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+//go:embed *.json
+var files embed.FS
+
+// idPrefix is the base of every schema's $id (substrate RFC §15A.2).
+const idPrefix = "mem://schemas/"
+
+// recordSchema is the short name of the schema of a complete record.
+const recordSchema = "MemoryRecord"
+
+// memoryTypes lists the memory types in the RFC's order (§15A.1).
+var memoryTypes = []string{"episodic", "working", "semantic", "competence", "plan_graph"}
+
+// payloadSchemas names the payload schema of each memory type (§15A.6–15A.10).
+var payloadSchemas = map[string]string{
+	"episodic":   "EpisodicPayload",
+	"working":    "WorkingPayload",
+	"semantic":   "SemanticPayload",
+	"competence": "CompetencePayload",
+	"plan_graph": "PlanGraphPayload",
+}
+
+// payloadBranches prefixes the keyword locations of errors from the branches
+// of the record schema's payload oneOf. Those say why the payload is not each
+// of the other four payloads; the record schema's if/then over type reports
+// the errors that matter.
+const payloadBranches = "/properties/payload/oneOf/"
+
+// registry is the embedded schemas, compiled.
+type registry struct {
+	raw      map[string][]byte // file contents by short name
+	names    []string          // short names, sorted
+	record   *jsonschema.Schema
+	payloads map[string]*jsonschema.Schema // by memory type
+}
+
+// load compiles the embedded schemas on first use. They ship with the binary,
+// so one that does not compile is a programming error and panics.
+var load = sync.OnceValue(func() *registry {
+	r, err := compile()
+	if err != nil {
+		panic(fmt.Sprintf("schemas: %v", err))
+	}
+	return r
+})
+
+func compile() (*registry, error) {
+	paths, err := fs.Glob(files, "*.json")
+	if err != nil {
+		return nil, fmt.Errorf("list schemas: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	r := &registry{raw: make(map[string][]byte), payloads: make(map[string]*jsonschema.Schema)}
+	for _, path := range paths {
+		b, err := files.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		var head struct {
+			ID string `json:"$id"`
+		}
+		if err := json.Unmarshal(b, &head); err != nil {
+			return nil, fmt.Errorf("parse %s: %w", path, err)
+		}
+		name, ok := strings.CutPrefix(head.ID, idPrefix)
+		if !ok || name == "" || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("%s: $id %q is not %s<Name>", path, head.ID, idPrefix)
+		}
+		if _, dup := r.raw[name]; dup {
+			return nil, fmt.Errorf("%s: duplicate $id %q", path, head.ID)
+		}
+		if err := c.AddResource(head.ID, bytes.NewReader(b)); err != nil {
+			return nil, fmt.Errorf("add %s: %w", path, err)
+		}
+		r.raw[name] = b
+		r.names = append(r.names, name)
+	}
+	slices.Sort(r.names)
+
+	compiled := make(map[string]*jsonschema.Schema, len(r.names))
+	for _, name := range r.names {
+		s, err := c.Compile(idPrefix + name)
+		if err != nil {
+			return nil, fmt.Errorf("compile %s: %w", name, err)
+		}
+		compiled[name] = s
+	}
+	if r.record = compiled[recordSchema]; r.record == nil {
+		return nil, fmt.Errorf("no %s schema", recordSchema)
+	}
+	for t, name := range payloadSchemas {
+		if r.payloads[t] = compiled[name]; r.payloads[t] == nil {
+			return nil, fmt.Errorf("no %s schema for type %s", name, t)
+		}
+	}
+	return r, nil
+}
+
+// Raw returns the embedded schema file whose $id is mem://schemas/<name>,
+// e.g. Raw("MemoryRecord").
+func Raw(name string) ([]byte, bool) {
+	b, ok := load().raw[name]
+	return bytes.Clone(b), ok
+}
+
+// Names lists the short names of the embedded schemas, sorted; each is
+// accepted by [Raw].
+func Names() []string {
+	return slices.Clone(load().names)
+}
+
+// ValidateRecord checks one complete MemoryRecord document given as JSON bytes.
+// It returns nil, a [*ValidationError], or an error from the validator itself.
+func ValidateRecord(doc []byte) error {
+	r := load()
+	v, err := decode(doc)
+	if err != nil {
+		return malformed(err)
+	}
+	err = r.record.Validate(v)
+	if err == nil {
+		return nil
+	}
+	all, err := leaves(err)
+	if err != nil {
+		return fmt.Errorf("validate record: %w", err)
+	}
+	vs := make([]Violation, 0, len(all))
+	for _, e := range all {
+		if !strings.HasPrefix(e.KeywordLocation, payloadBranches) {
+			vs = append(vs, violation(e))
+		}
+	}
+	if m, ok := v.(map[string]any); ok {
+		if t, ok := m["type"].(string); ok {
+			if mv, ok := kindMismatch(t, m["payload"]); ok {
+				// The payload was judged against another type's schema: every
+				// other error under it follows from the wrong kind.
+				vs = slices.DeleteFunc(vs, func(x Violation) bool {
+					return x.Pointer == "/payload" || strings.HasPrefix(x.Pointer, "/payload/")
+				})
+				mv.Pointer = "/payload" + mv.Pointer
+				vs = append(vs, mv)
+			}
+		}
+	}
+	if len(vs) == 0 {
+		// Only the oneOf failed, which the shipped schemas rule out; never
+		// report an invalid record without saying why.
+		for _, e := range all {
+			vs = append(vs, violation(e))
+		}
+	}
+	return newValidationError(vs)
+}
+
+// ValidatePayload checks a payload against the schema of memory type t
+// ("semantic", ...). Pointers are relative to the payload. An unknown t is a
+// violation at the root.
+func ValidatePayload(t string, payload []byte) error {
+	s, ok := load().payloads[t]
+	if !ok {
+		return newValidationError([]Violation{{
+			Message: fmt.Sprintf("unknown memory type %q: must be one of %s", t, quoteAll(memoryTypes)),
+		}})
+	}
+	v, err := decode(payload)
+	if err != nil {
+		return malformed(err)
+	}
+	if mv, ok := kindMismatch(t, v); ok {
+		return newValidationError([]Violation{mv})
+	}
+	err = s.Validate(v)
+	if err == nil {
+		return nil
+	}
+	all, err := leaves(err)
+	if err != nil {
+		return fmt.Errorf("validate payload: %w", err)
+	}
+	vs := make([]Violation, len(all))
+	for i, e := range all {
+		vs[i] = violation(e)
+	}
+	return newValidationError(vs)
+}
+
+// decode parses one JSON value the way the validator expects it: numbers as
+// json.Number, so that integers and bounds compare exactly.
+func decode(doc []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty document")
+		}
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("unexpected data after the top-level value")
+	}
+	return v, nil
+}
+
+func malformed(err error) *ValidationError {
+	return newValidationError([]Violation{{Message: "malformed JSON: " + err.Error()}})
+}
+
+// leaves returns the errors of err's tree that have no causes: the failed
+// constraints themselves, not the combinators ($ref, allOf, oneOf, if/then)
+// that led to them.
+func leaves(err error) ([]*jsonschema.ValidationError, error) {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return nil, err
+	}
+	var out []*jsonschema.ValidationError
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			out = append(out, e)
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return out, nil
+}
+
+func violation(e *jsonschema.ValidationError) Violation {
+	return Violation{Pointer: e.InstanceLocation, Message: e.Message}
+}
+
+// kindMismatch reports a payload whose kind names a known memory type other
+// than t, as a violation at /kind. Against t's schema such a payload fails on
+// its kind and on every field the two payloads do not share; the kind is the
+// one problem.
+func kindMismatch(t string, payload any) (Violation, bool) {
+	if _, ok := payloadSchemas[t]; !ok {
+		return Violation{}, false
+	}
+	m, ok := payload.(map[string]any)
+	if !ok {
+		return Violation{}, false
+	}
+	kind, ok := m["kind"].(string)
+	if _, known := payloadSchemas[kind]; !ok || !known || kind == t {
+		return Violation{}, false
+	}
+	return Violation{
+		Pointer: "/kind",
+		Message: fmt.Sprintf("payload kind %q does not match type %q", kind, t),
+	}, true
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}

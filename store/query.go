@@ -1,0 +1,318 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/engram-dev/engram/memory"
+)
+
+// Filter selects records for [Store.List]. Zero fields do not filter.
+type Filter struct {
+	Types []memory.Type
+	// Statuses defaults to the active set (active and contested).
+	Statuses      []memory.Status
+	Scope         *string
+	Tags          []string // records having every one of these tags
+	Sensitivities []memory.Sensitivity
+	Subject       string
+	Predicate     string
+	// AsOf, when set, lists the records as they were at that time, from the
+	// version log.
+	AsOf   *time.Time
+	Limit  int
+	Cursor string
+}
+
+// Page is one page of a listing. NextCursor is empty on the last page.
+type Page struct {
+	Records    []memory.Record `json:"records"`
+	NextCursor string          `json:"next_cursor,omitempty"`
+}
+
+// DefaultLimit and MaxLimit bound a page.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 1000
+)
+
+// listWhere filters a listing; unset parameters are NULL and match all.
+const listWhere = `
+	($2::text[] IS NULL OR type = ANY($2))
+	AND status = ANY($3)
+	AND ($4::text IS NULL OR scope = $4)
+	AND ($5::text[] IS NULL OR tags @> $5)
+	AND ($6::text[] IS NULL OR sensitivity = ANY($6))
+	AND ($7::text IS NULL OR subject = $7)
+	AND ($8::text IS NULL OR predicate = $8)
+	AND ($9::uuid IS NULL OR id > $9)
+ORDER BY id
+LIMIT $10`
+
+const listSQL = `SELECT ` + recordColumns + ` FROM records WHERE tenant_id = $1 AND ` + listWhere
+
+// versionsAsOf is each record of a tenant as it was at $11: the last
+// snapshot recorded by then.
+const versionsAsOf = `
+WITH r AS (
+	SELECT DISTINCT ON (v.record_id) s.*
+	FROM record_versions v, jsonb_populate_record(NULL::records, v.snapshot) s
+	WHERE v.tenant_id = $1 AND v.recorded_at <= $11
+	ORDER BY v.record_id, v.version DESC
+)`
+
+const listAsOfSQL = versionsAsOf + ` SELECT ` + recordColumns + ` FROM r WHERE ` + listWhere
+
+// List returns one page of a tenant's records, in id (creation) order.
+func (s *Store) List(ctx context.Context, tenant string, f Filter) (Page, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	limit = min(limit, MaxLimit)
+	var after *uuid.UUID
+	if f.Cursor != "" {
+		id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		after = &id
+	}
+	statuses := f.Statuses
+	if len(statuses) == 0 {
+		statuses = []memory.Status{memory.Active, memory.Contested}
+	}
+	args := []any{tenant, nilIfEmpty(f.Types), statuses, f.Scope, nilIfEmpty(f.Tags), nilIfEmpty(f.Sensitivities),
+		nilIfZero(f.Subject), nilIfZero(f.Predicate), after, limit + 1}
+	query := listSQL
+	if f.AsOf != nil {
+		query, args = listAsOfSQL, append(args, *f.AsOf)
+	}
+	rows, err := s.db.Query(ctx, query, args...)
+	if err != nil {
+		return Page{}, fmt.Errorf("list records: %w", err)
+	}
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Record, error) { return scanRecord(row) })
+	if err != nil {
+		return Page{}, fmt.Errorf("list records: %w", err)
+	}
+	var page Page
+	if len(recs) > limit {
+		recs = recs[:limit]
+		page.NextCursor = encodeCursor(recs[limit-1].ID)
+	}
+	if err := s.attachRelations(ctx, tenant, recs, f.AsOf); err != nil {
+		return Page{}, err
+	}
+	page.Records = recs
+	return page, nil
+}
+
+const getAsOfSQL = `
+SELECT ` + recordColumns + ` FROM (
+	SELECT v.version AS v_version, s.*
+	FROM record_versions v, jsonb_populate_record(NULL::records, v.snapshot) s
+	WHERE v.tenant_id = $1 AND v.record_id = $2 AND v.recorded_at <= $3
+) x
+ORDER BY v_version DESC
+LIMIT 1`
+
+// GetAsOf returns a record as it was at time at, from the version log. It
+// is [ErrNotFound] if the record did not exist yet (or has been purged).
+func (s *Store) GetAsOf(ctx context.Context, tenant string, id uuid.UUID, at time.Time) (memory.Record, error) {
+	r, err := scanRecord(s.db.QueryRow(ctx, getAsOfSQL, tenant, id, at))
+	if err != nil {
+		return r, err
+	}
+	recs := []memory.Record{r}
+	if err := s.attachRelations(ctx, tenant, recs, &at); err != nil {
+		return r, err
+	}
+	return recs[0], nil
+}
+
+// Version is one revision of a record from the version log.
+type Version struct {
+	Version    int           `json:"version"`
+	RecordedAt time.Time     `json:"recorded_at"`
+	Record     memory.Record `json:"record"`
+}
+
+const historySQL = `
+SELECT v_version, v_recorded_at, ` + recordColumns + ` FROM (
+	SELECT v.version AS v_version, v.recorded_at AS v_recorded_at, s.*
+	FROM record_versions v, jsonb_populate_record(NULL::records, v.snapshot) s
+	WHERE v.tenant_id = $1 AND v.record_id = $2
+) x
+ORDER BY v_version`
+
+// History returns every revision of a record, oldest first.
+func (s *Store) History(ctx context.Context, tenant string, id uuid.UUID) ([]Version, error) {
+	rows, err := s.db.Query(ctx, historySQL, tenant, id)
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Version, error) {
+		var v Version
+		var r memory.Record
+		var scanErr error
+		r, scanErr = scanRecord(prefixRow{row: row, dst: []any{&v.Version, &v.RecordedAt}})
+		v.Record, v.RecordedAt = r, v.RecordedAt.UTC()
+		return v, scanErr
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, ErrNotFound
+	}
+	return out, nil
+}
+
+// prefixRow scans leading columns into dst before handing the rest to a
+// record scan.
+type prefixRow struct {
+	row pgx.Row
+	dst []any
+}
+
+func (p prefixRow) Scan(dest ...any) error { return p.row.Scan(append(p.dst, dest...)...) }
+
+// AuditEntry is one audited action on a record (substrate RFC §15A.8).
+type AuditEntry struct {
+	ID        int64           `json:"id"`
+	RecordID  uuid.UUID       `json:"record_id"`
+	Action    string          `json:"action"`
+	Actor     string          `json:"actor"`
+	At        time.Time       `json:"at"`
+	Version   *int            `json:"version,omitempty"`
+	Rationale string          `json:"rationale,omitempty"`
+	Evidence  []memory.Source `json:"evidence"`
+}
+
+const auditSQL = `
+SELECT id, record_id, action, actor, at, version, rationale, evidence
+FROM audit_log WHERE tenant_id = $1 AND record_id = $2 ORDER BY id`
+
+// Audit returns the audit trail of a record, oldest first. It outlives a
+// purge.
+func (s *Store) Audit(ctx context.Context, tenant string, id uuid.UUID) ([]AuditEntry, error) {
+	rows, err := s.db.Query(ctx, auditSQL, tenant, id)
+	if err != nil {
+		return nil, fmt.Errorf("read audit: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AuditEntry, error) {
+		var e AuditEntry
+		err := row.Scan(&e.ID, &e.RecordID, &e.Action, &e.Actor, &e.At, &e.Version, &e.Rationale, &e.Evidence)
+		e.At = e.At.UTC()
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read audit: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, ErrNotFound
+	}
+	return out, nil
+}
+
+// Edge is a relation seen from one record: outgoing (the record is the
+// source) or incoming (the record is the target).
+type Edge struct {
+	SourceID  uuid.UUID        `json:"source_id"`
+	Predicate memory.Predicate `json:"predicate"`
+	TargetID  uuid.UUID        `json:"target_id"`
+	Weight    *float64         `json:"weight,omitempty"`
+	CreatedAt time.Time        `json:"created_at"`
+}
+
+const relationsSQL = `
+SELECT source_id, predicate, target_id, weight, created_at
+FROM relations WHERE tenant_id = $1 AND (source_id = $2 OR target_id = $2)
+ORDER BY created_at, source_id, predicate, target_id`
+
+// Relations returns every relation a record takes part in, either end.
+func (s *Store) Relations(ctx context.Context, tenant string, id uuid.UUID) ([]Edge, error) {
+	if _, err := s.Get(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Query(ctx, relationsSQL, tenant, id)
+	if err != nil {
+		return nil, fmt.Errorf("read relations: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Edge, error) {
+		var e Edge
+		err := row.Scan(&e.SourceID, &e.Predicate, &e.TargetID, &e.Weight, &e.CreatedAt)
+		e.CreatedAt = e.CreatedAt.UTC()
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read relations: %w", err)
+	}
+	return out, nil
+}
+
+const outgoingSQL = `
+SELECT source_id, predicate, target_id, weight
+FROM relations
+WHERE tenant_id = $1 AND source_id = ANY($2) AND ($3::timestamptz IS NULL OR created_at <= $3)
+ORDER BY created_at, predicate, target_id`
+
+// attachRelations sets the outgoing relations of recs (as they were at
+// asOf, when set) with one query.
+func (s *Store) attachRelations(ctx context.Context, tenant string, recs []memory.Record, asOf *time.Time) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(recs))
+	at := make(map[uuid.UUID]int, len(recs))
+	for i, r := range recs {
+		ids[i], at[r.ID] = r.ID, i
+	}
+	rows, err := s.db.Query(ctx, outgoingSQL, tenant, ids, asOf)
+	if err != nil {
+		return fmt.Errorf("read relations: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var src uuid.UUID
+		var rel memory.Relation
+		if err := rows.Scan(&src, &rel.Predicate, &rel.TargetID, &rel.Weight); err != nil {
+			return fmt.Errorf("read relations: %w", err)
+		}
+		recs[at[src]].Relations = append(recs[at[src]].Relations, rel)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read relations: %w", err)
+	}
+	return nil
+}
+
+func encodeCursor(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+func decodeCursor(c string) (uuid.UUID, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) != 16 {
+		return uuid.Nil, ErrBadCursor
+	}
+	return uuid.UUID(b), nil
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func nilIfZero(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

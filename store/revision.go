@@ -1,0 +1,709 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/schemas"
+)
+
+// Audit actions, one per revision operation.
+const (
+	ActionCreate    = "create"
+	ActionUpdate    = "update"
+	ActionAppend    = "append"
+	ActionSupersede = "supersede"
+	ActionFork      = "fork"
+	ActionContest   = "contest"
+	ActionRetract   = "retract"
+	ActionMerge     = "merge"
+	ActionDelete    = "delete"
+	ActionPurge     = "purge"
+)
+
+// Update replaces the payload (and, when tags is non-nil, the tags) of a
+// working-memory record, the only type that may be edited freely (substrate
+// RFC §6, §15A.3). version must be the version the caller read: a record
+// that changed since is a [CodeVersionConflict], never a lost update.
+func (s *Store) Update(ctx context.Context, tenant string, id uuid.UUID, version int, payload json.RawMessage, tags []string, ch Change) (memory.Record, error) {
+	if err := checkChange(ch); err != nil {
+		return memory.Record{}, err
+	}
+	if version < 1 {
+		return memory.Record{}, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/version", Message: "is required: the version you read"}}}
+	}
+	var rec memory.Record
+	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		if rec, err = s.lockLive(ctx, tx, tenant, id, version); err != nil {
+			return err
+		}
+		if rec.Type != memory.Working {
+			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only working memory is updated in place; a %s record is revised by supersede, fork, contest or retract", rec.Type)
+		}
+		rec.Payload = payload
+		if tags != nil {
+			rec.Tags = tags
+		}
+		if err := s.validate(rec, ""); err != nil {
+			return err
+		}
+		if err := s.revise(ctx, tx, tenant, &rec); err != nil {
+			return err
+		}
+		return audit(ctx, tx, tenant, rec, ActionUpdate, ch)
+	})
+	return rec, err
+}
+
+// EpisodeAppend is what may be added to an episode: more timeline events,
+// tool-graph nodes and artifacts, and an outcome once.
+type EpisodeAppend struct {
+	Timeline  []memory.TimelineEntry `json:"timeline,omitempty"`
+	ToolGraph []map[string]any       `json:"tool_graph,omitempty"`
+	Artifacts []string               `json:"artifacts,omitempty"`
+	Outcome   string                 `json:"outcome,omitempty"`
+}
+
+// AppendEpisode extends an episodic record. Episodes never change otherwise
+// (substrate RFC §5); the database refuses any other edit.
+func (s *Store) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, add EpisodeAppend, ch Change) (memory.Record, error) {
+	if err := checkChange(ch); err != nil {
+		return memory.Record{}, err
+	}
+	var rec memory.Record
+	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		if rec, err = s.lockLive(ctx, tx, tenant, id, 0); err != nil {
+			return err
+		}
+		if rec.Type != memory.Episodic {
+			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only episodic records have a timeline to append to")
+		}
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal(rec.Payload, &p); err != nil {
+			return fmt.Errorf("decode episode: %w", err)
+		}
+		if err := appendJSON(p, "timeline", add.Timeline); err != nil {
+			return err
+		}
+		if err := appendJSON(p, "tool_graph", add.ToolGraph); err != nil {
+			return err
+		}
+		if err := appendJSON(p, "artifacts", add.Artifacts); err != nil {
+			return err
+		}
+		if add.Outcome != "" {
+			if p["outcome"] != nil {
+				return conflict(CodeImmutable, []uuid.UUID{id}, "episode %s already has its outcome", id)
+			}
+			p["outcome"], _ = json.Marshal(add.Outcome)
+		}
+		if rec.Payload, err = json.Marshal(p); err != nil {
+			return fmt.Errorf("encode episode: %w", err)
+		}
+		if err := s.validate(rec, ""); err != nil {
+			return err
+		}
+		if err := s.revise(ctx, tx, tenant, &rec); err != nil {
+			return err
+		}
+		return audit(ctx, tx, tenant, rec, ActionAppend, ch)
+	})
+	return rec, err
+}
+
+// appendJSON appends items to the array at key in p.
+func appendJSON[T any](p map[string]json.RawMessage, key string, items []T) error {
+	if len(items) == 0 {
+		return nil
+	}
+	var cur []json.RawMessage
+	if raw := p[key]; raw != nil {
+		if err := json.Unmarshal(raw, &cur); err != nil {
+			return fmt.Errorf("decode episode %s: %w", key, err)
+		}
+	}
+	for _, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return fmt.Errorf("encode episode %s: %w", key, err)
+		}
+		cur = append(cur, b)
+	}
+	b, err := json.Marshal(cur)
+	p[key] = b
+	return err
+}
+
+// Supersede replaces a record with next (substrate RFC §7 "replacement"):
+// next is created active with a supersedes relation to the old record, which
+// leaves the active set. Fields next leaves out (type, scope, sensitivity,
+// tags) are taken from the old record. version, when non-zero, must be the
+// old record's current version. It returns the old and the new record.
+func (s *Store) Supersede(ctx context.Context, tenant string, id uuid.UUID, version int, next memory.Record, ch Change) (old, created memory.Record, err error) {
+	if err := checkChange(ch); err != nil {
+		return old, created, err
+	}
+	err = pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		if old, err = s.lockRevisable(ctx, tx, tenant, id, version); err != nil {
+			return err
+		}
+		if next.Type == "" {
+			next.Type = old.Type
+		}
+		if next.Type != old.Type {
+			return &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/record/type", Message: fmt.Sprintf("must be %q, the type of the record it supersedes", old.Type)}}}
+		}
+		inherit(&next, old)
+		if next.ID == uuid.Nil {
+			if next.ID, err = uuid.NewV7(); err != nil {
+				return err
+			}
+		}
+		if old.Type == memory.Semantic {
+			if next.Payload, err = setRevision(next.Payload, func(r *memory.Revision) { r.Supersedes = old.ID.String() }); err != nil {
+				return err
+			}
+			if old.Payload, err = setRevision(old.Payload, func(r *memory.Revision) { r.SupersededBy = next.ID.String() }); err != nil {
+				return err
+			}
+		}
+		if err := s.leave(ctx, tx, tenant, &old, memory.Superseded, ActionSupersede, ch); err != nil {
+			return err
+		}
+		next.Relations = slices.DeleteFunc(next.Relations, func(r memory.Relation) bool { return r.TargetID == old.ID })
+		if created, err = s.create(ctx, tx, tenant, next, memory.Active, "/record", ch); err != nil {
+			return err
+		}
+		rel := memory.Relation{Predicate: memory.Supersedes, TargetID: old.ID}
+		created.Relations = append(created.Relations, rel)
+		return addRelation(ctx, tx, tenant, created.ID, rel)
+	})
+	return old, created, s.nameFact(ctx, tenant, err)
+}
+
+// Fork replaces a semantic fact with conditional variants whose conditions
+// are pairwise disjoint, so that they coexist in the active set (substrate
+// RFC §7 "conditional fork"). Each variant keeps the fact's subject and
+// predicate and gets a forked_from relation to it; the original leaves the
+// active set.
+func (s *Store) Fork(ctx context.Context, tenant string, id uuid.UUID, version int, variants []memory.Record, ch Change) (old memory.Record, created []memory.Record, err error) {
+	if err := checkChange(ch); err != nil {
+		return old, nil, err
+	}
+	if len(variants) < 2 {
+		return old, nil, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/variants", Message: "a fork needs at least two variants; to replace a fact with one, supersede it"}}}
+	}
+	err = pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		if old, err = s.lockRevisable(ctx, tx, tenant, id, version); err != nil {
+			return err
+		}
+		if old.Type != memory.Semantic {
+			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only semantic facts fork by condition; a %s record has no validity conditions", old.Type)
+		}
+		var fact memory.SemanticPayload
+		if err := json.Unmarshal(old.Payload, &fact); err != nil {
+			return fmt.Errorf("decode fact: %w", err)
+		}
+		if err := checkVariants(fact, variants); err != nil {
+			return err
+		}
+		if err := s.leave(ctx, tx, tenant, &old, memory.Superseded, ActionFork, ch); err != nil {
+			return err
+		}
+		for i, v := range variants {
+			if v.Type == "" {
+				v.Type = memory.Semantic
+			}
+			inherit(&v, old)
+			c, err := s.create(ctx, tx, tenant, v, memory.Active, fmt.Sprintf("/variants/%d", i), ch)
+			if err != nil {
+				return err
+			}
+			rel := memory.Relation{Predicate: memory.ForkedFrom, TargetID: old.ID}
+			if err := addRelation(ctx, tx, tenant, c.ID, rel); err != nil {
+				return err
+			}
+			c.Relations = append(c.Relations, rel)
+			created = append(created, c)
+		}
+		return nil
+	})
+	return old, created, s.nameFact(ctx, tenant, err)
+}
+
+// checkVariants holds a fork to its rule: same subject and predicate,
+// conditional validity, conditions pairwise disjoint.
+func checkVariants(fact memory.SemanticPayload, variants []memory.Record) error {
+	var bad []schemas.Violation
+	conds := make([]memory.Conditions, len(variants))
+	for i, v := range variants {
+		at := fmt.Sprintf("/variants/%d/payload", i)
+		var p memory.SemanticPayload
+		if err := json.Unmarshal(v.Payload, &p); err != nil {
+			bad = append(bad, schemas.Violation{Pointer: at, Message: "must be a semantic payload: " + err.Error()})
+			continue
+		}
+		if p.Subject != fact.Subject {
+			bad = append(bad, schemas.Violation{Pointer: at + "/subject", Message: fmt.Sprintf("must be %q, the forked fact's subject", fact.Subject)})
+		}
+		if p.Predicate != fact.Predicate {
+			bad = append(bad, schemas.Violation{Pointer: at + "/predicate", Message: fmt.Sprintf("must be %q, the forked fact's predicate", fact.Predicate)})
+		}
+		if p.Validity.Mode != memory.Conditional || len(p.Validity.Conditions) == 0 {
+			bad = append(bad, schemas.Violation{Pointer: at + "/validity", Message: "a fork variant must be conditional, with at least one condition"})
+		}
+		conds[i] = p.Validity.Conditions
+		for j := range i {
+			if conds[j] != nil && conds[i] != nil && !conds[i].Disjoint(conds[j]) {
+				bad = append(bad, schemas.Violation{Pointer: at + "/validity/conditions", Message: fmt.Sprintf("overlaps variant %d: variants must differ in the value of at least one shared condition", j)})
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return &schemas.ValidationError{Violations: bad}
+	}
+	return nil
+}
+
+// Contest marks records as contradicting each other, uncertain until
+// resolved (substrate RFC §7 "contestation"): each becomes contested, with
+// contradicts relations both ways between every pair. With next, a new
+// record is created already contested, for contradicting evidence that
+// arrives while a fact is active.
+func (s *Store) Contest(ctx context.Context, tenant string, ids []uuid.UUID, next *memory.Record, ch Change) ([]memory.Record, error) {
+	if err := checkChange(ch); err != nil {
+		return nil, err
+	}
+	if err := checkIDs(ids, 1, "/record_ids"); err != nil {
+		return nil, err
+	}
+	if next == nil && len(ids) < 2 {
+		return nil, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/record_ids", Message: "name at least two records to contest, or one and a new contradicting record"}}}
+	}
+	var out []memory.Record
+	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		recs, err := lockMany(ctx, tx, tenant, ids)
+		if err != nil {
+			return err
+		}
+		for i := range recs {
+			if err := checkRevisable(recs[i], 0); err != nil {
+				return err
+			}
+			if recs[i].Type != recs[0].Type {
+				return conflict(CodeNotAllowed, ids, "contested records must share a type: %s and %s", recs[0].Type, recs[i].Type)
+			}
+		}
+		for i := range recs {
+			if recs[i].Status == memory.Contested {
+				if err := audit(ctx, tx, tenant, recs[i], ActionContest, ch); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := s.leave(ctx, tx, tenant, &recs[i], memory.Contested, ActionContest, ch); err != nil {
+				return err
+			}
+		}
+		if next != nil {
+			n := *next
+			if n.Type == "" {
+				n.Type = recs[0].Type
+			}
+			inherit(&n, recs[0])
+			c, err := s.create(ctx, tx, tenant, n, memory.Contested, "/record", ch)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, c)
+		}
+		for i := range recs {
+			for j := range recs {
+				if i == j {
+					continue
+				}
+				rel := memory.Relation{Predicate: memory.Contradicts, TargetID: recs[j].ID}
+				if err := addRelation(ctx, tx, tenant, recs[i].ID, rel); err != nil {
+					return err
+				}
+				recs[i].Relations = append(recs[i].Relations, rel)
+			}
+		}
+		out = recs
+		return nil
+	})
+	return out, s.nameFact(ctx, tenant, err)
+}
+
+// Retract withdraws a record: it leaves the active set and stays readable
+// in history (substrate RFC §7).
+func (s *Store) Retract(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (memory.Record, error) {
+	if err := checkChange(ch); err != nil {
+		return memory.Record{}, err
+	}
+	var rec memory.Record
+	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		if rec, err = s.lockRevisable(ctx, tx, tenant, id, version); err != nil {
+			return err
+		}
+		return s.leave(ctx, tx, tenant, &rec, memory.Retracted, ActionRetract, ch)
+	})
+	return rec, err
+}
+
+// Merge folds duplicates into one new record (substrate RFC §15.7 duplicate
+// resolution): the union of their provenance and tags, the highest
+// confidence, salience and sensitivity, the earliest created_at, and a
+// merged_into relation from each. The merged payload is template's when it
+// has one, else the most confident source's. Sources must share type and
+// scope; they leave the active set.
+func (s *Store) Merge(ctx context.Context, tenant string, ids []uuid.UUID, template *memory.Record, ch Change) (memory.Record, error) {
+	if err := checkChange(ch); err != nil {
+		return memory.Record{}, err
+	}
+	if err := checkIDs(ids, 2, "/record_ids"); err != nil {
+		return memory.Record{}, err
+	}
+	var merged memory.Record
+	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		srcs, err := lockMany(ctx, tx, tenant, ids)
+		if err != nil {
+			return err
+		}
+		for _, r := range srcs {
+			if err := checkRevisable(r, 0); err != nil {
+				return err
+			}
+			if r.Type == memory.Working {
+				return conflict(CodeNotAllowed, []uuid.UUID{r.ID}, "working memory is not merged; it ends with its task")
+			}
+			if r.Type != srcs[0].Type || r.Scope != srcs[0].Scope {
+				return conflict(CodeNotAllowed, ids, "merged records must share type and scope")
+			}
+		}
+		merged = mergeOf(srcs, template)
+		for i := range srcs {
+			if err := s.leave(ctx, tx, tenant, &srcs[i], memory.Merged, ActionMerge, ch); err != nil {
+				return err
+			}
+		}
+		if merged, err = s.create(ctx, tx, tenant, merged, memory.Active, "/record", ch); err != nil {
+			return err
+		}
+		for _, src := range srcs {
+			if err := addRelation(ctx, tx, tenant, src.ID, memory.Relation{Predicate: memory.MergedInto, TargetID: merged.ID}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return merged, s.nameFact(ctx, tenant, err)
+}
+
+// mergeOf computes the merged record of srcs.
+func mergeOf(srcs []memory.Record, template *memory.Record) memory.Record {
+	best := srcs[0]
+	for _, r := range srcs[1:] {
+		if r.Confidence > best.Confidence {
+			best = r
+		}
+	}
+	m := memory.Record{
+		Type: best.Type, Scope: best.Scope, Sensitivity: best.Sensitivity, Confidence: best.Confidence,
+		Salience: best.Salience, CreatedAt: best.CreatedAt, Lifecycle: best.Lifecycle, Payload: best.Payload,
+		Provenance: memory.Provenance{CreatedBy: best.Provenance.CreatedBy},
+	}
+	if template != nil {
+		if len(template.Payload) > 0 {
+			m.Payload = template.Payload
+		}
+		if template.Provenance.CreatedBy != "" {
+			m.Provenance.CreatedBy = template.Provenance.CreatedBy
+		}
+		m.Tags = append(m.Tags, template.Tags...)
+		m.Provenance.Sources = append(m.Provenance.Sources, template.Provenance.Sources...)
+		m.Relations = template.Relations
+	}
+	if m.Type == memory.Semantic {
+		// The merged fact starts its own revision history.
+		m.Payload, _ = setRevision(m.Payload, func(r *memory.Revision) { *r = memory.Revision{} })
+	}
+	for _, r := range srcs {
+		m.Confidence = max(m.Confidence, r.Confidence)
+		m.Salience = max(m.Salience, r.Salience)
+		m.Sensitivity = m.Sensitivity.Max(r.Sensitivity)
+		if r.CreatedAt.Before(m.CreatedAt) {
+			m.CreatedAt = r.CreatedAt
+		}
+		if r.Lifecycle.LastReinforcedAt.After(m.Lifecycle.LastReinforcedAt) {
+			m.Lifecycle.LastReinforcedAt = r.Lifecycle.LastReinforcedAt
+		}
+		m.Tags = append(m.Tags, r.Tags...)
+		m.Provenance.Sources = append(m.Provenance.Sources, r.Provenance.Sources...)
+	}
+	slices.Sort(m.Tags)
+	m.Tags = slices.Compact(m.Tags)
+	seen := map[memory.Source]bool{}
+	m.Provenance.Sources = slices.DeleteFunc(m.Provenance.Sources, func(src memory.Source) bool {
+		k := memory.Source{Kind: src.Kind, Ref: src.Ref, Hash: src.Hash}
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+		return false
+	})
+	return m
+}
+
+// Delete soft-deletes a record: it leaves every read but history and audit,
+// and can be purged for good with [Store.Purge]. Records whose deletion
+// policy is never are refused.
+func (s *Store) Delete(ctx context.Context, tenant string, id uuid.UUID, ch Change) (memory.Record, error) {
+	if err := checkChange(ch); err != nil {
+		return memory.Record{}, err
+	}
+	var rec memory.Record
+	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		if rec, err = lock(ctx, tx, tenant, id); err != nil {
+			return err
+		}
+		if rec.Status == memory.Deleted {
+			return conflict(CodeNotLive, []uuid.UUID{id}, "record %s is already deleted", id)
+		}
+		if rec.Lifecycle.DeletionPolicy == memory.Never {
+			return conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s has deletion policy never", id)
+		}
+		return s.leave(ctx, tx, tenant, &rec, memory.Deleted, ActionDelete, ch)
+	})
+	return rec, err
+}
+
+const purgeRecordSQL = `DELETE FROM records WHERE tenant_id = $1 AND id = $2 AND status IN ('deleted', 'expired')`
+
+// Purge hard-deletes a soft-deleted or expired record with its version
+// history and relations. What remains is an audit entry that names the
+// record's id and no content.
+func (s *Store) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) error {
+	if err := checkChange(ch); err != nil {
+		return err
+	}
+	return pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		rec, err := lock(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if rec.Status != memory.Deleted && rec.Status != memory.Expired {
+			return conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s is %s: delete it before purging", id, rec.Status)
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL engram.purge = 'on'"); err != nil {
+			return fmt.Errorf("allow purge: %w", err)
+		}
+		if _, err := tx.Exec(ctx, purgeRecordSQL, tenant, id); err != nil {
+			return fmt.Errorf("purge record: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL engram.purge = 'off'"); err != nil {
+			return fmt.Errorf("end purge: %w", err)
+		}
+		rec.Version++
+		return audit(ctx, tx, tenant, rec, ActionPurge, Change{Actor: ch.Actor, Rationale: ch.Rationale})
+	})
+}
+
+// lockLive locks a record that must be in the active set and, when version
+// is non-zero, at that version.
+func (s *Store) lockLive(ctx context.Context, tx pgx.Tx, tenant string, id uuid.UUID, version int) (memory.Record, error) {
+	rec, err := lock(ctx, tx, tenant, id)
+	if err != nil {
+		return rec, err
+	}
+	if version != 0 && rec.Version != version {
+		return rec, conflict(CodeVersionConflict, []uuid.UUID{id}, "record %s is at version %d, not %d: read it again", id, rec.Version, version)
+	}
+	if !rec.Live() {
+		return rec, conflict(CodeNotLive, []uuid.UUID{id}, "record %s is %s", id, rec.Status)
+	}
+	return rec, nil
+}
+
+// lockRevisable is lockLive for the revision operations, which episodic
+// records do not take (substrate RFC §15B: revisability of all non-episodic
+// memory).
+func (s *Store) lockRevisable(ctx context.Context, tx pgx.Tx, tenant string, id uuid.UUID, version int) (memory.Record, error) {
+	rec, err := lock(ctx, tx, tenant, id)
+	if err != nil {
+		return rec, err
+	}
+	return rec, checkRevisable(rec, version)
+}
+
+func checkRevisable(rec memory.Record, version int) error {
+	if version != 0 && rec.Version != version {
+		return conflict(CodeVersionConflict, []uuid.UUID{rec.ID}, "record %s is at version %d, not %d: read it again", rec.ID, rec.Version, version)
+	}
+	if !rec.Type.Revisable() {
+		return conflict(CodeNotAllowed, []uuid.UUID{rec.ID}, "episodic records are append-only: corrections belong in higher layers")
+	}
+	if !rec.Live() {
+		return conflict(CodeNotLive, []uuid.UUID{rec.ID}, "record %s is %s", rec.ID, rec.Status)
+	}
+	return nil
+}
+
+// leave moves a locked record to status as its next version, and audits it.
+func (s *Store) leave(ctx context.Context, tx pgx.Tx, tenant string, rec *memory.Record, status memory.Status, action string, ch Change) error {
+	rec.Status = status
+	if rec.Type == memory.Semantic {
+		p, err := setRevision(rec.Payload, func(r *memory.Revision) { r.Status = revisionStatus(status) })
+		if err != nil {
+			return err
+		}
+		rec.Payload = p
+	}
+	if err := s.revise(ctx, tx, tenant, rec); err != nil {
+		return err
+	}
+	return audit(ctx, tx, tenant, *rec, action, ch)
+}
+
+// inherit fills what a replacement leaves out from the record it replaces.
+func inherit(next *memory.Record, old memory.Record) {
+	if next.Scope == "" {
+		next.Scope = old.Scope
+	}
+	if next.Sensitivity == "" {
+		next.Sensitivity = old.Sensitivity
+	}
+	if next.Tags == nil {
+		next.Tags = old.Tags
+	}
+}
+
+// revisionStatus is the canonical payload's revision status for a record
+// status (substrate RFC §15A.8 knows active, contested and retracted).
+func revisionStatus(s memory.Status) string {
+	switch s {
+	case memory.Contested, memory.Retracted:
+		return string(s)
+	case memory.Active:
+		return string(memory.Active)
+	}
+	return ""
+}
+
+// setRevision edits the revision object of a semantic payload, keeping
+// every other field as it was.
+func setRevision(payload json.RawMessage, edit func(*memory.Revision)) (json.RawMessage, error) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return nil, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/payload", Message: "must be a JSON object"}}}
+	}
+	var r memory.Revision
+	if raw := p["revision"]; raw != nil {
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/payload/revision", Message: "must be an object of supersedes, superseded_by and status"}}}
+		}
+	}
+	edit(&r)
+	if r == (memory.Revision{}) {
+		delete(p, "revision")
+	} else {
+		p["revision"], _ = json.Marshal(r)
+	}
+	return json.Marshal(p)
+}
+
+func checkIDs(ids []uuid.UUID, least int, pointer string) error {
+	if len(ids) < least {
+		return &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: pointer, Message: fmt.Sprintf("must name at least %d records", least)}}}
+	}
+	seen := make(map[uuid.UUID]bool, len(ids))
+	for i, id := range ids {
+		if seen[id] {
+			return &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: fmt.Sprintf("%s/%d", pointer, i), Message: "names a record twice"}}}
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+const insertAuditSQL = `
+INSERT INTO audit_log (tenant_id, record_id, action, actor, version, rationale, evidence)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
+
+func audit(ctx context.Context, tx pgx.Tx, tenant string, rec memory.Record, action string, ch Change) error {
+	ev := ch.Evidence
+	if ev == nil {
+		ev = []memory.Source{}
+	}
+	if _, err := tx.Exec(ctx, insertAuditSQL, tenant, rec.ID, action, ch.Actor, rec.Version, ch.Rationale, ev); err != nil {
+		return fmt.Errorf("audit %s: %w", action, err)
+	}
+	return nil
+}
+
+const insertRelationSQL = `
+INSERT INTO relations (tenant_id, source_id, predicate, target_id, weight)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (tenant_id, source_id, predicate, target_id) DO NOTHING`
+
+func addRelation(ctx context.Context, tx pgx.Tx, tenant string, source uuid.UUID, rel memory.Relation) error {
+	if _, err := tx.Exec(ctx, insertRelationSQL, tenant, source, rel.Predicate, rel.TargetID, rel.Weight); err != nil {
+		return fmt.Errorf("add relation: %w", err)
+	}
+	return nil
+}
+
+const existingIDsSQL = `SELECT id FROM records WHERE tenant_id = $1 AND id = ANY($2)`
+
+// checkRelations makes sure every relation of a new record points at a
+// record of the same tenant.
+func (s *Store) checkRelations(ctx context.Context, tx pgx.Tx, tenant string, rels []memory.Relation, pointer string) error {
+	if len(rels) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(rels))
+	for i, r := range rels {
+		ids[i] = r.TargetID
+	}
+	rows, err := tx.Query(ctx, existingIDsSQL, tenant, ids)
+	if err != nil {
+		return fmt.Errorf("check relation targets: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return fmt.Errorf("check relation targets: %w", err)
+	}
+	var bad []schemas.Violation
+	for i, id := range ids {
+		if !slices.Contains(found, id) {
+			bad = append(bad, schemas.Violation{Pointer: fmt.Sprintf("%s/relations/%d/target_id", pointer, i), Message: "no such record"})
+		}
+	}
+	if len(bad) > 0 {
+		return &schemas.ValidationError{Violations: bad}
+	}
+	return nil
+}
+
+// pgMessage is the message of a PostgreSQL error, without the driver's
+// decoration.
+func pgMessage(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Message
+	}
+	return err.Error()
+}
