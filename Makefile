@@ -1,0 +1,45 @@
+# engram: `make` lists the targets. `make test` and `make run` set up their own
+# PostgreSQL + pgvector first (scripts/devdb.sh), so they work on a fresh machine.
+
+DATABASE_URL      ?= postgres://postgres@127.0.0.1:5432/engram?sslmode=disable
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/engram_test?sslmode=disable
+TEST_TIMEOUT      ?= 15m
+TEST_FLAGS        ?= -race -count=1
+BENCH_PKGS        ?= ./store/...
+ARGS              ?=
+
+export DATABASE_URL TEST_DATABASE_URL
+export PATH := $(PATH):/usr/local/go/bin
+
+.DEFAULT_GOAL := help
+.PHONY: help db build test run migrate bench lint clean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+db: ## Make sure PostgreSQL, pgvector and the engram databases are there
+	@bash scripts/devdb.sh
+
+build: ## Build the binaries into bin/
+	go build -o bin/ ./cmd/...
+
+test: db ## Run all tests (race detector) against TEST_DATABASE_URL
+	go test $(TEST_FLAGS) -timeout=$(TEST_TIMEOUT) ./...
+
+run: db ## Run engramd against DATABASE_URL, migrating first (extra flags: ARGS=...)
+	go run ./cmd/engramd run --migrate $(ARGS)
+
+migrate: db ## Apply the database migrations to DATABASE_URL
+	go run ./cmd/engramd migrate $(ARGS)
+
+bench: db ## Run benchmarks in BENCH_PKGS (default ./store/...)
+	go test -run='^$$' -bench=. -benchmem $(BENCH_PKGS)
+
+lint: ## gofmt (no unformatted files) and go vet
+	@files=$$(find . \( -path './.*' -o -name vendor -o -name testdata \) -prune \
+		-o -name '*.go' -exec gofmt -l {} +); \
+	if [ -n "$$files" ]; then echo "gofmt needed on:" $$files >&2; exit 1; fi
+	go vet ./...
+
+clean: ## Remove bin/
+	rm -rf bin/

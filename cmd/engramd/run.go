@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/migrations"
+	"github.com/engram-dev/engram/server"
+	"github.com/engram-dev/engram/store"
+)
+
+const usage = `engramd is the engram memory daemon.
+
+Usage:
+  engramd run [--migrate] [flags]   serve the API (migrating the database first with --migrate)
+  engramd migrate [flags]           apply pending database migrations and exit
+
+Flags (each also settable in the YAML file and as ENGRAM_* environment variables):
+  --config FILE              YAML configuration (ENGRAM_CONFIG)
+  --listen ADDR              HTTP address (ENGRAM_LISTEN, default 127.0.0.1:8080)
+  --database-url URL         PostgreSQL URL (DATABASE_URL)
+  --max-payload-bytes N      record payload limit (ENGRAM_MAX_PAYLOAD_BYTES, default 65536)
+  --shutdown-timeout D       graceful stop deadline (ENGRAM_SHUTDOWN_TIMEOUT, default 15s)
+  --log-level LEVEL          debug, info, warn, error (ENGRAM_LOG_LEVEL)
+  --log-format FORMAT        text or json (ENGRAM_LOG_FORMAT)
+API keys: ENGRAM_API_KEYS=tenant:key[,tenant:key] or api_keys in the file.
+`
+
+// run is engramd's whole life: it returns when ctx is cancelled (a signal)
+// and the daemon has stopped, or on a start-up error.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	cmd, args := args[0], args[1:]
+	migrate := false
+	if cmd == "run" && len(args) > 0 && (args[0] == "--migrate" || args[0] == "-migrate") {
+		migrate, args = true, args[1:]
+	}
+	cfg, err := config.Load(args, getenv)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	logger := newLogger(cfg, os.Stderr)
+	switch cmd {
+	case "migrate":
+		return migrateDB(ctx, cfg, logger)
+	case "run":
+		if migrate {
+			if err := migrateDB(ctx, cfg, logger); err != nil {
+				return err
+			}
+		}
+		return serve(ctx, cfg, logger, stdout)
+	}
+	return fmt.Errorf("unknown command %q (try engramd help)", cmd)
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func openSQL(cfg config.Config) (*sql.DB, error) {
+	pc, err := pgx.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	return stdlib.OpenDB(*pc), nil
+}
+
+func migrateDB(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	db, err := openSQL(cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := migrations.Up(ctx, db, nil)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		logger.Info("migrated", slog.String("migration", r.Source.Path), slog.Duration("duration", r.Duration))
+	}
+	logger.Info("database is up to date", slog.Int("applied", len(res)))
+	return nil
+}
+
+func serve(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.Writer) error {
+	db, err := openSQL(cfg)
+	if err != nil {
+		return err
+	}
+	pending, err := migrations.Pending(ctx, db)
+	db.Close()
+	if err != nil {
+		return fmt.Errorf("check migrations: %w", err)
+	}
+	if pending {
+		return errors.New("the database has pending migrations: run `engramd migrate` or `engramd run --migrate`")
+	}
+
+	pool, err := pg.NewPool(ctx, cfg.DatabaseURL, nil)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st := store.New(pool, store.WithMaxPayloadBytes(cfg.MaxPayloadBytes))
+
+	keys, err := apiKeys(cfg, stdout)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := st.EnsureTenant(ctx, k.Tenant); err != nil {
+			return err
+		}
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := server.New(server.Config{
+		Store:        st,
+		Keys:         keys,
+		Logger:       logger,
+		Ready:        pool.Ping,
+		MaxBodyBytes: int64(4*cfg.MaxPayloadBytes + 1<<20),
+		Registry:     reg,
+	})
+	httpServer := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	logger.Info("engramd serving", slog.String("addr", ln.Addr().String()), slog.Int("tenants", countTenants(keys)))
+
+	errc := make(chan error, 1)
+	go func() { errc <- httpServer.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("engramd stopping", slog.Duration("deadline", cfg.ShutdownTimeout))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := httpServer.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("engramd stopped")
+	return nil
+}
+
+// apiKeys returns the configured keys, or generates one for the default
+// tenant and prints it: the one place a key is ever shown.
+func apiKeys(cfg config.Config, stdout io.Writer) ([]server.Key, error) {
+	var keys []server.Key
+	for _, k := range cfg.APIKeys {
+		name := k.Name
+		if name == "" {
+			name = k.Tenant
+		}
+		keys = append(keys, server.Key{Tenant: k.Tenant, Name: name, Secret: k.Key})
+	}
+	if len(keys) > 0 {
+		return keys, nil
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("generate api key: %w", err)
+	}
+	secret := "ek_" + hex.EncodeToString(b)
+	fmt.Fprintf(stdout, "engramd: no API keys configured; this run accepts tenant %q with key:\n\n    %s\n\n"+
+		"  export ENGRAM_API_KEY=%s\n  (set ENGRAM_API_KEYS=%s:<key> to choose a lasting one)\n\n",
+		config.DefaultTenant, secret, secret, config.DefaultTenant)
+	return []server.Key{{Tenant: config.DefaultTenant, Name: "generated", Secret: secret}}, nil
+}
+
+func countTenants(keys []server.Key) int {
+	seen := map[string]bool{}
+	for _, k := range keys {
+		seen[k.Tenant] = true
+	}
+	return len(seen)
+}

@@ -1,0 +1,214 @@
+// Package config is engramd's configuration: defaults, an optional YAML
+// file, ENGRAM_* environment variables and flags, in increasing precedence,
+// checked by [Config.Validate], which names the bad field.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/engram-dev/engram/store"
+)
+
+// Defaults.
+const (
+	DefaultListen          = "127.0.0.1:8080"
+	DefaultDatabaseURL     = "postgres://postgres@127.0.0.1:5432/engram?sslmode=disable"
+	DefaultShutdownTimeout = 15 * time.Second
+	DefaultLogLevel        = "info"
+	DefaultLogFormat       = "text"
+	// DefaultTenant is the tenant of the key generated when none is configured.
+	DefaultTenant = "default"
+)
+
+// Config is everything engramd reads at start-up. Each field's yaml name,
+// environment variable and flag are in its comment.
+type Config struct {
+	// Listen is the HTTP address. yaml listen, ENGRAM_LISTEN, --listen.
+	Listen string `yaml:"listen"`
+	// DatabaseURL is the PostgreSQL connection URL. yaml database_url,
+	// DATABASE_URL or ENGRAM_DATABASE_URL, --database-url.
+	DatabaseURL string `yaml:"database_url"`
+	// MaxPayloadBytes caps a record's encoded payload. yaml
+	// max_payload_bytes, ENGRAM_MAX_PAYLOAD_BYTES, --max-payload-bytes.
+	MaxPayloadBytes int `yaml:"max_payload_bytes"`
+	// APIKeys map bearer tokens to tenants. yaml api_keys, ENGRAM_API_KEYS
+	// as "tenant:key[,tenant:key…]". With none, engramd generates one for
+	// tenant "default" at start-up and prints it.
+	APIKeys []APIKey `yaml:"api_keys"`
+	// ShutdownTimeout bounds a graceful stop. yaml shutdown_timeout,
+	// ENGRAM_SHUTDOWN_TIMEOUT, --shutdown-timeout.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// LogLevel is debug, info, warn or error. yaml log_level,
+	// ENGRAM_LOG_LEVEL, --log-level.
+	LogLevel string `yaml:"log_level"`
+	// LogFormat is text or json. yaml log_format, ENGRAM_LOG_FORMAT,
+	// --log-format.
+	LogFormat string `yaml:"log_format"`
+}
+
+// APIKey gives its bearer access to one tenant. Name identifies the key in
+// audit entries and logs; the key itself is never logged or stored.
+type APIKey struct {
+	Tenant string `yaml:"tenant"`
+	Key    string `yaml:"key"`
+	Name   string `yaml:"name"`
+}
+
+// Default returns the configuration with every default set.
+func Default() Config {
+	return Config{
+		Listen:          DefaultListen,
+		DatabaseURL:     DefaultDatabaseURL,
+		MaxPayloadBytes: store.DefaultMaxPayloadBytes,
+		ShutdownTimeout: DefaultShutdownTimeout,
+		LogLevel:        DefaultLogLevel,
+		LogFormat:       DefaultLogFormat,
+	}
+}
+
+// Load builds the configuration from defaults, the YAML file named by
+// --config or ENGRAM_CONFIG, the environment and the flags in args, and
+// validates it.
+func Load(args []string, getenv func(string) string) (Config, error) {
+	fs := flag.NewFlagSet("engramd", flag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	path := fs.String("config", getenv("ENGRAM_CONFIG"), "YAML configuration file")
+	listen := fs.String("listen", "", "HTTP listen address (default "+DefaultListen+")")
+	dbURL := fs.String("database-url", "", "PostgreSQL URL")
+	maxPayload := fs.Int("max-payload-bytes", 0, "maximum encoded payload size")
+	shutdown := fs.Duration("shutdown-timeout", 0, "graceful shutdown deadline")
+	level := fs.String("log-level", "", "debug, info, warn or error")
+	format := fs.String("log-format", "", "text or json")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+
+	c := Default()
+	if *path != "" {
+		b, err := os.ReadFile(*path)
+		if err != nil {
+			return Config{}, fmt.Errorf("read config: %w", err)
+		}
+		dec := yaml.NewDecoder(strings.NewReader(string(b)))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			return Config{}, fmt.Errorf("parse config %s: %w", *path, err)
+		}
+	}
+	if err := c.fromEnv(getenv); err != nil {
+		return Config{}, err
+	}
+	setIf(&c.Listen, *listen)
+	setIf(&c.DatabaseURL, *dbURL)
+	setIf(&c.LogLevel, *level)
+	setIf(&c.LogFormat, *format)
+	if *maxPayload != 0 {
+		c.MaxPayloadBytes = *maxPayload
+	}
+	if *shutdown != 0 {
+		c.ShutdownTimeout = *shutdown
+	}
+	return c, c.Validate()
+}
+
+func (c *Config) fromEnv(getenv func(string) string) error {
+	setIf(&c.Listen, getenv("ENGRAM_LISTEN"))
+	setIf(&c.DatabaseURL, getenv("DATABASE_URL"))
+	setIf(&c.DatabaseURL, getenv("ENGRAM_DATABASE_URL"))
+	setIf(&c.LogLevel, getenv("ENGRAM_LOG_LEVEL"))
+	setIf(&c.LogFormat, getenv("ENGRAM_LOG_FORMAT"))
+	if v := getenv("ENGRAM_MAX_PAYLOAD_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("ENGRAM_MAX_PAYLOAD_BYTES: %q is not a whole number", v)
+		}
+		c.MaxPayloadBytes = n
+	}
+	if v := getenv("ENGRAM_SHUTDOWN_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("ENGRAM_SHUTDOWN_TIMEOUT: %w", err)
+		}
+		c.ShutdownTimeout = d
+	}
+	if v := getenv("ENGRAM_API_KEYS"); v != "" {
+		c.APIKeys = nil
+		for i, pair := range strings.Split(v, ",") {
+			tenant, key, ok := strings.Cut(strings.TrimSpace(pair), ":")
+			if !ok {
+				return fmt.Errorf("ENGRAM_API_KEYS: entry %d is not tenant:key", i+1)
+			}
+			c.APIKeys = append(c.APIKeys, APIKey{Tenant: tenant, Key: key, Name: fmt.Sprintf("%s-env-%d", tenant, i+1)})
+		}
+	}
+	return nil
+}
+
+func setIf(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+// Validate checks every field and names the first bad one.
+func (c Config) Validate() error {
+	switch {
+	case c.Listen == "":
+		return errors.New("listen: must not be empty")
+	case c.DatabaseURL == "":
+		return errors.New("database_url: must not be empty")
+	case c.MaxPayloadBytes < 1024 || c.MaxPayloadBytes > 16<<20:
+		return fmt.Errorf("max_payload_bytes: %d is outside 1024..16777216", c.MaxPayloadBytes)
+	case c.ShutdownTimeout <= 0:
+		return errors.New("shutdown_timeout: must be positive")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log_level: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		return fmt.Errorf("log_format: %q is not text or json", c.LogFormat)
+	}
+	seen := map[string]bool{}
+	for i, k := range c.APIKeys {
+		switch {
+		case !tenantID(k.Tenant):
+			return fmt.Errorf("api_keys[%d].tenant: %q must be 1-63 of a-z, 0-9, '_', '.', '-', starting with a letter or digit", i, k.Tenant)
+		case len(k.Key) < 16:
+			return fmt.Errorf("api_keys[%d].key: must be at least 16 characters", i)
+		case seen[k.Key]:
+			return fmt.Errorf("api_keys[%d].key: repeats an earlier key", i)
+		}
+		seen[k.Key] = true
+	}
+	return nil
+}
+
+// tenantID mirrors the tenants table's CHECK constraint.
+func tenantID(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || i > 0 && (r == '_' || r == '.' || r == '-')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,205 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/schemas"
+	"github.com/engram-dev/engram/store"
+)
+
+// Problem is an RFC 9457 problem details response. Type is a stable URN
+// clients may switch on; Errors lists field-level violations (JSON pointers
+// into the request body) or bad query parameters.
+type Problem struct {
+	Type      string       `json:"type"`
+	Title     string       `json:"title"`
+	Status    int          `json:"status"`
+	Detail    string       `json:"detail,omitempty"`
+	Instance  string       `json:"instance,omitempty"`
+	Errors    []FieldError `json:"errors,omitempty"`
+	RecordIDs []uuid.UUID  `json:"record_ids,omitempty"`
+}
+
+// FieldError is one violation: a JSON pointer into the body, or the name of
+// a query parameter or header.
+type FieldError struct {
+	Pointer   string `json:"pointer,omitempty"`
+	Parameter string `json:"parameter,omitempty"`
+	Header    string `json:"header,omitempty"`
+	Message   string `json:"message"`
+}
+
+func (p *Problem) Error() string { return p.Title + ": " + p.Detail }
+
+const problemPrefix = "urn:engram:problem:"
+
+func problem(status int, kind, title, detail string) *Problem {
+	return &Problem{Type: problemPrefix + kind, Title: title, Status: status, Detail: detail}
+}
+
+func badParam(name, format string, args ...any) *Problem {
+	p := problem(http.StatusBadRequest, "invalid-parameter", "Invalid query parameter", "")
+	p.Errors = []FieldError{{Parameter: name, Message: fmt.Sprintf(format, args...)}}
+	p.Detail = name + ": " + p.Errors[0].Message
+	return p
+}
+
+var (
+	errUnauthorized = problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
+		"send an API key as Authorization: Bearer <key>")
+	errRouteNotFound = problem(http.StatusNotFound, "not-found", "Not found", "no such endpoint")
+)
+
+// writeProblem answers with err as a problem, mapping the store's and the
+// schemas' typed errors to their status codes. Internal errors are logged
+// and answered without detail: nothing from a failed query reaches a
+// client.
+func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	p := s.toProblem(r, err)
+	p.Instance = r.URL.Path
+	w.Header().Set("Content-Type", "application/problem+json")
+	if p.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
+	}
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+func (s *Server) toProblem(r *http.Request, err error) *Problem {
+	var (
+		p        *Problem
+		ve       *schemas.ValidationError
+		ce       *store.ConflictError
+		tl       *store.TooLargeError
+		maxBytes *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &p):
+		cp := *p
+		return &cp
+	case errors.As(err, &ve):
+		p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed",
+			fmt.Sprintf("%d violation(s) of the record schemas", len(ve.Violations)))
+		for _, v := range ve.Violations {
+			p.Errors = append(p.Errors, FieldError{Pointer: v.Pointer, Message: v.Message})
+		}
+		return p
+	case errors.As(err, &ce):
+		p := problem(http.StatusConflict, strings.ReplaceAll(ce.Code, "_", "-"), "Conflict", ce.Detail)
+		p.RecordIDs = ce.RecordIDs
+		return p
+	case errors.As(err, &tl):
+		p := problem(http.StatusRequestEntityTooLarge, "too-large", "Payload too large", tl.Error())
+		p.Errors = []FieldError{{Pointer: tl.Pointer, Message: tl.Error()}}
+		return p
+	case errors.As(err, &maxBytes):
+		return problem(http.StatusRequestEntityTooLarge, "too-large", "Request body too large",
+			fmt.Sprintf("the body is over the limit of %d bytes", maxBytes.Limit))
+	case errors.Is(err, store.ErrNotFound):
+		return problem(http.StatusNotFound, "not-found", "Not found", "no such record in this tenant")
+	case errors.Is(err, store.ErrBadCursor):
+		return badParam("cursor", "is not a cursor this server issued")
+	}
+	s.logger.ErrorContext(r.Context(), "request failed", slog.String("method", r.Method),
+		slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	return problem(http.StatusInternalServerError, "internal", "Internal error", "the request failed; the server log has details")
+}
+
+// decodeJSON reads one JSON object from the body into v, refusing unknown
+// fields and trailing data, and turns decoding failures into precise
+// problems.
+func decodeJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") && !strings.HasSuffix(strings.Split(ct, ";")[0], "+json") {
+		return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
+			fmt.Sprintf("send application/json, not %s", ct))
+	}
+	return decodeStrict(r.Body, v, "")
+}
+
+// decodeStrict decodes one JSON value from rd into v; pointer prefixes the
+// JSON pointers of field errors, for values nested in a larger body.
+func decodeStrict(rd io.Reader, v any, pointer string) error {
+	dec := json.NewDecoder(rd)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeProblem(err, pointer)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+// decodeRecord decodes a new record, nested at pointer in the body. Fields
+// it leaves out take their defaults: zero is a value, absence is not.
+func decodeRecord(raw json.RawMessage, pointer string) (memory.Record, error) {
+	rec := memory.Record{Confidence: memory.DefaultConfidence, Salience: memory.DefaultSalience}
+	if len(raw) == 0 || string(raw) == "null" {
+		return rec, fieldProblem(pointer, "is required")
+	}
+	return rec, decodeStrict(bytes.NewReader(raw), &rec, pointer)
+}
+
+func decodeProblem(err error, pointer string) error {
+	var (
+		syntax   *json.SyntaxError
+		typ      *json.UnmarshalTypeError
+		maxBytes *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &maxBytes):
+		return err
+	case errors.Is(err, io.EOF):
+		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body is empty")
+	case errors.As(err, &syntax):
+		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON",
+			fmt.Sprintf("%s (at byte %d)", syntax.Error(), syntax.Offset))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body ends in the middle of a value")
+	case errors.As(err, &typ):
+		p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", "a field has the wrong type")
+		p.Errors = []FieldError{{Pointer: pointer + "/" + strings.ReplaceAll(typ.Field, ".", "/"), Message: "must be " + jsonType(typ.Type.Kind().String())}}
+		return p
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", "unknown field "+name)
+		p.Errors = []FieldError{{Pointer: pointer + "/" + name, Message: "is not a known field"}}
+		return p
+	}
+	// A value's own decoder refused it (a malformed id or time).
+	p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", err.Error())
+	p.Errors = []FieldError{{Pointer: pointer, Message: err.Error()}}
+	return p
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "float64", "float32", "int", "int64", "int32":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return "of another type"
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

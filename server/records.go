@@ -1,0 +1,431 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
+)
+
+func (s *Server) createRecord(w http.ResponseWriter, r *http.Request) error {
+	var raw json.RawMessage
+	if err := decodeJSON(r, &raw); err != nil {
+		return err
+	}
+	rec, err := decodeRecord(raw, "")
+	if err != nil {
+		return err
+	}
+	p := principalOf(r)
+	out, err := s.store.Create(r.Context(), p.tenant, rec, change(r, r.URL.Query().Get("rationale")))
+	if err != nil {
+		return err
+	}
+	s.metrics.revisions.WithLabelValues(store.ActionCreate).Inc()
+	w.Header().Set("Location", "/v1/records/"+out.ID.String())
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	asOf, err := timeParam(r, "as_of")
+	if err != nil {
+		return err
+	}
+	tenant := principalOf(r).tenant
+	var rec memory.Record
+	if asOf != nil {
+		rec, err = s.store.GetAsOf(r.Context(), tenant, id, *asOf)
+	} else {
+		rec, err = s.store.Get(r.Context(), tenant, id)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rec)
+	return nil
+}
+
+// listRecords serves GET /v1/records. Repeatable parameters (type, status,
+// tag, sensitivity) also take comma-separated values.
+func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var f store.Filter
+	for _, v := range multi(q["type"]) {
+		t := memory.Type(v)
+		if !t.Valid() {
+			return badParam("type", "%q is not one of episodic, working, semantic, competence, plan_graph", v)
+		}
+		f.Types = append(f.Types, t)
+	}
+	for _, v := range multi(q["status"]) {
+		if v == "all" {
+			f.Statuses = memory.Statuses
+			continue
+		}
+		st := memory.Status(v)
+		if !st.Valid() {
+			return badParam("status", "%q is not a record status (or all)", v)
+		}
+		f.Statuses = append(f.Statuses, st)
+	}
+	for _, v := range multi(q["sensitivity"]) {
+		sv := memory.Sensitivity(v)
+		if !sv.Valid() {
+			return badParam("sensitivity", "%q is not one of public, low, medium, high, hyper", v)
+		}
+		f.Sensitivities = append(f.Sensitivities, sv)
+	}
+	f.Tags = multi(q["tag"])
+	if q.Has("scope") {
+		scope := q.Get("scope")
+		f.Scope = &scope
+	}
+	f.Subject, f.Predicate, f.Cursor = q.Get("subject"), q.Get("predicate"), q.Get("cursor")
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > store.MaxLimit {
+			return badParam("limit", "must be a whole number from 1 to %d", store.MaxLimit)
+		}
+		f.Limit = n
+	}
+	asOf, err := timeParam(r, "as_of")
+	if err != nil {
+		return err
+	}
+	f.AsOf = asOf
+	page, err := s.store.List(r.Context(), principalOf(r).tenant, f)
+	if err != nil {
+		return err
+	}
+	if page.Records == nil {
+		page.Records = []memory.Record{}
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// updateRequest is the body of PATCH /v1/records/{id}: working memory only.
+type updateRequest struct {
+	Version   int             `json:"version"`
+	Payload   json.RawMessage `json:"payload"`
+	Tags      []string        `json:"tags"`
+	Rationale string          `json:"rationale"`
+}
+
+func (s *Server) updateRecord(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var req updateRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Version == 0 {
+		if req.Version, err = ifMatch(r); err != nil {
+			return err
+		}
+	}
+	if len(req.Payload) == 0 {
+		return fieldProblem("/payload", "is required")
+	}
+	out, err := s.store.Update(r.Context(), principalOf(r).tenant, id, req.Version, req.Payload, req.Tags, change(r, req.Rationale))
+	if err != nil {
+		return err
+	}
+	s.metrics.revisions.WithLabelValues(store.ActionUpdate).Inc()
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// ifMatch reads a version from an If-Match header: "3" or a bare 3.
+func ifMatch(r *http.Request) (int, error) {
+	v := strings.Trim(strings.TrimPrefix(r.Header.Get("If-Match"), "W/"), `"`)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		p := problem(http.StatusBadRequest, "invalid-header", "Invalid header", "If-Match must be a record version")
+		p.Errors = []FieldError{{Header: "If-Match", Message: "must be a record version, such as \"3\""}}
+		return 0, p
+	}
+	return n, nil
+}
+
+func (s *Server) deleteRecord(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	out, err := s.store.Delete(r.Context(), principalOf(r).tenant, id, change(r, r.URL.Query().Get("rationale")))
+	if err != nil {
+		return err
+	}
+	s.metrics.revisions.WithLabelValues(store.ActionDelete).Inc()
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// reviseRequest is the body of every revision custom method; each uses the
+// fields that apply to it.
+type reviseRequest struct {
+	Version   int             `json:"version"`
+	Rationale string          `json:"rationale"`
+	Evidence  []memory.Source `json:"evidence"`
+	// supersede, contest (a new contradicting record), merge (a template)
+	Record json.RawMessage `json:"record"`
+	// fork
+	Variants []json.RawMessage `json:"variants"`
+	// contest
+	Against []uuid.UUID `json:"against"`
+	// merge
+	RecordIDs []uuid.UUID `json:"record_ids"`
+	// append
+	Timeline  []memory.TimelineEntry `json:"timeline"`
+	ToolGraph []map[string]any       `json:"tool_graph"`
+	Artifacts []string               `json:"artifacts"`
+	Outcome   string                 `json:"outcome"`
+}
+
+func (req reviseRequest) change(r *http.Request) store.Change {
+	ch := change(r, req.Rationale)
+	ch.Evidence = req.Evidence
+	return ch
+}
+
+// reviseRecord serves POST /v1/records/{id}:{op}.
+func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
+	idText, op, ok := strings.Cut(r.PathValue("idop"), ":")
+	if !ok {
+		return problem(http.StatusNotFound, "not-found", "Not found",
+			"POST a revision as /v1/records/{id}:{supersede|fork|contest|retract|append|purge}")
+	}
+	id, err := pathID(idText)
+	if err != nil {
+		return err
+	}
+	var req reviseRequest
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &req); err != nil {
+			return err
+		}
+	}
+	tenant, ctx := principalOf(r).tenant, r.Context()
+	var out any
+	switch op {
+	case "supersede":
+		rec, err := decodeRecord(req.Record, "/record")
+		if err != nil {
+			return err
+		}
+		old, next, err := s.store.Supersede(ctx, tenant, id, req.Version, rec, req.change(r))
+		if err != nil {
+			return err
+		}
+		out = map[string]any{"superseded": old, "record": next}
+	case "fork":
+		variants := make([]memory.Record, len(req.Variants))
+		for i, raw := range req.Variants {
+			if variants[i], err = decodeRecord(raw, fmt.Sprintf("/variants/%d", i)); err != nil {
+				return err
+			}
+		}
+		old, variants, err := s.store.Fork(ctx, tenant, id, req.Version, variants, req.change(r))
+		if err != nil {
+			return err
+		}
+		out = map[string]any{"forked": old, "records": variants}
+	case "contest":
+		var next *memory.Record
+		if len(req.Record) > 0 {
+			rec, err := decodeRecord(req.Record, "/record")
+			if err != nil {
+				return err
+			}
+			next = &rec
+		}
+		recs, err := s.store.Contest(ctx, tenant, append([]uuid.UUID{id}, req.Against...), next, req.change(r))
+		if err != nil {
+			return err
+		}
+		out = map[string]any{"records": recs}
+	case "retract":
+		rec, err := s.store.Retract(ctx, tenant, id, req.Version, req.change(r))
+		if err != nil {
+			return err
+		}
+		out = rec
+	case "append":
+		rec, err := s.store.AppendEpisode(ctx, tenant, id, store.EpisodeAppend{
+			Timeline: req.Timeline, ToolGraph: req.ToolGraph, Artifacts: req.Artifacts, Outcome: req.Outcome,
+		}, req.change(r))
+		if err != nil {
+			return err
+		}
+		out = rec
+	case "purge":
+		if err := s.store.Purge(ctx, tenant, id, req.change(r)); err != nil {
+			return err
+		}
+		s.metrics.revisions.WithLabelValues(store.ActionPurge).Inc()
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	default:
+		return problem(http.StatusNotFound, "not-found", "Not found",
+			fmt.Sprintf("%q is not a revision; use supersede, fork, contest, retract, append or purge", op))
+	}
+	s.metrics.revisions.WithLabelValues(op).Inc()
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) mergeRecords(w http.ResponseWriter, r *http.Request) error {
+	var req reviseRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var template *memory.Record
+	if len(req.Record) > 0 {
+		rec, err := decodeRecord(req.Record, "/record")
+		if err != nil {
+			return err
+		}
+		template = &rec
+	}
+	rec, err := s.store.Merge(r.Context(), principalOf(r).tenant, req.RecordIDs, template, req.change(r))
+	if err != nil {
+		return err
+	}
+	s.metrics.revisions.WithLabelValues(store.ActionMerge).Inc()
+	w.Header().Set("Location", "/v1/records/"+rec.ID.String())
+	writeJSON(w, http.StatusCreated, rec)
+	return nil
+}
+
+func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	versions, err := s.store.History(r.Context(), principalOf(r).tenant, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"versions": versions})
+	return nil
+}
+
+func (s *Server) recordAudit(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	entries, err := s.store.Audit(r.Context(), principalOf(r).tenant, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
+	return nil
+}
+
+func (s *Server) recordRelations(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	edges, err := s.store.Relations(r.Context(), principalOf(r).tenant, id)
+	if err != nil {
+		return err
+	}
+	if edges == nil {
+		edges = []store.Edge{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"relations": edges})
+	return nil
+}
+
+func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
+	body, err := readAll(r)
+	if err != nil {
+		return err
+	}
+	a, err := s.store.PutArtifact(r.Context(), principalOf(r).tenant, r.Header.Get("Content-Type"), body)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/artifacts/"+a.SHA256)
+	writeJSON(w, http.StatusCreated, a)
+	return nil
+}
+
+func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
+	a, content, err := s.store.GetArtifact(r.Context(), principalOf(r).tenant, r.PathValue("sha256"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", a.MediaType)
+	w.Header().Set("ETag", `"`+a.SHA256+`"`)
+	w.Header().Set("Cache-Control", "private, max-age=31536000, immutable")
+	_, _ = w.Write(content)
+	return nil
+}
+
+func pathID(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, problem(http.StatusNotFound, "not-found", "Not found", fmt.Sprintf("%q is not a record id", s))
+	}
+	return id, nil
+}
+
+func timeParam(r *http.Request, name string) (*time.Time, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, badParam(name, "must be an RFC 3339 time, such as 2026-01-28T00:00:00Z")
+	}
+	return &t, nil
+}
+
+func multi(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for _, part := range strings.Split(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+func fieldProblem(pointer, message string) *Problem {
+	p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", strings.TrimPrefix(pointer, "/")+" "+message)
+	p.Errors = []FieldError{{Pointer: pointer, Message: message}}
+	return p
+}
+
+func readAll(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, decodeProblem(err, "")
+	}
+	return b, nil
+}

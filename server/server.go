@@ -1,0 +1,236 @@
+// Package server is engramd's HTTP API: routing under /v1, bearer-key
+// authentication that puts every request in one tenant, RFC 9457
+// problem+json errors, the OpenAPI document, health and Prometheus metrics.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/engram-dev/engram/store"
+)
+
+// OpenAPI is the API's OpenAPI 3.1 document, served at /v1/openapi.json.
+//
+//go:embed openapi.json
+var OpenAPI []byte
+
+// Key is one API key the server accepts, already resolved to its tenant.
+type Key struct {
+	Tenant string
+	Name   string
+	Secret string
+}
+
+// Config is what a [Server] needs.
+type Config struct {
+	Store  *store.Store
+	Keys   []Key
+	Logger *slog.Logger
+	// Ready reports whether the server can serve (the database answers).
+	Ready func(ctx context.Context) error
+	// MaxBodyBytes caps a request body; 0 means 4 MiB.
+	MaxBodyBytes int64
+	// Registry receives the server's metrics; nil means a new one.
+	Registry *prometheus.Registry
+}
+
+// Server serves the engram API.
+type Server struct {
+	store   *store.Store
+	keys    map[[sha256.Size]byte]principal
+	logger  *slog.Logger
+	ready   func(context.Context) error
+	maxBody int64
+	metrics *metrics
+	handler http.Handler
+}
+
+type principal struct {
+	tenant, name string
+}
+
+// New returns a server for cfg.
+func New(cfg Config) *Server {
+	s := &Server{
+		store:   cfg.Store,
+		keys:    make(map[[sha256.Size]byte]principal, len(cfg.Keys)),
+		logger:  cfg.Logger,
+		ready:   cfg.Ready,
+		maxBody: cfg.MaxBodyBytes,
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody == 0 {
+		s.maxBody = 4 << 20
+	}
+	for _, k := range cfg.Keys {
+		// Keys are held only as hashes, so a heap dump or a debug print of
+		// the server does not show them.
+		s.keys[sha256.Sum256([]byte(k.Secret))] = principal{tenant: k.Tenant, name: k.Name}
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s.metrics = newMetrics(reg)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(OpenAPI)
+	})
+
+	for _, rt := range s.routes() {
+		mux.Handle(rt.pattern, s.authenticated(rt.handle))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.writeProblem(w, r, errRouteNotFound) })
+
+	s.handler = s.observe(mux)
+	return s
+}
+
+// route is one authenticated API endpoint.
+type route struct {
+	pattern string
+	handle  func(http.ResponseWriter, *http.Request) error
+}
+
+// routes lists the API under /v1; the OpenAPI document describes each one.
+func (s *Server) routes() []route {
+	return []route{
+		{"POST /v1/records", s.createRecord},
+		{"GET /v1/records", s.listRecords},
+		{"POST /v1/records:merge", s.mergeRecords},
+		{"GET /v1/records/{id}", s.getRecord},
+		{"PATCH /v1/records/{id}", s.updateRecord},
+		{"DELETE /v1/records/{id}", s.deleteRecord},
+		// Custom methods in the style of Google's AIP-136:
+		// POST /v1/records/{id}:supersede and the like.
+		{"POST /v1/records/{idop}", s.reviseRecord},
+		{"GET /v1/records/{id}/history", s.recordHistory},
+		{"GET /v1/records/{id}/audit", s.recordAudit},
+		{"GET /v1/records/{id}/relations", s.recordRelations},
+		{"POST /v1/artifacts", s.putArtifact},
+		{"GET /v1/artifacts/{sha256}", s.getArtifact},
+	}
+}
+
+// ServeHTTP implements [http.Handler].
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if s.ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.ready(ctx); err != nil {
+			s.logger.WarnContext(r.Context(), "not ready", slog.String("error", err.Error()))
+			s.writeProblem(w, r, problem(http.StatusServiceUnavailable, "not-ready", "Not ready", "the database does not answer"))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+type principalKey struct{}
+
+// authenticated resolves the bearer key to its tenant, caps the body and
+// turns a handler's error into a problem response.
+func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		p, known := s.keys[sha256.Sum256([]byte(strings.TrimSpace(token)))]
+		if !ok || !known {
+			s.writeProblem(w, r, errUnauthorized)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		if err := h(w, r); err != nil {
+			s.writeProblem(w, r, err)
+		}
+	})
+}
+
+func principalOf(r *http.Request) principal {
+	p, _ := r.Context().Value(principalKey{}).(principal)
+	return p
+}
+
+// change is the audit identity of a request: the key's name, and the agent
+// the caller says it acts for (X-Engram-Actor), if any.
+func change(r *http.Request, rationale string) store.Change {
+	actor := "key:" + principalOf(r).name
+	if a := strings.TrimSpace(r.Header.Get("X-Engram-Actor")); a != "" {
+		if len(a) > 200 {
+			a = a[:200]
+		}
+		actor = a + " via " + actor
+	}
+	return store.Change{Actor: actor, Rationale: rationale}
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// observe logs each request (never its body) and records its duration.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		route := r.Pattern
+		if route == "" || route == "/" {
+			route = "unmatched"
+		}
+		d := time.Since(start)
+		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(d.Seconds())
+		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "request",
+			slog.String("method", r.Method), slog.String("route", route),
+			slog.Int("status", rec.status), slog.Duration("duration", d))
+	})
+}
+
+type metrics struct {
+	requests  *prometheus.HistogramVec
+	revisions *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "engram_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route pattern and status code.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route", "code"}),
+		revisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "engram_revisions_total",
+			Help: "Record revisions committed, by operation (substrate RFC §15.10 revision rates).",
+		}, []string{"op"}),
+	}
+	reg.MustRegister(m.requests, m.revisions)
+	return m
+}
