@@ -1,0 +1,75 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/internal/config"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestPrecedence(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "engram.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+listen: 127.0.0.1:9000
+max_payload_bytes: 4096
+shutdown_timeout: 5s
+api_keys:
+  - {tenant: acme, key: file-key-0123456789, name: acme-ci}
+`), 0o600))
+
+	c, err := config.Load([]string{"--config", path}, env(nil))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9000", c.Listen)
+	require.Equal(t, 4096, c.MaxPayloadBytes)
+	require.Equal(t, 5*time.Second, c.ShutdownTimeout)
+	require.Equal(t, []config.APIKey{{Tenant: "acme", Key: "file-key-0123456789", Name: "acme-ci"}}, c.APIKeys)
+	require.Equal(t, config.DefaultDatabaseURL, c.DatabaseURL)
+
+	c, err = config.Load([]string{"--listen", "127.0.0.1:9002"}, env(map[string]string{
+		"ENGRAM_CONFIG": path, "ENGRAM_LISTEN": "127.0.0.1:9001", "ENGRAM_MAX_PAYLOAD_BYTES": "8192",
+		"DATABASE_URL": "postgres://x/y", "ENGRAM_API_KEYS": "t1:env-key-0123456789,t2:env-key-9876543210",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9002", c.Listen, "flags win over env")
+	require.Equal(t, 8192, c.MaxPayloadBytes, "env wins over the file")
+	require.Equal(t, "postgres://x/y", c.DatabaseURL)
+	require.Len(t, c.APIKeys, 2)
+	require.Equal(t, "t2", c.APIKeys[1].Tenant)
+}
+
+func TestValidateNamesTheBadField(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cases := map[string]struct {
+		file string
+		env  map[string]string
+		args []string
+	}{
+		"max_payload_bytes":    {env: map[string]string{"ENGRAM_MAX_PAYLOAD_BYTES": "10"}},
+		"ENGRAM_MAX_PAYLOAD":   {env: map[string]string{"ENGRAM_MAX_PAYLOAD_BYTES": "lots"}},
+		"log_level":            {args: []string{"--log-level", "chatty"}},
+		"log_format":           {file: "log_format: xml\n"},
+		"api_keys[0].key":      {file: "api_keys: [{tenant: acme, key: short}]\n"},
+		"api_keys[0].tenant":   {file: "api_keys: [{tenant: Acme!, key: long-enough-key-0123}]\n"},
+		"ENGRAM_API_KEYS":      {env: map[string]string{"ENGRAM_API_KEYS": "no-colon"}},
+		"field nope not found": {file: "nope: 1\n"},
+		"shutdown_timeout":     {file: "shutdown_timeout: -1s\n"},
+	}
+	for want, c := range cases {
+		args := c.args
+		if c.file != "" {
+			path := filepath.Join(dir, want+".yaml")
+			require.NoError(t, os.WriteFile(path, []byte(c.file), 0o600))
+			args = append(args, "--config", path)
+		}
+		_, err := config.Load(args, env(c.env))
+		require.ErrorContains(t, err, want)
+	}
+}
