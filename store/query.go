@@ -87,7 +87,10 @@ func (s *Store) List(ctx context.Context, tenant string, f Filter) (Page, error)
 	if len(statuses) == 0 {
 		statuses = []memory.Status{memory.Active, memory.Contested}
 	}
-	args := []any{tenant, nilIfEmpty(f.Types), statuses, f.Scope, nilIfEmpty(f.Tags), nilIfEmpty(f.Sensitivities),
+	// QueryExecModeExec plans each listing with its actual parameters: a
+	// cached generic plan cannot drop the filters left NULL and falls back
+	// to a sequential scan.
+	args := []any{pgx.QueryExecModeExec, tenant, strs(f.Types), strs(statuses), f.Scope, strs(f.Tags), strs(f.Sensitivities),
 		nilIfZero(f.Subject), nilIfZero(f.Predicate), after, limit + 1}
 	query := listSQL
 	if f.AsOf != nil {
@@ -303,11 +306,17 @@ func decodeCursor(c string) (uuid.UUID, error) {
 	return uuid.UUID(b), nil
 }
 
-func nilIfEmpty[T any](s []T) []T {
+// strs converts a list of named strings to the []string the exec query
+// mode can encode; an empty list is NULL, which filters nothing.
+func strs[T ~string](s []T) []string {
 	if len(s) == 0 {
 		return nil
 	}
-	return s
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = string(v)
+	}
+	return out
 }
 
 func nilIfZero(s string) *string {
