@@ -117,4 +117,3 @@ func BenchmarkList(b *testing.B) {
 		})
 	}
 }
-
