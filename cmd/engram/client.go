@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// client calls engramd's HTTP API with one API key.
+type client struct {
+	base  string // without a trailing slash
+	key   string
+	actor string
+	http  *http.Client
+}
+
+func newClient(base, key, actor string) *client {
+	return &client{base: base, key: key, actor: actor, http: &http.Client{Timeout: time.Minute}}
+}
+
+// problemError is an RFC 9457 problem the API answered with.
+type problemError struct {
+	Type      string       `json:"type"`
+	Title     string       `json:"title"`
+	Status    int          `json:"status"`
+	Detail    string       `json:"detail"`
+	Errors    []fieldError `json:"errors"`
+	RecordIDs []string     `json:"record_ids"`
+}
+
+func (p *problemError) Error() string {
+	if p.Detail == "" {
+		return p.Title
+	}
+	return p.Title + ": " + p.Detail
+}
+
+// fieldError is one violation of a problem: a JSON pointer into the
+// request body, a query parameter or a header.
+type fieldError struct {
+	Pointer   string `json:"pointer"`
+	Parameter string `json:"parameter"`
+	Header    string `json:"header"`
+	Message   string `json:"message"`
+}
+
+func (f fieldError) location() string {
+	switch {
+	case f.Pointer != "":
+		return f.Pointer
+	case f.Parameter != "":
+		return "parameter " + f.Parameter
+	case f.Header != "":
+		return "header " + f.Header
+	}
+	return "body"
+}
+
+// do sends a request with a JSON body (when body is non-nil) and returns
+// the response body of a success. Any other answer is a *problemError.
+func (c *client) do(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, error) {
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	req.Header.Set("User-Agent", "engram-cli")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.actor != "" {
+		req.Header.Set("X-Engram-Actor", c.actor)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("call engramd: %w", err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read response: %w", err)
+	}
+	if res.StatusCode >= 200 && res.StatusCode < 300 {
+		return b, nil
+	}
+	p := &problemError{}
+	if json.Unmarshal(b, p) != nil || p.Title == "" {
+		// Not engramd's problem: a proxy's page, say. Show its start.
+		text := strings.TrimSpace(string(b))
+		if len(text) > 200 {
+			text = text[:200] + "…"
+		}
+		p = &problemError{Title: http.StatusText(res.StatusCode), Detail: text}
+	}
+	p.Status = res.StatusCode
+	return nil, p
+}

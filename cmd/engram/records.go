@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// recordCommands are the subcommands of engram records.
+var recordCommands = map[string]func(c *cli, ctx context.Context, args []string) error{
+	"get":       (*cli).recordsGet,
+	"list":      (*cli).recordsList,
+	"history":   (*cli).recordsHistory,
+	"audit":     (*cli).recordsAudit,
+	"relations": (*cli).recordsRelations,
+	"create":    (*cli).recordsCreate,
+	"update":    (*cli).recordsUpdate,
+	"supersede": (*cli).recordsSupersede,
+	"fork":      (*cli).recordsFork,
+	"contest":   (*cli).recordsContest,
+	"retract":   (*cli).recordsRetract,
+	"append":    (*cli).recordsAppend,
+	"merge":     (*cli).recordsMerge,
+	"delete":    (*cli).recordsDelete,
+	"purge":     (*cli).recordsPurge,
+}
+
+// listFlag is a repeatable flag; each value may also be a comma-separated
+// list, as the API takes them.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+func recordPath(id string, suffix string) string { return "/v1/records/" + url.PathEscape(id) + suffix }
+
+func (c *cli) recordsGet(ctx context.Context, args []string) error {
+	fs := c.flags("records get")
+	asOf := fs.String("as-of", "", "")
+	pos, err := parse(fs, args, 1, "ID [--as-of TIME]")
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	if *asOf != "" {
+		q.Set("as_of", *asOf)
+	}
+	return c.call(ctx, "GET", recordPath(pos[0], ""), q, nil, c.printJSON)
+}
+
+func (c *cli) recordsList(ctx context.Context, args []string) error {
+	fs := c.flags("records list")
+	var types, statuses, tags, sensitivities listFlag
+	fs.Var(&types, "type", "")
+	fs.Var(&statuses, "status", "")
+	fs.Var(&tags, "tag", "")
+	fs.Var(&sensitivities, "sensitivity", "")
+	scope := fs.String("scope", "", "")
+	subject := fs.String("subject", "", "")
+	predicate := fs.String("predicate", "", "")
+	limit := fs.Int("limit", 0, "")
+	cursor := fs.String("cursor", "", "")
+	asOf := fs.String("as-of", "", "")
+	all := fs.Bool("all", false, "")
+	if _, err := parse(fs, args, 0, "[FILTERS] [--all]"); err != nil {
+		return err
+	}
+	q := url.Values{"type": types, "status": statuses, "tag": tags, "sensitivity": sensitivities}
+	set := func(name, v string) {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+	set("subject", *subject)
+	set("predicate", *predicate)
+	set("cursor", *cursor)
+	set("as_of", *asOf)
+	if *limit != 0 {
+		q.Set("limit", strconv.Itoa(*limit))
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "scope" {
+			// Even empty: scope= lists the records without a scope.
+			q.Set("scope", *scope)
+		}
+	})
+
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	var recs []json.RawMessage
+	for {
+		b, err := cl.do(ctx, "GET", "/v1/records", q, nil)
+		if err != nil {
+			return err
+		}
+		var page struct {
+			Records    []json.RawMessage `json:"records"`
+			NextCursor string            `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			return fmt.Errorf("decode page: %w", err)
+		}
+		if !*all {
+			if c.json {
+				return c.write(b)
+			}
+			if err := c.recordTable(page.Records); err != nil {
+				return err
+			}
+			if page.NextCursor != "" {
+				fmt.Fprintf(c.stderr, "more records: --cursor %s (or --all)\n", page.NextCursor)
+			}
+			return nil
+		}
+		recs = append(recs, page.Records...)
+		if page.NextCursor == "" {
+			break
+		}
+		if page.NextCursor == q.Get("cursor") {
+			return fmt.Errorf("list records: the server repeated cursor %s", page.NextCursor)
+		}
+		q.Set("cursor", page.NextCursor)
+	}
+	if c.json {
+		if recs == nil {
+			recs = []json.RawMessage{}
+		}
+		b, err := json.Marshal(map[string]any{"records": recs})
+		if err != nil {
+			return fmt.Errorf("encode records: %w", err)
+		}
+		return c.write(append(b, '\n'))
+	}
+	return c.recordTable(recs)
+}
+
+func (c *cli) recordsHistory(ctx context.Context, args []string) error {
+	pos, err := parse(c.flags("records history"), args, 1, "ID")
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, "GET", recordPath(pos[0], "/history"), nil, nil, c.orTable(c.historyTable))
+}
+
+func (c *cli) recordsAudit(ctx context.Context, args []string) error {
+	pos, err := parse(c.flags("records audit"), args, 1, "ID")
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, "GET", recordPath(pos[0], "/audit"), nil, nil, c.orTable(c.auditTable))
+}
+
+func (c *cli) recordsRelations(ctx context.Context, args []string) error {
+	pos, err := parse(c.flags("records relations"), args, 1, "ID")
+	if err != nil {
+		return err
+	}
+	return c.call(ctx, "GET", recordPath(pos[0], "/relations"), nil, nil, c.orTable(c.relationsTable))
+}
+
+func (c *cli) recordsCreate(ctx context.Context, args []string) error {
+	fs := c.flags("records create")
+	file := fs.String("f", "", "")
+	rationale := fs.String("rationale", "", "")
+	if _, err := parse(fs, args, 0, "-f FILE [--rationale R]"); err != nil {
+		return err
+	}
+	rec, err := c.readJSON(*file)
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	if *rationale != "" {
+		// The body is the record itself; the rationale goes in the query.
+		q.Set("rationale", *rationale)
+	}
+	return c.call(ctx, "POST", "/v1/records", q, rec, c.printJSON)
+}
+
+// revision is the body of the revision requests; each sets what applies.
+type revision struct {
+	Version   int             `json:"version,omitempty"`
+	Rationale string          `json:"rationale,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	Record    json.RawMessage `json:"record,omitempty"`
+	Variants  json.RawMessage `json:"variants,omitempty"`
+	Against   []string        `json:"against,omitempty"`
+	RecordIDs []string        `json:"record_ids,omitempty"`
+}
+
+func (c *cli) recordsUpdate(ctx context.Context, args []string) error {
+	fs := c.flags("records update")
+	file, version, rationale := fs.String("f", "", ""), fs.Int("version", 0, ""), fs.String("rationale", "", "")
+	pos, err := parse(fs, args, 1, "ID -f FILE --version N [--rationale R]")
+	if err != nil {
+		return err
+	}
+	payload, err := c.readJSON(*file)
+	if err != nil {
+		return err
+	}
+	return c.send(ctx, "PATCH", recordPath(pos[0], ""), revision{Version: *version, Rationale: *rationale, Payload: payload})
+}
+
+func (c *cli) recordsSupersede(ctx context.Context, args []string) error {
+	fs := c.flags("records supersede")
+	file, version, rationale := fs.String("f", "", ""), fs.Int("version", 0, ""), fs.String("rationale", "", "")
+	pos, err := parse(fs, args, 1, "ID -f FILE [--version N] [--rationale R]")
+	if err != nil {
+		return err
+	}
+	rec, err := c.readJSON(*file)
+	if err != nil {
+		return err
+	}
+	return c.send(ctx, "POST", recordPath(pos[0], ":supersede"), revision{Version: *version, Rationale: *rationale, Record: rec})
+}
+
+func (c *cli) recordsFork(ctx context.Context, args []string) error {
+	fs := c.flags("records fork")
+	file, version, rationale := fs.String("f", "", ""), fs.Int("version", 0, ""), fs.String("rationale", "", "")
+	pos, err := parse(fs, args, 1, "ID -f FILE [--version N] [--rationale R]")
+	if err != nil {
+		return err
+	}
+	variants, err := c.readJSON(*file)
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(variants), []byte("[")) {
+		return usageErrorf("records fork: FILE must hold a JSON array of variant records")
+	}
+	return c.send(ctx, "POST", recordPath(pos[0], ":fork"), revision{Version: *version, Rationale: *rationale, Variants: variants})
+}
+
+func (c *cli) recordsContest(ctx context.Context, args []string) error {
+	fs := c.flags("records contest")
+	var against listFlag
+	fs.Var(&against, "against", "")
+	file, rationale := fs.String("f", "", ""), fs.String("rationale", "", "")
+	pos, err := parse(fs, args, 1, "ID [--against ID]... [-f FILE] [--rationale R]")
+	if err != nil {
+		return err
+	}
+	r := revision{Rationale: *rationale}
+	for _, a := range against {
+		r.Against = append(r.Against, strings.Split(a, ",")...)
+	}
+	if *file != "" {
+		if r.Record, err = c.readJSON(*file); err != nil {
+			return err
+		}
+	}
+	return c.send(ctx, "POST", recordPath(pos[0], ":contest"), r)
+}
+
+func (c *cli) recordsRetract(ctx context.Context, args []string) error {
+	fs := c.flags("records retract")
+	version, rationale := fs.Int("version", 0, ""), fs.String("rationale", "", "")
+	pos, err := parse(fs, args, 1, "ID [--version N] [--rationale R]")
+	if err != nil {
+		return err
+	}
+	return c.send(ctx, "POST", recordPath(pos[0], ":retract"), revision{Version: *version, Rationale: *rationale})
+}
+
+func (c *cli) recordsAppend(ctx context.Context, args []string) error {
+	fs := c.flags("records append")
+	file, rationale := fs.String("f", "", ""), fs.String("rationale", "", "")
+	pos, err := parse(fs, args, 1, "ID -f FILE [--rationale R]")
+	if err != nil {
+		return err
+	}
+	doc, err := c.readJSON(*file)
+	if err != nil {
+		return err
+	}
+	// FILE is the request body itself: what to append.
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &body); err != nil || body == nil {
+		return usageErrorf(`records append: FILE must hold a JSON object such as {"timeline": [...], "outcome": "success"}`)
+	}
+	if *rationale != "" {
+		body["rationale"], _ = json.Marshal(*rationale)
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	return c.call(ctx, "POST", recordPath(pos[0], ":append"), nil, b, c.printJSON)
+}
+
+func (c *cli) recordsMerge(ctx context.Context, args []string) error {
+	fs := c.flags("records merge")
+	file, rationale := fs.String("f", "", ""), fs.String("rationale", "", "")
+	pos, err := parse(fs, args, -2, "ID ID... [-f FILE] [--rationale R]")
+	if err != nil {
+		return err
+	}
+	r := revision{Rationale: *rationale, RecordIDs: pos}
+	if *file != "" {
+		if r.Record, err = c.readJSON(*file); err != nil {
+			return err
+		}
+	}
+	return c.send(ctx, "POST", "/v1/records:merge", r)
+}
+
+func (c *cli) recordsDelete(ctx context.Context, args []string) error {
+	fs := c.flags("records delete")
+	rationale := fs.String("rationale", "", "")
+	pos, err := parse(fs, args, 1, "ID [--rationale R]")
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	if *rationale != "" {
+		q.Set("rationale", *rationale)
+	}
+	return c.call(ctx, "DELETE", recordPath(pos[0], ""), q, nil, c.printJSON)
+}
+
+func (c *cli) recordsPurge(ctx context.Context, args []string) error {
+	fs := c.flags("records purge")
+	rationale := fs.String("rationale", "", "")
+	pos, err := parse(fs, args, 1, "ID [--rationale R]")
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(revision{Rationale: *rationale})
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	return c.call(ctx, "POST", recordPath(pos[0], ":purge"), nil, b, func([]byte) error {
+		if !c.json {
+			fmt.Fprintf(c.stdout, "purged %s\n", pos[0])
+		}
+		return nil
+	})
+}
+
+// send posts a revision and prints the answer.
+func (c *cli) send(ctx context.Context, method, path string, r revision) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	return c.call(ctx, method, path, nil, b, c.printJSON)
+}
+
+// call sends a request and hands a successful answer's body to print.
+func (c *cli) call(ctx context.Context, method, path string, q url.Values, body []byte, print func([]byte) error) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	b, err := cl.do(ctx, method, path, q, body)
+	if err != nil {
+		return err
+	}
+	return print(b)
+}
+
+// readJSON reads the JSON document of -f: a file, or standard input for
+// "-".
+func (c *cli) readJSON(path string) (json.RawMessage, error) {
+	var (
+		b   []byte
+		err error
+	)
+	switch path {
+	case "":
+		return nil, usageErrorf("-f FILE is required")
+	case "-":
+		b, err = io.ReadAll(c.stdin)
+	default:
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var doc json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("read %s: not JSON: %w", path, err)
+	}
+	return doc, nil
+}

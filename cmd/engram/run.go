@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+)
+
+// DefaultURL is engramd's default listen address.
+const DefaultURL = "http://127.0.0.1:8080"
+
+const usage = `engram is the command-line client of engramd, the engram memory daemon.
+
+Usage:
+  engram records COMMAND [ARGUMENTS] [FLAGS]
+  engram help
+
+Read:
+  records get ID [--as-of TIME]           a record (as it was at TIME, RFC 3339)
+  records list [FILTERS] [--all]          a table of records, by default the active set
+      --type T         of type T: episodic, working, semantic, competence, plan_graph (repeatable)
+      --status S       with status S, or all (repeatable; default active and contested)
+      --scope S        of scope S
+      --tag T          having tag T (repeatable: every tag)
+      --sensitivity S  of sensitivity S: public, low, medium, high, hyper (repeatable)
+      --subject S      facts about subject S
+      --predicate P    facts with predicate P
+      --limit N        N records a page, 1 to 1000 (default 50)
+      --cursor C       the page after the one that printed C
+      --as-of TIME     as they were at TIME
+      --all            every page, following the cursor
+  records history ID                      every version of a record
+  records audit ID                        every audited action on a record
+  records relations ID                    every relation of a record, both ways
+
+Write (each takes --rationale R, kept in the audit trail; FILE - is standard input):
+  records create -f FILE                  create the record in FILE (JSON)
+  records update ID -f FILE --version N   replace a working record's payload with FILE's
+  records supersede ID -f FILE [--version N]
+                                          replace a record with the record in FILE
+  records fork ID -f FILE [--version N]   fork a fact into FILE's JSON array of variants
+  records contest ID [--against ID]... [-f FILE]
+                                          mark records as contradicting each other;
+                                          FILE holds a new contradicting record
+  records retract ID [--version N]        withdraw a record from the active set
+  records append ID -f FILE               add FILE's {"timeline": [...], "outcome": ...} to an episode
+  records merge ID ID... [-f FILE]        merge duplicates; FILE holds a template record
+  records delete ID                       delete a record (it stays in history and audit)
+  records purge ID                        erase a deleted record for good
+
+Flags, anywhere on the line:
+  --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
+  --api-key KEY   the API key (ENGRAM_API_KEY)
+  --actor NAME    the agent you act for, kept in the audit trail (ENGRAM_ACTOR)
+  --json          print the API's JSON as it comes; list --all prints one page of every record
+
+Exit status: 0 on success, 1 when a request fails, 2 on a usage error.
+`
+
+// usageError is a command line that cannot be run as given.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// errHelp asks for the usage text.
+var errHelp = errors.New("help requested")
+
+// exitCode is the process exit status for an error run returned.
+func exitCode(err error) int {
+	var u *usageError
+	if errors.As(err, &u) {
+		return 2
+	}
+	return 1
+}
+
+// run runs the command line args (without the program name). Settings come
+// from flags over the environment (getenv) over defaults. It reports an
+// error on stderr before returning it; an API problem is reported with its
+// title, detail and field errors.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	c := &cli{
+		stdin:  stdin,
+		stdout: stdout,
+		stderr: stderr,
+		url:    getenv("ENGRAM_URL"),
+		key:    getenv("ENGRAM_API_KEY"),
+		actor:  getenv("ENGRAM_ACTOR"),
+	}
+	if c.url == "" {
+		c.url = DefaultURL
+	}
+	err := c.run(ctx, args)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	if err != nil {
+		report(stderr, err)
+	}
+	return err
+}
+
+// cli is one invocation: its streams and the settings every command shares.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	url, key, actor string
+	json            bool
+}
+
+func (c *cli) run(ctx context.Context, args []string) error {
+	fs := c.flags("engram")
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
+	}
+	args = fs.Args()
+	if len(args) == 0 {
+		return usageErrorf("no command")
+	}
+	switch cmd, args := args[0], args[1:]; cmd {
+	case "help":
+		return errHelp
+	case "records":
+		if len(args) == 0 {
+			return usageErrorf("records needs a command: get, list, history, audit, relations, create, update, supersede, fork, contest, retract, append, merge, delete or purge")
+		}
+		sub, ok := recordCommands[args[0]]
+		if !ok {
+			if args[0] == "help" {
+				return errHelp
+			}
+			return usageErrorf("unknown command records %s", args[0])
+		}
+		return sub(c, ctx, args[1:])
+	default:
+		return usageErrorf("unknown command %s", cmd)
+	}
+}
+
+// flags returns a flag set for a command with the flags every command
+// takes; they keep the values already set (the environment, or flags given
+// before the command).
+func (c *cli) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.url, "url", c.url, "")
+	fs.StringVar(&c.key, "api-key", c.key, "")
+	fs.StringVar(&c.actor, "actor", c.actor, "")
+	fs.BoolVar(&c.json, "json", c.json, "")
+	return fs
+}
+
+// parse parses args with fs, flags before, between or after the positional
+// arguments, and returns the positional ones: exactly n of them, or at least
+// -n when n is negative. what is the usage shown when they are not.
+func parse(fs *flag.FlagSet, args []string, n int, what string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, flagError(err)
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	switch {
+	case n >= 0 && len(pos) != n, n < 0 && len(pos) < -n:
+		return nil, usageErrorf("usage: engram %s %s", fs.Name(), what)
+	}
+	return pos, nil
+}
+
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return errHelp
+	}
+	return usageErrorf("%v", err)
+}
+
+// client returns a client for the configured server and key.
+func (c *cli) client() (*client, error) {
+	if c.key == "" {
+		return nil, usageErrorf("no API key: set ENGRAM_API_KEY or pass --api-key")
+	}
+	u, err := url.Parse(c.url)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageErrorf("%q is not an engramd URL such as %s", c.url, DefaultURL)
+	}
+	return newClient(strings.TrimSuffix(u.String(), "/"), c.key, c.actor), nil
+}
+
+// report writes err for a person: an API problem with its details, a usage
+// error with a pointer to the usage text.
+func report(w io.Writer, err error) {
+	var (
+		p *problemError
+		u *usageError
+	)
+	switch {
+	case errors.As(err, &p):
+		fmt.Fprintf(w, "engram: %s (HTTP %d)", p.Title, p.Status)
+		if p.Detail != "" {
+			fmt.Fprintf(w, ": %s", p.Detail)
+		}
+		fmt.Fprintln(w)
+		for _, fe := range p.Errors {
+			fmt.Fprintf(w, "  %s: %s\n", fe.location(), fe.Message)
+		}
+		if len(p.RecordIDs) > 0 {
+			fmt.Fprintf(w, "  records: %s\n", strings.Join(p.RecordIDs, ", "))
+		}
+	case errors.As(err, &u):
+		fmt.Fprintf(w, "engram: %s\nRun 'engram help' for usage.\n", u.msg)
+	default:
+		fmt.Fprintf(w, "engram: %v\n", err)
+	}
+}

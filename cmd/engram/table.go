@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// record is what the tables show of a MemoryRecord.
+type record struct {
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Status      string          `json:"status"`
+	Version     int             `json:"version"`
+	Sensitivity string          `json:"sensitivity"`
+	Salience    float64         `json:"salience"`
+	Payload     json.RawMessage `json:"payload"`
+}
+
+// summaryWidth bounds the summary column, in characters.
+const summaryWidth = 72
+
+// write prints b as it came, ending in a newline.
+func (c *cli) write(b []byte) error {
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	_, err := c.stdout.Write(b)
+	return err
+}
+
+// printJSON prints an API answer indented, or as it came with --json.
+func (c *cli) printJSON(b []byte) error {
+	if c.json {
+		return c.write(b)
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, bytes.TrimSpace(b), "", "  "); err != nil {
+		return fmt.Errorf("decode response: %w", err)
+	}
+	out.WriteByte('\n')
+	_, err := out.WriteTo(c.stdout)
+	return err
+}
+
+// orTable prints an API answer with table, or as it came with --json.
+func (c *cli) orTable(table func([]byte) error) func([]byte) error {
+	return func(b []byte) error {
+		if c.json {
+			return c.write(b)
+		}
+		return table(b)
+	}
+}
+
+func (c *cli) tabwriter() *tabwriter.Writer {
+	return tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+}
+
+func row(w io.Writer, cols ...string) { fmt.Fprintln(w, strings.Join(cols, "\t")) }
+
+func (c *cli) recordTable(raws []json.RawMessage) error {
+	w := c.tabwriter()
+	row(w, "ID", "TYPE", "STATUS", "VERSION", "SENSITIVITY", "SALIENCE", "SUMMARY")
+	for _, raw := range raws {
+		var r record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("decode record: %w", err)
+		}
+		row(w, r.ID, r.Type, r.Status, strconv.Itoa(r.Version), r.Sensitivity, salience(r.Salience), summarize(r.Type, r.Payload))
+	}
+	return w.Flush()
+}
+
+func (c *cli) historyTable(b []byte) error {
+	var h struct {
+		Versions []struct {
+			Version    int       `json:"version"`
+			RecordedAt time.Time `json:"recorded_at"`
+			Record     record    `json:"record"`
+		} `json:"versions"`
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return fmt.Errorf("decode history: %w", err)
+	}
+	w := c.tabwriter()
+	row(w, "VERSION", "RECORDED", "STATUS", "SENSITIVITY", "SALIENCE", "SUMMARY")
+	for _, v := range h.Versions {
+		r := v.Record
+		row(w, strconv.Itoa(v.Version), stamp(v.RecordedAt), r.Status, r.Sensitivity, salience(r.Salience), summarize(r.Type, r.Payload))
+	}
+	return w.Flush()
+}
+
+func (c *cli) auditTable(b []byte) error {
+	var a struct {
+		Entries []struct {
+			ID        int64             `json:"id"`
+			Action    string            `json:"action"`
+			Actor     string            `json:"actor"`
+			At        time.Time         `json:"at"`
+			Version   *int              `json:"version"`
+			Rationale string            `json:"rationale"`
+			Evidence  []json.RawMessage `json:"evidence"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(b, &a); err != nil {
+		return fmt.Errorf("decode audit: %w", err)
+	}
+	w := c.tabwriter()
+	row(w, "AT", "ACTION", "VERSION", "ACTOR", "EVIDENCE", "RATIONALE")
+	for _, e := range a.Entries {
+		version := "-"
+		if e.Version != nil {
+			version = strconv.Itoa(*e.Version)
+		}
+		rationale := shorten(e.Rationale)
+		if rationale == "" {
+			rationale = "-"
+		}
+		row(w, stamp(e.At), e.Action, version, e.Actor, strconv.Itoa(len(e.Evidence)), rationale)
+	}
+	return w.Flush()
+}
+
+func (c *cli) relationsTable(b []byte) error {
+	var r struct {
+		Relations []struct {
+			SourceID  string    `json:"source_id"`
+			Predicate string    `json:"predicate"`
+			TargetID  string    `json:"target_id"`
+			Weight    *float64  `json:"weight"`
+			CreatedAt time.Time `json:"created_at"`
+		} `json:"relations"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("decode relations: %w", err)
+	}
+	w := c.tabwriter()
+	row(w, "SOURCE", "PREDICATE", "TARGET", "WEIGHT", "CREATED")
+	for _, e := range r.Relations {
+		weight := "-"
+		if e.Weight != nil {
+			weight = salience(*e.Weight)
+		}
+		row(w, e.SourceID, e.Predicate, e.TargetID, weight, stamp(e.CreatedAt))
+	}
+	return w.Flush()
+}
+
+func salience(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+// summarize describes a payload in a line: a fact as "subject predicate =
+// object [conditions]", a procedure by its skill, a plan by its intent and
+// id, a task by its thread and state, an episode by its events.
+func summarize(typ string, payload json.RawMessage) string {
+	var p struct {
+		Subject   string          `json:"subject"`
+		Predicate string          `json:"predicate"`
+		Object    json.RawMessage `json:"object"`
+		Validity  struct {
+			Conditions map[string]any `json:"conditions"`
+		} `json:"validity"`
+		SkillName string            `json:"skill_name"`
+		PlanID    string            `json:"plan_id"`
+		Intent    string            `json:"intent"`
+		ThreadID  string            `json:"thread_id"`
+		State     string            `json:"state"`
+		Timeline  []json.RawMessage `json:"timeline"`
+		Outcome   string            `json:"outcome"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return ""
+	}
+	var s string
+	switch typ {
+	case "semantic":
+		s = p.Subject + " " + p.Predicate + " = " + scalar(p.Object)
+		if len(p.Validity.Conditions) > 0 {
+			keys := make([]string, 0, len(p.Validity.Conditions))
+			for k := range p.Validity.Conditions {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			conds := make([]string, len(keys))
+			for i, k := range keys {
+				conds[i] = fmt.Sprintf("%s=%v", k, p.Validity.Conditions[k])
+			}
+			s += " [" + strings.Join(conds, ", ") + "]"
+		}
+	case "competence":
+		s = p.SkillName
+	case "plan_graph":
+		s = p.PlanID
+		if p.Intent != "" {
+			s = p.Intent + " (" + p.PlanID + ")"
+		}
+	case "working":
+		s = p.ThreadID + ": " + p.State
+	case "episodic":
+		s = strconv.Itoa(len(p.Timeline)) + " events"
+		if len(p.Timeline) == 1 {
+			s = "1 event"
+		}
+		if p.Outcome != "" {
+			s += ", " + p.Outcome
+		}
+	}
+	return shorten(s)
+}
+
+// scalar shows a JSON value: a string without its quotes, anything else
+// as compact JSON.
+func scalar(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	var out bytes.Buffer
+	if json.Compact(&out, v) != nil {
+		return string(v)
+	}
+	return out.String()
+}
+
+// shorten fits s on one line of the summary column.
+func shorten(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > summaryWidth {
+		return string(r[:summaryWidth-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,333 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/schemas"
+	"github.com/engram-dev/engram/store"
+)
+
+// revisionOps are the custom methods served by POST /v1/records/{idop};
+// the document gives each its own path, /v1/records/{id}:<op>.
+var revisionOps = []string{"supersede", "fork", "contest", "retract", "append", "purge"}
+
+// publicRoutes are the endpoints New registers outside routes(), which need
+// no API key.
+var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /v1/openapi.json"}
+
+var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+type openAPIDoc struct {
+	OpenAPI    string                                `json:"openapi"`
+	Security   []map[string][]string                 `json:"security"`
+	Paths      map[string]map[string]json.RawMessage `json:"paths"`
+	Components struct {
+		Schemas         map[string]json.RawMessage `json:"schemas"`
+		SecuritySchemes map[string]struct {
+			Type   string `json:"type"`
+			Scheme string `json:"scheme"`
+		} `json:"securitySchemes"`
+	} `json:"components"`
+}
+
+type openAPIOperation struct {
+	OperationID string                     `json:"operationId"`
+	Summary     string                     `json:"summary"`
+	Description string                     `json:"description"`
+	Security    *[]map[string][]string     `json:"security"`
+	Parameters  []json.RawMessage          `json:"parameters"`
+	Responses   map[string]json.RawMessage `json:"responses"`
+}
+
+// operations returns every operation of the document by "METHOD path", as
+// route patterns are written.
+func (d openAPIDoc) operations(t *testing.T) map[string]openAPIOperation {
+	t.Helper()
+	ops := map[string]openAPIOperation{}
+	for path, item := range d.Paths {
+		for method, raw := range item {
+			if !slices.Contains(httpMethods, method) {
+				continue
+			}
+			var op openAPIOperation
+			require.NoError(t, json.Unmarshal(raw, &op), "%s %s", method, path)
+			ops[strings.ToUpper(method)+" "+path] = op
+		}
+	}
+	return ops
+}
+
+func parseOpenAPI(t *testing.T, b []byte) openAPIDoc {
+	t.Helper()
+	var d openAPIDoc
+	require.NoError(t, json.Unmarshal(b, &d), "server/openapi.json is not valid JSON")
+	return d
+}
+
+func TestOpenAPIIsOpenAPI31(t *testing.T) {
+	t.Parallel()
+	d := parseOpenAPI(t, OpenAPI)
+	require.Regexp(t, `^3\.1\.\d+$`, d.OpenAPI)
+	require.Equal(t, "http", d.Components.SecuritySchemes["bearerAuth"].Type)
+	require.Equal(t, "bearer", d.Components.SecuritySchemes["bearerAuth"].Scheme)
+
+	var compact, indented bytes.Buffer
+	require.NoError(t, json.Compact(&compact, OpenAPI))
+	require.NoError(t, json.Indent(&indented, compact.Bytes(), "", "  "))
+	indented.WriteByte('\n')
+	require.Equal(t, indented.String(), string(OpenAPI), "server/openapi.json must be indented with 2 spaces, as json.Indent does")
+}
+
+// Every route is documented, with the custom methods of {idop} as paths of
+// their own, and every documented operation is a route.
+func TestOpenAPICoversEveryRoute(t *testing.T) {
+	t.Parallel()
+	want := slices.Clone(publicRoutes)
+	for _, rt := range (&Server{}).routes() {
+		if prefix, ok := strings.CutSuffix(rt.pattern, "/{idop}"); ok {
+			for _, op := range revisionOps {
+				want = append(want, prefix+"/{id}:"+op)
+			}
+			continue
+		}
+		want = append(want, rt.pattern)
+	}
+	got := slices.Collect(maps.Keys(parseOpenAPI(t, OpenAPI).operations(t)))
+	require.ElementsMatch(t, want, got, "documented operations (right) must be exactly the server's routes (left)")
+}
+
+// Every operation says what it does and what it answers: a success, and a
+// 401 when it needs an API key, which every route of routes() does.
+func TestOpenAPIOperations(t *testing.T) {
+	t.Parallel()
+	d := parseOpenAPI(t, OpenAPI)
+	ids := map[string]string{}
+	for name, op := range d.operations(t) {
+		require.NotEmpty(t, op.OperationID, name)
+		require.NotContains(t, ids, op.OperationID, "%s and %s share an operationId", name, ids[op.OperationID])
+		ids[op.OperationID] = name
+		require.NotEmpty(t, op.Summary, name)
+		require.NotEmpty(t, op.Description, name)
+
+		require.True(t, slices.ContainsFunc(slices.Collect(maps.Keys(op.Responses)), func(code string) bool {
+			return strings.HasPrefix(code, "2")
+		}), "%s documents no success response", name)
+		for code := range op.Responses {
+			n, err := strconv.Atoi(code)
+			require.NoError(t, err, "%s: response %q is not a status code", name, code)
+			require.True(t, n >= 200 && n < 600, "%s: response %d", name, n)
+		}
+
+		security := d.Security
+		if op.Security != nil {
+			security = *op.Security
+		}
+		authenticated := len(security) > 0
+		require.Equal(t, !slices.Contains(publicRoutes, name), authenticated, "%s: every route but %v needs an API key", name, publicRoutes)
+		if authenticated {
+			_, ok := op.Responses["401"]
+			require.True(t, ok, "%s needs an API key but documents no 401", name)
+		}
+	}
+}
+
+// Each path template's variables are declared as path parameters, on the
+// path item or the operation.
+func TestOpenAPIPathParameters(t *testing.T) {
+	t.Parallel()
+	var d struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Parameters map[string]struct {
+				Name string `json:"name"`
+				In   string `json:"in"`
+			} `json:"parameters"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(OpenAPI, &d))
+	type param struct {
+		Ref  string `json:"$ref"`
+		Name string `json:"name"`
+		In   string `json:"in"`
+	}
+	names := func(raw json.RawMessage) []string {
+		if raw == nil {
+			return nil
+		}
+		var ps []param
+		require.NoError(t, json.Unmarshal(raw, &ps))
+		var out []string
+		for _, p := range ps {
+			if name, ok := strings.CutPrefix(p.Ref, "#/components/parameters/"); ok {
+				c, ok := d.Components.Parameters[name]
+				require.True(t, ok, "no parameter %s", p.Ref)
+				p.Name, p.In = c.Name, c.In
+			}
+			if p.In == "path" {
+				out = append(out, p.Name)
+			}
+		}
+		return out
+	}
+	variable := regexp.MustCompile(`\{([^}]+)\}`)
+	for path, item := range d.Paths {
+		var want []string
+		for _, m := range variable.FindAllStringSubmatch(path, -1) {
+			want = append(want, m[1])
+		}
+		for method, raw := range item {
+			if !slices.Contains(httpMethods, method) {
+				continue
+			}
+			var op struct {
+				Parameters json.RawMessage `json:"parameters"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &op))
+			got := append(names(item["parameters"]), names(op.Parameters)...)
+			require.ElementsMatch(t, want, got, "%s %s: path parameters", method, path)
+		}
+	}
+}
+
+// The canonical JSON Schemas are included verbatim: the copies in
+// components.schemas cannot drift from the files in schemas/.
+func TestOpenAPIEmbedsCanonicalSchemas(t *testing.T) {
+	t.Parallel()
+	d := parseOpenAPI(t, OpenAPI)
+	names := schemas.Names()
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		raw, ok := schemas.Raw(name)
+		require.True(t, ok, name)
+		got, ok := d.Components.Schemas[name]
+		require.True(t, ok, "components.schemas has no copy of the canonical schema %s", name)
+		require.JSONEq(t, string(raw), string(got), "components.schemas.%s differs from the canonical schema: copy schemas/ into server/openapi.json again", name)
+	}
+}
+
+// Every $ref resolves: local ones against the document (or, inside an
+// embedded schema, against that schema), mem://schemas/ ones against the
+// embedded schema with that $id.
+func TestOpenAPIReferencesResolve(t *testing.T) {
+	t.Parallel()
+	var root any
+	require.NoError(t, json.Unmarshal(OpenAPI, &root))
+	byID := map[string]any{}
+	var collect func(v any)
+	collect = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if id, ok := v["$id"].(string); ok {
+				byID[id] = v
+			}
+			for _, c := range v {
+				collect(c)
+			}
+		case []any:
+			for _, c := range v {
+				collect(c)
+			}
+		}
+	}
+	collect(root)
+	require.Contains(t, byID, "mem://schemas/MemoryRecord")
+
+	refs := 0
+	var walk func(v, base any, at string)
+	walk = func(v, base any, at string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if _, ok := v["$id"].(string); ok {
+				base = v
+			}
+			if ref, ok := v["$ref"].(string); ok {
+				refs++
+				resource, fragment, _ := strings.Cut(ref, "#")
+				target := base
+				if resource != "" {
+					target, ok = byID[resource]
+					require.True(t, ok, "%s: $ref %q names no schema of this document", at, ref)
+				}
+				_, err := resolvePointer(target, fragment)
+				require.NoError(t, err, "%s: $ref %q", at, ref)
+			}
+			for k, c := range v {
+				walk(c, base, at+"/"+k)
+			}
+		case []any:
+			for i, c := range v {
+				walk(c, base, at+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(root, root, "")
+	require.Greater(t, refs, 50)
+}
+
+func resolvePointer(v any, pointer string) (any, error) {
+	if pointer == "" {
+		return v, nil
+	}
+	if !strings.HasPrefix(pointer, "/") {
+		return nil, fmt.Errorf("JSON pointer %q leads nowhere", pointer)
+	}
+	for _, tok := range strings.Split(pointer[1:], "/") {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		switch c := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = c[tok]; !ok {
+				return nil, fmt.Errorf("JSON pointer %q leads nowhere", pointer)
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, fmt.Errorf("JSON pointer %q leads nowhere", pointer)
+			}
+			v = c[i]
+		default:
+			return nil, fmt.Errorf("JSON pointer %q leads nowhere", pointer)
+		}
+	}
+	return v, nil
+}
+
+// The running server serves the document, without an API key.
+func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t)
+	st := store.New(db.Pool)
+	require.NoError(t, st.EnsureTenant(t.Context(), "acme"))
+	srv := httptest.NewServer(New(Config{
+		Store: st,
+		Keys:  []Key{{Tenant: "acme", Name: "test", Secret: "0123456789abcdef"}},
+		Ready: db.Pool.Ping,
+	}))
+	t.Cleanup(srv.Close)
+
+	res, err := http.Get(srv.URL + "/v1/openapi.json")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "application/json", res.Header.Get("Content-Type"))
+	require.Equal(t, OpenAPI, body)
+	d := parseOpenAPI(t, body)
+	require.Regexp(t, `^3\.1\.\d+$`, d.OpenAPI)
+	require.Contains(t, d.Paths, "/v1/records/{id}:supersede")
+}
