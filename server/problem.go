@@ -58,6 +58,7 @@ var (
 	errUnauthorized = problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
 		"send an API key as Authorization: Bearer <key>")
 	errRouteNotFound = problem(http.StatusNotFound, "not-found", "Not found", "no such endpoint")
+	errMethod        = problem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "see the Allow header")
 )
 
 // writeProblem answers with err as a problem, mapping the store's and the
@@ -89,7 +90,7 @@ func (s *Server) toProblem(r *http.Request, err error) *Problem {
 		return &cp
 	case errors.As(err, &ve):
 		p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed",
-			fmt.Sprintf("%d violation(s) of the record schemas", len(ve.Violations)))
+			fmt.Sprintf("%d invalid field(s); see errors", len(ve.Violations)))
 		for _, v := range ve.Violations {
 			p.Errors = append(p.Errors, FieldError{Pointer: v.Pointer, Message: v.Message})
 		}
@@ -106,7 +107,7 @@ func (s *Server) toProblem(r *http.Request, err error) *Problem {
 		return problem(http.StatusRequestEntityTooLarge, "too-large", "Request body too large",
 			fmt.Sprintf("the body is over the limit of %d bytes", maxBytes.Limit))
 	case errors.Is(err, store.ErrNotFound):
-		return problem(http.StatusNotFound, "not-found", "Not found", "no such record in this tenant")
+		return problem(http.StatusNotFound, "not-found", "Not found", "nothing with that id in this tenant")
 	case errors.Is(err, store.ErrBadCursor):
 		return badParam("cursor", "is not a cursor this server issued")
 	}

@@ -54,6 +54,10 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if asOf == nil {
+		// The version is the entity tag PATCH's If-Match takes.
+		w.Header().Set("ETag", `"`+strconv.Itoa(rec.Version)+`"`)
+	}
 	writeJSON(w, http.StatusOK, rec)
 	return nil
 }

@@ -99,9 +99,7 @@ func New(cfg Config) *Server {
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.authenticated(rt.handle))
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.writeProblem(w, r, errRouteNotFound) })
-
-	s.handler = s.observe(mux)
+	s.handler = s.observe(problemOnMiss(mux, s))
 	return s
 }
 
@@ -184,6 +182,37 @@ func change(r *http.Request, rationale string) store.Change {
 	}
 	return store.Change{Actor: actor, Rationale: rationale}
 }
+
+// problemOnMiss answers requests no route matches with a problem, 404 or
+// 405 with the mux's Allow header, instead of the mux's plain text.
+func problemOnMiss(mux *http.ServeMux, s *Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		probe := &headerRecorder{header: http.Header{}}
+		h.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			s.writeProblem(w, r, errMethod)
+			return
+		}
+		s.writeProblem(w, r, errRouteNotFound)
+	})
+}
+
+// headerRecorder keeps the status and headers a handler writes, and drops
+// its body.
+type headerRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (h *headerRecorder) WriteHeader(code int)        { h.status = code }
 
 // statusRecorder remembers the status a handler wrote.
 type statusRecorder struct {

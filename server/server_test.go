@@ -337,3 +337,41 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 	require.Contains(t, string(m.body), `engram_http_request_duration_seconds_count{code="201",route="POST /v1/records"} 1`)
 	require.Contains(t, string(m.body), `engram_revisions_total{op="create"} 1`)
 }
+
+func TestMethodNotAllowedAndETag(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	res := e.do("PUT", "/v1/records", acmeKey, map[string]any{})
+	require.Equal(t, http.StatusMethodNotAllowed, res.status)
+	require.Contains(t, res.header.Get("Allow"), "POST")
+	require.Equal(t, "urn:engram:problem:method-not-allowed", res.problem(t).Type)
+
+	res = e.do("POST", "/v1/records", acmeKey, map[string]any{"type": "working", "payload": map[string]any{"kind": "working", "thread_id": "t1", "state": "planning"}})
+	var w memory.Record
+	res.decode(t, &w)
+	res = e.do("GET", "/v1/records/"+w.ID.String(), acmeKey, nil)
+	require.Equal(t, `"1"`, res.header.Get("ETag"))
+	res = e.do("PATCH", "/v1/records/"+w.ID.String(), acmeKey, map[string]any{"payload": map[string]any{"kind": "working", "thread_id": "t1", "state": "done"}}, "If-Match", res.header.Get("ETag"))
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+}
+
+func TestAppendAndEvidenceAreValidated(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	r := e.do("POST", "/v1/records", acmeKey, map[string]any{"type": "episodic", "payload": map[string]any{"kind": "episodic", "timeline": []any{}}})
+	var ep memory.Record
+	r.decode(t, &ep)
+	r = e.do("POST", "/v1/records/"+ep.ID.String()+":append", acmeKey, map[string]any{"timeline": []any{map[string]any{}}})
+	require.Equal(t, http.StatusUnprocessableEntity, r.status)
+	p := r.problem(t)
+	require.Len(t, p.Errors, 3)
+	require.Equal(t, "/timeline/0/t", p.Errors[0].Pointer)
+
+	r = e.do("POST", "/v1/records", acmeKey, factBody("go", nil))
+	var f memory.Record
+	r.decode(t, &f)
+	r = e.do("POST", "/v1/records/"+f.ID.String()+":retract", acmeKey, map[string]any{"evidence": []any{map[string]any{"kind": "bogus"}}})
+	require.Equal(t, http.StatusUnprocessableEntity, r.status)
+	require.Equal(t, "/evidence/0/kind", r.problem(t).Errors[0].Pointer)
+	require.Equal(t, 2, e.count("SELECT count(*) FROM audit_log"), "nothing audited for the refused requests")
+}

@@ -80,6 +80,9 @@ func (s *Store) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, 
 	if err := checkChange(ch); err != nil {
 		return memory.Record{}, err
 	}
+	if err := checkTimeline(add.Timeline); err != nil {
+		return memory.Record{}, err
+	}
 	var rec memory.Record
 	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
@@ -120,6 +123,28 @@ func (s *Store) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, 
 		return audit(ctx, tx, tenant, rec, ActionAppend, ch)
 	})
 	return rec, err
+}
+
+// checkTimeline refuses timeline entries with a field left out: an episode
+// is append-only, so a bad entry could never be taken back.
+func checkTimeline(entries []memory.TimelineEntry) error {
+	var bad []schemas.Violation
+	for i, e := range entries {
+		at := fmt.Sprintf("/timeline/%d", i)
+		if e.T.IsZero() {
+			bad = append(bad, schemas.Violation{Pointer: at + "/t", Message: "is required: when the event happened"})
+		}
+		if e.EventKind == "" {
+			bad = append(bad, schemas.Violation{Pointer: at + "/event_kind", Message: "is required"})
+		}
+		if e.Ref == "" {
+			bad = append(bad, schemas.Violation{Pointer: at + "/ref", Message: "is required: a reference to the event"})
+		}
+	}
+	if len(bad) > 0 {
+		return &schemas.ValidationError{Violations: bad}
+	}
+	return nil
 }
 
 // appendJSON appends items to the array at key in p.
@@ -467,8 +492,9 @@ func mergeOf(srcs []memory.Record, template *memory.Record) memory.Record {
 	return m
 }
 
-// Delete soft-deletes a record: it leaves every read but history and audit,
-// and can be purged for good with [Store.Purge]. Records whose deletion
+// Delete soft-deletes a record: it leaves the active set and listings (unless
+// asked for by status), stays readable by id, in history and in audit, and
+// can be purged for good with [Store.Purge]. Records whose deletion
 // policy is never are refused.
 func (s *Store) Delete(ctx context.Context, tenant string, id uuid.UUID, ch Change) (memory.Record, error) {
 	if err := checkChange(ch); err != nil {

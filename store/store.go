@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -194,9 +195,25 @@ func (s *Store) validate(rec memory.Record, pointer string) error {
 	return nil
 }
 
+// sourceKinds are the kinds of evidence a provenance source or an audit
+// entry may cite (§15A.4, with the struct variant's human).
+var sourceKinds = []string{"event", "artifact", "tool_call", "observation", "outcome", "human"}
+
 func checkChange(ch Change) error {
 	if ch.Actor == "" {
 		return errors.New("change has no actor")
+	}
+	var bad []schemas.Violation
+	for i, e := range ch.Evidence {
+		if !slices.Contains(sourceKinds, e.Kind) {
+			bad = append(bad, schemas.Violation{Pointer: fmt.Sprintf("/evidence/%d/kind", i), Message: "must be one of " + strings.Join(sourceKinds, ", ")})
+		}
+		if e.Ref == "" {
+			bad = append(bad, schemas.Violation{Pointer: fmt.Sprintf("/evidence/%d/ref", i), Message: "is required"})
+		}
+	}
+	if len(bad) > 0 {
+		return &schemas.ValidationError{Violations: bad}
 	}
 	return nil
 }
