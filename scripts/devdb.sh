@@ -51,11 +51,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Runs a command as root. Also closes fd 9 (the lock, see below) for it, so that a
+# server it starts (pg_ctlcluster, a package's postinst) does not hold the lock.
 as_root() {
 	if [[ $EUID -eq 0 ]]; then
-		"$@"
+		"$@" 9>&-
 	elif command -v sudo >/dev/null 2>&1; then
-		sudo -n "$@" || die "needs root for: $* (sudo -n failed; run as root or configure sudo)"
+		sudo -n "$@" 9>&- || die "needs root for: $* (sudo -n failed; run as root or configure sudo)"
 	else
 		die "needs root for: $*"
 	fi
@@ -83,8 +85,8 @@ local_db_of() {
 	local query=${BASH_REMATCH[7]-}
 	DB_NAME=${BASH_REMATCH[6]}
 	[[ ($host == 127.0.0.1 || $host == localhost) && $port == "$PGPORT_LOCAL" ]] || return 1
-	[[ $DB_NAME =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] ||
-		die "database name '$DB_NAME' in $url: use letters, digits and _ only"
+	[[ $DB_NAME =~ ^[A-Za-z_][A-Za-z0-9_-]*$ ]] ||
+		die "database name '$DB_NAME' in $url: use letters, digits, _ and - only"
 	if [[ -z $ADMIN_URL ]]; then
 		ADMIN_URL="postgres://${userinfo}${PGHOST_LOCAL}:${PGPORT_LOCAL}/postgres${query}"
 	fi
@@ -162,7 +164,7 @@ trust_loopback() {
 			echo 'host all all ::1/128 trust'
 			cat "$hba"
 		} >"$tmp"
-		as_root sh -c 'cat "$1" > "$2"' sh "$tmp" "$hba"
+		as_root cp -- "$tmp" "$hba" # onto the existing file: keeps its owner and mode
 		rm -f "$tmp"
 	fi
 }
@@ -183,7 +185,7 @@ install_postgresql() {
 		if [[ -n $(pg_lsclusters -h 2>/dev/null) ]]; then
 			die "PostgreSQL clusters exist but none on port $PGPORT_LOCAL: $(pg_lsclusters -h | tr '\n' ';')"
 		fi
-		ver=$(ls /usr/lib/postgresql | sort -V | tail -n 1)
+		ver=$(find /usr/lib/postgresql -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -V | tail -n 1)
 		[[ -n $ver ]] || die "postgresql installed but no /usr/lib/postgresql/VER"
 		say "creating PostgreSQL cluster $ver/main on port $PGPORT_LOCAL"
 		logged "pg_createcluster failed" as_root pg_createcluster --port "$PGPORT_LOCAL" "$ver" main
@@ -349,9 +351,13 @@ if command -v psql >/dev/null 2>&1 && server_answers; then
 	fi
 fi
 
-# Slow path, one caller at a time (make test and make run may race).
+# Slow path, one caller at a time (make test and make run may race). Commands
+# that may start a daemon run through as_root, which closes fd 9 for them.
 exec 9>"$LOCK_FILE"
-flock -w 900 9 || die "timed out waiting for another devdb.sh (lock $LOCK_FILE)"
+if ! flock -n 9; then
+	say "waiting for another devdb.sh to finish (lock $LOCK_FILE)"
+	flock -w 900 9 || die "timed out waiting for the lock $LOCK_FILE"
+fi
 
 LOG=$(mktemp "${TMPDIR:-/tmp}/engram-devdb.XXXXXX.log")
 
