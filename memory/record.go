@@ -43,18 +43,18 @@ type Lifecycle struct {
 // MinSalience is the struct variant's floor; ReinforcementGain, when nil,
 // falls back to the type's configured default.
 type Decay struct {
-	Curve             Curve        `json:"curve"`
-	HalfLifeSeconds   int64        `json:"half_life_seconds"`
-	MinSalience       float64      `json:"min_salience,omitempty"`
-	MaxAgeSeconds     int64        `json:"max_age_seconds,omitempty"`
-	ReinforcementGain *float64     `json:"reinforcement_gain,omitempty"`
-	Points            []DecayPoint `json:"points,omitempty"`
+	Curve             Curve        `json:"curve" yaml:"curve"`
+	HalfLifeSeconds   int64        `json:"half_life_seconds" yaml:"half_life_seconds"`
+	MinSalience       float64      `json:"min_salience,omitempty" yaml:"min_salience"`
+	MaxAgeSeconds     int64        `json:"max_age_seconds,omitempty" yaml:"max_age_seconds"`
+	ReinforcementGain *float64     `json:"reinforcement_gain,omitempty" yaml:"reinforcement_gain"`
+	Points            []DecayPoint `json:"points,omitempty" yaml:"points"`
 }
 
 // DecayPoint is one point of a custom, piecewise-linear decay curve.
 type DecayPoint struct {
-	AgeSeconds int64   `json:"age_seconds"`
-	Salience   float64 `json:"salience"`
+	AgeSeconds int64   `json:"age_seconds" yaml:"age_seconds"`
+	Salience   float64 `json:"salience" yaml:"salience"`
 }
 
 // Provenance links a record to the evidence that justifies it (§15A.4).

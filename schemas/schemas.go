@@ -48,6 +48,7 @@ type registry struct {
 	names    []string          // short names, sorted
 	record   *jsonschema.Schema
 	payloads map[string]*jsonschema.Schema // by memory type
+	all      map[string]*jsonschema.Schema // by short name
 }
 
 // load compiles the embedded schemas on first use. They ship with the binary,
@@ -103,6 +104,7 @@ func compile() (*registry, error) {
 		}
 		compiled[name] = s
 	}
+	r.all = compiled
 	if r.record = compiled[recordSchema]; r.record == nil {
 		return nil, fmt.Errorf("no %s schema", recordSchema)
 	}
@@ -206,6 +208,32 @@ func ValidatePayload(t string, payload []byte) error {
 
 // decode parses one JSON value the way the validator expects it: numbers as
 // json.Number, so that integers and bounds compare exactly.
+// Validate checks a JSON document against the embedded schema whose $id is
+// mem://schemas/<name>, such as "Event", reporting every leaf violation.
+func Validate(name string, doc []byte) error {
+	s, ok := load().all[name]
+	if !ok {
+		return fmt.Errorf("no schema named %q", name)
+	}
+	v, err := decode(doc)
+	if err != nil {
+		return malformed(err)
+	}
+	err = s.Validate(v)
+	if err == nil {
+		return nil
+	}
+	all, err := leaves(err)
+	if err != nil {
+		return fmt.Errorf("validate %s: %w", name, err)
+	}
+	vs := make([]Violation, len(all))
+	for i, e := range all {
+		vs[i] = violation(e)
+	}
+	return newValidationError(vs)
+}
+
 func decode(doc []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()

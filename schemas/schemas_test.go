@@ -455,7 +455,7 @@ func TestRaw(t *testing.T) {
 
 	names := schemas.Names()
 	require.Equal(t, []string{
-		"CompetencePayload", "EpisodicPayload", "Lifecycle", "MemoryRecord", "PlanGraphPayload",
+		"CompetencePayload", "EpisodicPayload", "Event", "Lifecycle", "MemoryRecord", "PlanGraphPayload",
 		"Provenance", "Relation", "SemanticPayload", "WorkingPayload",
 	}, names)
 	for _, name := range names {

@@ -23,7 +23,7 @@ import (
 
 // revisionOps are the custom methods served by POST /v1/records/{idop};
 // the document gives each its own path, /v1/records/{id}:<op>.
-var revisionOps = []string{"supersede", "fork", "contest", "retract", "append", "purge"}
+var revisionOps = []string{"supersede", "fork", "contest", "retract", "append", "purge", "restore"}
 
 // publicRoutes are the endpoints New registers outside routes(), which need
 // no API key.
@@ -92,8 +92,9 @@ func TestOpenAPIIsOpenAPI31(t *testing.T) {
 	require.Equal(t, indented.String(), string(OpenAPI), "server/openapi.json must be indented with 2 spaces, as json.Indent does")
 }
 
-// Every route is documented, with the custom methods of {idop} as paths of
-// their own, and every documented operation is a route.
+// Every route is documented, with the custom methods of {idop} (and
+// {nameop}, the jobs' run) as paths of their own, and every documented
+// operation is a route.
 func TestOpenAPICoversEveryRoute(t *testing.T) {
 	t.Parallel()
 	want := slices.Clone(publicRoutes)
@@ -102,6 +103,10 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 			for _, op := range revisionOps {
 				want = append(want, prefix+"/{id}:"+op)
 			}
+			continue
+		}
+		if prefix, ok := strings.CutSuffix(rt.pattern, "/{nameop}"); ok {
+			want = append(want, prefix+"/{name}:run")
 			continue
 		}
 		want = append(want, rt.pattern)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -28,6 +29,8 @@ type Problem struct {
 	Instance  string       `json:"instance,omitempty"`
 	Errors    []FieldError `json:"errors,omitempty"`
 	RecordIDs []uuid.UUID  `json:"record_ids,omitempty"`
+	// RetryAfter, when set, is sent as the Retry-After header (429, 503).
+	RetryAfter time.Duration `json:"-"`
 }
 
 // FieldError is one violation: a JSON pointer into the body, or the name of
@@ -71,6 +74,9 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	w.Header().Set("Content-Type", "application/problem+json")
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
+	}
+	if p.RetryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfter(p.RetryAfter))
 	}
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
@@ -199,7 +205,12 @@ func jsonType(kind string) string {
 	return "of another type"
 }
 
+// writeJSON writes v; every record in it shows its current salience (see
+// currentSalience), as of the request's time.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	if rec, ok := w.(*statusRecorder); ok {
+		v = currentSalience(v, rec.at)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)

@@ -281,6 +281,8 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		out = rec
+	case "restore":
+		return s.restoreRecord(w, r, id, req.change(r))
 	case "purge":
 		if err := s.store.Purge(ctx, tenant, id, req.change(r)); err != nil {
 			return err

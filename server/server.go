@@ -16,6 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -42,6 +45,16 @@ type Config struct {
 	MaxBodyBytes int64
 	// Registry receives the server's metrics; nil means a new one.
 	Registry *prometheus.Registry
+	// Ingest stages events (POST /v1/events); nil serves 503 there.
+	Ingest *ingest.Ingester
+	// Decay serves feedback, restore, salience statistics and previews;
+	// nil serves 503 there.
+	Decay *decay.Decayer
+	// Jobs lists and runs the periodic jobs; nil serves 503 there.
+	Jobs *jobs.Scheduler
+	// Now is the time records' current salience is shown at; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // Server serves the engram API.
@@ -52,6 +65,10 @@ type Server struct {
 	ready   func(context.Context) error
 	maxBody int64
 	metrics *metrics
+	ingest  *ingest.Ingester
+	decay   *decay.Decayer
+	jobs    *jobs.Scheduler
+	now     func() time.Time
 	handler http.Handler
 }
 
@@ -67,6 +84,13 @@ func New(cfg Config) *Server {
 		logger:  cfg.Logger,
 		ready:   cfg.Ready,
 		maxBody: cfg.MaxBodyBytes,
+		ingest:  cfg.Ingest,
+		decay:   cfg.Decay,
+		jobs:    cfg.Jobs,
+		now:     cfg.Now,
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -97,35 +121,47 @@ func New(cfg Config) *Server {
 	})
 
 	for _, rt := range s.routes() {
-		mux.Handle(rt.pattern, s.authenticated(rt.handle))
+		mux.Handle(rt.pattern, s.authenticated(rt.handle, rt.stream))
 	}
 	s.handler = s.observe(problemOnMiss(mux, s))
 	return s
 }
 
-// route is one authenticated API endpoint.
+// route is one authenticated API endpoint. A stream's body has no size
+// limit: it is read a bounded line at a time.
 type route struct {
 	pattern string
 	handle  func(http.ResponseWriter, *http.Request) error
+	stream  bool
 }
 
 // routes lists the API under /v1; the OpenAPI document describes each one.
 func (s *Server) routes() []route {
 	return []route{
-		{"POST /v1/records", s.createRecord},
-		{"GET /v1/records", s.listRecords},
-		{"POST /v1/records:merge", s.mergeRecords},
-		{"GET /v1/records/{id}", s.getRecord},
-		{"PATCH /v1/records/{id}", s.updateRecord},
-		{"DELETE /v1/records/{id}", s.deleteRecord},
+		{"POST /v1/records", s.createRecord, false},
+		{"GET /v1/records", s.listRecords, false},
+		{"POST /v1/records:merge", s.mergeRecords, false},
+		{"GET /v1/records/{id}", s.getRecord, false},
+		{"PATCH /v1/records/{id}", s.updateRecord, false},
+		{"DELETE /v1/records/{id}", s.deleteRecord, false},
 		// Custom methods in the style of Google's AIP-136:
 		// POST /v1/records/{id}:supersede and the like.
-		{"POST /v1/records/{idop}", s.reviseRecord},
-		{"GET /v1/records/{id}/history", s.recordHistory},
-		{"GET /v1/records/{id}/audit", s.recordAudit},
-		{"GET /v1/records/{id}/relations", s.recordRelations},
-		{"POST /v1/artifacts", s.putArtifact},
-		{"GET /v1/artifacts/{sha256}", s.getArtifact},
+		{"POST /v1/records/{idop}", s.reviseRecord, false},
+		{"GET /v1/records/{id}/history", s.recordHistory, false},
+		{"GET /v1/records/{id}/audit", s.recordAudit, false},
+		{"GET /v1/records/{id}/relations", s.recordRelations, false},
+		{"POST /v1/artifacts", s.putArtifact, false},
+		{"GET /v1/artifacts/{sha256}", s.getArtifact, false},
+		{"POST /v1/events", s.postEvents, false},
+		{"POST /v1/events:stream", s.streamEvents, true},
+		{"GET /v1/candidates", s.listCandidates, false},
+		{"GET /v1/threads/{thread_id}", s.getThread, false},
+		{"POST /v1/policy:explain", s.explainPolicy, false},
+		{"POST /v1/feedback", s.feedback, false},
+		{"GET /v1/stats/salience", s.salienceStats, false},
+		{"POST /v1/decay/preview", s.decayPreview, false},
+		{"GET /v1/jobs", s.listJobs, false},
+		{"POST /v1/jobs/{nameop}", s.runJob, false},
 	}
 }
 
@@ -149,7 +185,7 @@ type principalKey struct{}
 
 // authenticated resolves the bearer key to its tenant, caps the body and
 // turns a handler's error into a problem response.
-func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error, stream bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		p, known := s.keys[sha256.Sum256([]byte(strings.TrimSpace(token)))]
@@ -158,7 +194,9 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error)
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
-		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		if !stream {
+			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		}
 		if err := h(w, r); err != nil {
 			s.writeProblem(w, r, err)
 		}
@@ -214,10 +252,12 @@ func (h *headerRecorder) Header() http.Header         { return h.header }
 func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
 func (h *headerRecorder) WriteHeader(code int)        { h.status = code }
 
-// statusRecorder remembers the status a handler wrote.
+// statusRecorder remembers the status a handler wrote, and the time the
+// request shows salience at: when it arrived, or its as_of.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	at     time.Time
 }
 
 func (w *statusRecorder) WriteHeader(code int) {
@@ -225,11 +265,18 @@ func (w *statusRecorder) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection, to flush a
+// stream and read its body while answering it.
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // observe logs each request (never its body) and records its duration.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK, at: s.now()}
+		if asOf, err := time.Parse(time.RFC3339Nano, r.URL.Query().Get("as_of")); err == nil {
+			rec.at = asOf
+		}
 		next.ServeHTTP(rec, r)
 		route := r.Pattern
 		if route == "" || route == "/" {

@@ -28,6 +28,7 @@ type Store struct {
 	db              pg.DBTX
 	maxPayloadBytes int
 	now             func() time.Time
+	defaults        func(memory.Type) (memory.Decay, memory.DeletionPolicy)
 }
 
 // Option configures a [Store].
@@ -39,10 +40,17 @@ func WithMaxPayloadBytes(n int) Option { return func(s *Store) { s.maxPayloadByt
 // WithClock sets the store's clock, for tests of time-dependent behaviour.
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
+// WithLifecycleDefaults sets the decay profile and deletion policy a new
+// record of a type gets when it names none: the configured profiles of the
+// decay package. Without it, [memory.DefaultDecay] and auto_prune.
+func WithLifecycleDefaults(f func(memory.Type) (memory.Decay, memory.DeletionPolicy)) Option {
+	return func(s *Store) { s.defaults = f }
+}
+
 // New returns a store over db: a pool, or a transaction (revisions then run
 // in savepoints).
 func New(db pg.DBTX, opts ...Option) *Store {
-	s := &Store{db: db, maxPayloadBytes: DefaultMaxPayloadBytes, now: time.Now}
+	s := &Store{db: db, maxPayloadBytes: DefaultMaxPayloadBytes, now: time.Now, defaults: builtinLifecycle}
 	for _, o := range opts {
 		o(s)
 	}
@@ -88,13 +96,14 @@ func (s *Store) Create(ctx context.Context, tenant string, rec memory.Record, ch
 // create is Create inside a transaction, with the status the new record
 // starts in and a prefix for the pointers of its validation errors.
 func (s *Store) create(ctx context.Context, tx pgx.Tx, tenant string, rec memory.Record, status memory.Status, pointer string, ch Change) (memory.Record, error) {
+	inherited := rec.Lifecycle.Decay.Curve == "" && rec.Lifecycle.Decay.HalfLifeSeconds == 0
 	if err := s.prepare(&rec, status, pointer); err != nil {
 		return memory.Record{}, err
 	}
 	if err := s.checkRelations(ctx, tx, tenant, rec.Relations, pointer); err != nil {
 		return memory.Record{}, err
 	}
-	if err := s.insert(ctx, tx, tenant, rec); err != nil {
+	if err := s.insert(ctx, tx, tenant, rec, inherited); err != nil {
 		return memory.Record{}, err
 	}
 	for _, rel := range rec.Relations {
@@ -126,6 +135,7 @@ func (s *Store) prepare(rec *memory.Record, status memory.Status, pointer string
 			})
 		}
 	}
+	bad = append(bad, checkDecayPoints(rec.Lifecycle.Decay.Points, pointer+"/lifecycle/decay/points")...)
 	if len(bad) > 0 {
 		return &schemas.ValidationError{Violations: bad}
 	}
@@ -150,15 +160,16 @@ func (s *Store) prepare(rec *memory.Record, status memory.Status, pointer string
 	}
 	rec.CreatedAt = rec.CreatedAt.UTC().Truncate(time.Microsecond)
 	rec.UpdatedAt = now
+	decay, policy := s.defaults(rec.Type)
 	if rec.Lifecycle.Decay.Curve == "" && rec.Lifecycle.Decay.HalfLifeSeconds == 0 {
-		rec.Lifecycle.Decay = memory.DefaultDecay(rec.Type)
+		rec.Lifecycle.Decay = decay
 	}
 	if rec.Lifecycle.LastReinforcedAt.IsZero() {
 		rec.Lifecycle.LastReinforcedAt = now
 	}
 	rec.Lifecycle.LastReinforcedAt = rec.Lifecycle.LastReinforcedAt.UTC().Truncate(time.Microsecond)
 	if rec.Lifecycle.DeletionPolicy == "" {
-		rec.Lifecycle.DeletionPolicy = memory.AutoPrune
+		rec.Lifecycle.DeletionPolicy = policy
 	}
 	if rec.Provenance.Sources == nil {
 		rec.Provenance.Sources = []memory.Source{}
@@ -282,12 +293,14 @@ const insertRecordSQL = `
 INSERT INTO records (tenant_id, id, type, status, version, sensitivity, confidence, salience, scope, tags,
 	decay_curve, decay_half_life_seconds, decay_floor, decay_max_age_seconds, decay_reinforcement_gain,
 	decay_points, last_reinforced_at, pinned, deletion_policy, expires_at, provenance, payload,
-	created_at, updated_at, deleted_at)
+	created_at, updated_at, deleted_at, decay_inherited)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-	$21, $22, $23, $24, $25)`
+	$21, $22, $23, $24, $25, $26)`
 
-func (s *Store) insert(ctx context.Context, tx pgx.Tx, tenant string, rec memory.Record) error {
-	if _, err := tx.Exec(ctx, insertRecordSQL, recordArgs(tenant, rec)...); err != nil {
+// insert writes a new record. inherited says it named no decay profile, so
+// it follows its type's configured one (see the decay package).
+func (s *Store) insert(ctx context.Context, tx pgx.Tx, tenant string, rec memory.Record, inherited bool) error {
+	if _, err := tx.Exec(ctx, insertRecordSQL, append(recordArgs(tenant, rec), inherited)...); err != nil {
 		return s.writeError(ctx, tenant, rec, err)
 	}
 	return nil

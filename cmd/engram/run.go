@@ -52,6 +52,22 @@ Write (each takes --rationale R, kept in the audit trail; FILE - is standard inp
   records delete ID                       delete a record (it stays in history and audit)
   records purge ID                        erase a deleted record for good
 
+Events and policy:
+  policy explain FILE|-                   what the policy in force would do with the event in FILE:
+                                          the decision, the rules that made it, what was redacted
+  bench ingest [--events N] [--streams N] [--threads N] [--agents N]
+                                          stream synthetic agent traces to engramd; report events/s,
+                                          acknowledgement latency p50/p99 and the daemon's memory
+
+Decay and jobs:
+  decay preview --config FILE [--at +30d|TIME]
+                                          what the decay section of an engramd configuration FILE
+                                          would do, beside the one in force: salience by type now
+                                          and at the horizon, and how many records would be pruned
+  decay stats                             salience of the active set by type, now
+  jobs list                               the periodic jobs, their schedules and last runs
+  jobs run NAME [--wait]                  run a job now (decay_sweep, decay_purge); --wait follows it
+
 Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
   --api-key KEY   the API key (ENGRAM_API_KEY)
@@ -142,6 +158,20 @@ func (c *cli) run(ctx context.Context, args []string) error {
 			return usageErrorf("unknown command records %s", args[0])
 		}
 		return sub(c, ctx, args[1:])
+	case "policy":
+		if len(args) == 0 || args[0] != "explain" {
+			return usageErrorf("usage: engram policy explain FILE|-")
+		}
+		return explainPolicy(c, ctx, args[1:])
+	case "bench":
+		if len(args) == 0 || args[0] != "ingest" {
+			return usageErrorf("usage: engram bench ingest [--events N] [--streams N] [--threads N] [--agents N]")
+		}
+		return benchIngest(c, ctx, args[1:])
+	case "decay":
+		return decayCommand(c, ctx, args)
+	case "jobs":
+		return jobsCommand(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}

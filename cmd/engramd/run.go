@@ -23,7 +23,6 @@ import (
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/migrations"
 	"github.com/engram-dev/engram/server"
-	"github.com/engram-dev/engram/store"
 )
 
 const usage = `engramd is the engram memory daemon.
@@ -69,7 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 				return err
 			}
 		}
-		return serve(ctx, cfg, logger, stdout)
+		return serve(ctx, cfg, func() (config.Config, error) { return config.Load(args, getenv) }, logger, stdout)
 	}
 	return fmt.Errorf("unknown command %q (try engramd help)", cmd)
 }
@@ -109,7 +108,8 @@ func migrateDB(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 	return nil
 }
 
-func serve(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.Writer) error {
+// serve runs the daemon; load reads the configuration again on SIGHUP.
+func serve(ctx context.Context, cfg config.Config, load func() (config.Config, error), logger *slog.Logger, stdout io.Writer) error {
 	db, err := openSQL(cfg)
 	if err != nil {
 		return err
@@ -128,7 +128,10 @@ func serve(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout i
 		return err
 	}
 	defer pool.Close()
-	st := store.New(pool, store.WithMaxPayloadBytes(cfg.MaxPayloadBytes))
+	st, settings, err := newStore(pool, cfg)
+	if err != nil {
+		return err
+	}
 
 	keys, err := apiKeys(cfg, stdout)
 	if err != nil {
@@ -142,6 +145,20 @@ func serve(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout i
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ing, worker, err := startPlanes(ctx, cfg, pool, st, logger, reg)
+	if err != nil {
+		return err
+	}
+	// Stopped after the HTTP server and before the pool closes: a batch cut
+	// off rolls back and its events stay staged for the next start.
+	defer func() { _ = worker.Stop(context.WithoutCancel(ctx)) }()
+	per, err := startPeriodic(ctx, cfg, load, pool, st, settings, reg, logger)
+	if err != nil {
+		return err
+	}
+	// Stopped after the HTTP server, before the pool closes: a run cut off
+	// saves its cursor and the next run resumes from it.
+	defer per.stop(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	srv := server.New(server.Config{
 		Store:        st,
 		Keys:         keys,
@@ -149,6 +166,9 @@ func serve(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout i
 		Ready:        pool.Ping,
 		MaxBodyBytes: int64(4*cfg.MaxPayloadBytes + 1<<20),
 		Registry:     reg,
+		Ingest:       ing,
+		Decay:        per.decayer,
+		Jobs:         per.scheduler,
 	})
 	httpServer := &http.Server{
 		Handler:           srv,

@@ -15,6 +15,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -53,6 +55,38 @@ type Config struct {
 	// LogFormat is text or json. yaml log_format, ENGRAM_LOG_FORMAT,
 	// --log-format.
 	LogFormat string `yaml:"log_format"`
+	// PolicyFile is the operator policy (classification rules, secrets):
+	// yaml policy_file, ENGRAM_POLICY_FILE, --policy-file. Reloaded on
+	// SIGHUP. Empty means the built-in classifier alone.
+	PolicyFile string `yaml:"policy_file"`
+	// Ingest tunes the ingestion and policy planes.
+	Ingest Ingest `yaml:"ingest"`
+	// Decay is how memory fades and is forgotten: a profile per memory
+	// type, the prune threshold, the purge grace period (see
+	// [decay.Config]). yaml decay. Reloaded on SIGHUP.
+	Decay decay.Config `yaml:"decay"`
+	// Jobs are the cron schedules of the periodic jobs by name, such as
+	// decay_sweep: "*/15 * * * *"; "off" runs a job only when asked. yaml
+	// jobs. Reloaded on SIGHUP.
+	Jobs map[string]string `yaml:"jobs"`
+}
+
+// Ingest tunes the ingestion and policy planes (yaml ingest.*).
+type Ingest struct {
+	// AgentRate is each agent's sustained event rate a second; 0 means
+	// unlimited. AgentBurst is how many it may send at once.
+	AgentRate  float64 `yaml:"agent_rate"`
+	AgentBurst int     `yaml:"agent_burst"`
+	// MaxBacklog is how many events may wait for classification before
+	// ingestion answers 503.
+	MaxBacklog int64 `yaml:"max_backlog"`
+	// MaxSkew is how far in the future an event's time may be.
+	MaxSkew time.Duration `yaml:"max_skew"`
+	// Partitions is how many policy workers split the threads; every
+	// engramd on one database must use the same number.
+	Partitions  int `yaml:"partitions"`
+	BatchSize   int `yaml:"batch_size"`
+	MaxAttempts int `yaml:"max_attempts"`
 }
 
 // APIKey gives its bearer access to one tenant. Name identifies the key in
@@ -72,6 +106,12 @@ func Default() Config {
 		ShutdownTimeout: DefaultShutdownTimeout,
 		LogLevel:        DefaultLogLevel,
 		LogFormat:       DefaultLogFormat,
+		Ingest: Ingest{
+			AgentRate: 5000, AgentBurst: 10000, MaxBacklog: 1_000_000, MaxSkew: 5 * time.Minute,
+			Partitions: 2, BatchSize: 1000, MaxAttempts: 5,
+		},
+		Decay: decay.DefaultConfig(),
+		Jobs:  map[string]string{decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule},
 	}
 }
 
@@ -88,6 +128,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	shutdown := fs.Duration("shutdown-timeout", 0, "graceful shutdown deadline")
 	level := fs.String("log-level", "", "debug, info, warn or error")
 	format := fs.String("log-format", "", "text or json")
+	policyFile := fs.String("policy-file", "", "operator policy YAML")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -114,6 +155,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	setIf(&c.DatabaseURL, *dbURL)
 	setIf(&c.LogLevel, *level)
 	setIf(&c.LogFormat, *format)
+	setIf(&c.PolicyFile, *policyFile)
 	if *maxPayload != 0 {
 		c.MaxPayloadBytes = *maxPayload
 	}
@@ -129,6 +171,7 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	setIf(&c.DatabaseURL, getenv("ENGRAM_DATABASE_URL"))
 	setIf(&c.LogLevel, getenv("ENGRAM_LOG_LEVEL"))
 	setIf(&c.LogFormat, getenv("ENGRAM_LOG_FORMAT"))
+	setIf(&c.PolicyFile, getenv("ENGRAM_POLICY_FILE"))
 	if v := getenv("ENGRAM_MAX_PAYLOAD_BYTES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -183,6 +226,30 @@ func (c Config) Validate() error {
 	case "text", "json":
 	default:
 		return fmt.Errorf("log_format: %q is not text or json", c.LogFormat)
+	}
+	switch in := c.Ingest; {
+	case in.AgentRate < 0:
+		return errors.New("ingest.agent_rate: must not be negative")
+	case in.AgentBurst < 1:
+		return errors.New("ingest.agent_burst: must be at least 1")
+	case in.MaxBacklog < 1:
+		return errors.New("ingest.max_backlog: must be at least 1")
+	case in.MaxSkew <= 0:
+		return errors.New("ingest.max_skew: must be positive")
+	case in.Partitions < 1 || in.Partitions > 64:
+		return fmt.Errorf("ingest.partitions: %d is outside 1..64", in.Partitions)
+	case in.BatchSize < 1 || in.BatchSize > 10000:
+		return fmt.Errorf("ingest.batch_size: %d is outside 1..10000", in.BatchSize)
+	case in.MaxAttempts < 1:
+		return errors.New("ingest.max_attempts: must be at least 1")
+	}
+	if err := c.Decay.Validate(); err != nil {
+		return err
+	}
+	for name, spec := range c.Jobs {
+		if err := jobs.ParseSchedule(spec); err != nil {
+			return fmt.Errorf("jobs.%s: %w", name, err)
+		}
 	}
 	seen := map[string]bool{}
 	for i, k := range c.APIKeys {

@@ -87,4 +87,5 @@ const (
 	CheckViolation       = "23514"
 	RestrictViolation    = "23001"
 	SerializationFailure = "40001"
+	DeadlockDetected     = "40P01"
 )

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/policy"
+)
+
+const testKey = "crash-test-key-0123456789"
+
+// TestMain keeps SIGHUP from terminating the test binary: the reload test
+// sends it to this process, maybe before its handler has registered.
+func TestMain(m *testing.M) {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+	os.Exit(m.Run())
+}
+
+// daemon is an engramd process under test.
+type daemon struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func buildEngramd(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "engramd")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, string(out))
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+func startDaemon(t *testing.T, bin, dbURL, addr string) *daemon {
+	t.Helper()
+	cmd := exec.Command(bin, "run")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr,
+		"ENGRAM_API_KEYS=acme:"+testKey, "ENGRAM_LOG_LEVEL=warn")
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	require.NoError(t, cmd.Start())
+	d := &daemon{cmd: cmd, addr: addr}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return d
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "engramd did not become ready")
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Kill the daemon mid-stream and restart it: every acknowledged event is
+// classified exactly once.
+func TestKillMidStreamThenRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a daemon")
+	}
+	t.Parallel()
+	db := pgtest.NewSchema(t)
+	bin := buildEngramd(t)
+	addr := freeAddr(t)
+	d := startDaemon(t, bin, db.URL, addr)
+
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest("POST", "http://"+addr+"/v1/events:stream", pr)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	go func() {
+		defer pw.Close()
+		for i := 0; i < 200_000; i++ {
+			ev := map[string]any{"kind": "observation", "agent_id": "agent-1", "thread_id": fmt.Sprintf("t%d", i%7),
+				"text": fmt.Sprintf("event %d", i), "idempotency_key": fmt.Sprint(i)}
+			b, _ := json.Marshal(ev)
+			if _, err := pw.Write(append(b, '\n')); err != nil {
+				return // the daemon is gone
+			}
+		}
+	}()
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var acked []string
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		var a struct{ ID string }
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &a))
+		require.NotEmpty(t, a.ID, sc.Text())
+		acked = append(acked, a.ID)
+		if len(acked) == 3000 {
+			require.NoError(t, d.cmd.Process.Signal(syscall.SIGKILL))
+			break
+		}
+	}
+	for sc.Scan() { // acknowledgements already on the wire count too
+		var a struct{ ID string }
+		if json.Unmarshal(sc.Bytes(), &a) == nil && a.ID != "" {
+			acked = append(acked, a.ID)
+		}
+	}
+	res.Body.Close()
+	_, _ = d.cmd.Process.Wait()
+	_ = pr.CloseWithError(io.ErrClosedPipe)
+	require.GreaterOrEqual(t, len(acked), 3000)
+
+	startDaemon(t, bin, db.URL, freeAddr(t))
+	ctx := context.Background()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var pending int
+		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM candidates WHERE status = 'pending'").Scan(&pending))
+		if pending == 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "%d events still pending after the restart", pending)
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Every acknowledged event is done, and in exactly one episode's
+	// timeline, exactly once.
+	var notDone, wrong int
+	require.NoError(t, db.Pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE c.status IS DISTINCT FROM 'done') FROM unnest($1::uuid[]) a(id)
+		LEFT JOIN candidates c ON c.id = a.id`, acked).Scan(&notDone))
+	require.Zero(t, notDone)
+	require.NoError(t, db.Pool.QueryRow(ctx, `
+		WITH refs AS (
+			SELECT e ->> 'ref' AS ref, count(*) AS n
+			FROM records r, jsonb_array_elements(r.payload -> 'timeline') e
+			WHERE r.type = 'episodic' GROUP BY 1
+		)
+		SELECT count(*) FROM unnest($1::uuid[]) a(id) LEFT JOIN refs ON refs.ref = 'evt://' || a.id
+		WHERE refs.n IS DISTINCT FROM 1`, acked).Scan(&wrong))
+	require.Zero(t, wrong, "every acknowledged event appears exactly once in the episodes")
+}
+
+// A bad policy file on SIGHUP is refused and the policy in force stays; a
+// good one replaces it.
+func TestPolicyReloadOnSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("rules: [{name: a, match: {kind: [observation]}, drop: true}]\n"), 0o600))
+	first, err := policy.Load(path)
+	require.NoError(t, err)
+	w := policy.NewWorker(policy.WorkerConfig{Policy: first})
+	observation := memory.Event{Kind: memory.Observation, AgentID: "a", ThreadID: "t", Text: "x"}
+	logs := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go reloadPolicyOnHUP(ctx, path, w, slog.New(slog.NewTextHandler(logs, nil)))
+
+	hup := func(wantLog string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(logs.String(), wantLog) {
+			// Resend until the reloader has registered and answered.
+			require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+			require.True(t, time.Now().Before(deadline), "no %q in the log: %s", wantLog, logs.String())
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	require.NoError(t, os.WriteFile(path, []byte("rules: [{name: b, set: {sensitivity: secret}}]\n"), 0o600))
+	hup("policy reload refused")
+	require.True(t, w.Policy().Classify(observation, "").Drop, "the old policy stays in force")
+	require.Contains(t, logs.String(), "rules[0] (b).set.sensitivity")
+
+	require.NoError(t, os.WriteFile(path, []byte("rules: [{name: c, set: {sensitivity: hyper}}]\n"), 0o600))
+	hup("policy reloaded")
+	d := w.Policy().Classify(observation, "")
+	require.False(t, d.Drop)
+	require.Equal(t, memory.Hyper, d.Sensitivity)
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"os/signal"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/jobs"
+	"github.com/engram-dev/engram/store"
+)
+
+// newStore returns the store whose new records take their decay profile and
+// deletion policy from the decay configuration in force, and that
+// configuration's holder.
+func newStore(pool *pgxpool.Pool, cfg config.Config) (*store.Store, *decay.Settings, error) {
+	settings, err := decay.NewSettings(cfg.Decay)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := store.New(pool, store.WithMaxPayloadBytes(cfg.MaxPayloadBytes), store.WithLifecycleDefaults(settings.Defaults))
+	return st, settings, nil
+}
+
+// periodic is engramd's periodic work: the decayer and the scheduler that
+// runs its jobs (later also consolidation and embedding backfill), and the
+// configuration reload on SIGHUP.
+type periodic struct {
+	settings  *decay.Settings
+	decayer   *decay.Decayer
+	scheduler *jobs.Scheduler
+	load      func() (config.Config, error)
+	logger    *slog.Logger
+
+	cfg        config.Config // in force; only the reload loop uses it
+	stopReload context.CancelFunc
+	reloaded   chan struct{}
+}
+
+// startPeriodic registers the periodic jobs with their configured schedules,
+// starts the scheduler and watches for SIGHUP, which reloads the
+// configuration with load.
+func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.Config, error), pool *pgxpool.Pool,
+	st *store.Store, settings *decay.Settings, reg prometheus.Registerer, logger *slog.Logger) (*periodic, error) {
+	dec := decay.New(st, settings, decay.WithLogger(logger), decay.WithRegistry(reg))
+	sched := jobs.New(jobs.Config{Pool: pool, Logger: logger, Registry: reg})
+	for _, j := range []jobs.Job{
+		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},
+		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }},
+	} {
+		j.Schedule = scheduleOf(cfg, j.Name)
+		if err := sched.Register(j); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkJobNames(cfg, sched); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	if err := sched.Start(ctx); err != nil {
+		return nil, err
+	}
+	p := &periodic{settings: settings, decayer: dec, scheduler: sched, load: load, logger: logger, cfg: cfg}
+	var rctx context.Context
+	rctx, p.stopReload = context.WithCancel(ctx)
+	p.reloaded = make(chan struct{}, 1)
+	go p.reloadOnHUP(rctx)
+	logger.Info("periodic jobs started", slog.Any("jobs", cfg.Jobs), slog.String("node", sched.Node()))
+	return p, nil
+}
+
+// scheduleOf is a job's configured schedule; a job the configuration does
+// not name runs only when asked.
+func scheduleOf(cfg config.Config, name string) string {
+	if s, ok := cfg.Jobs[name]; ok {
+		return s
+	}
+	return jobs.Off
+}
+
+// checkJobNames refuses a schedule for a job engramd does not have.
+func checkJobNames(cfg config.Config, sched *jobs.Scheduler) error {
+	known := sched.Names()
+	for _, name := range slices.Sorted(maps.Keys(cfg.Jobs)) {
+		if !slices.Contains(known, name) {
+			return fmt.Errorf("jobs.%s: no such job (there are %s)", name, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// reloadOnHUP reloads the configuration on each SIGHUP until ctx is done.
+func (p *periodic) reloadOnHUP(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			p.reload(ctx)
+		}
+	}
+}
+
+// reload reads the configuration again and puts its decay section and job
+// schedules in force. A configuration that does not load or validate is
+// refused whole, with the field named, and the one in force stays. Other
+// settings (listen address, database, keys) take a restart.
+func (p *periodic) reload(ctx context.Context) {
+	defer func() {
+		select {
+		case p.reloaded <- struct{}{}:
+		default:
+		}
+	}()
+	cfg, err := p.load()
+	if err == nil {
+		err = checkJobNames(cfg, p.scheduler)
+	}
+	if err != nil {
+		p.logger.Error("configuration reload refused; the configuration in force stays", slog.String("error", err.Error()))
+		return
+	}
+	if err := p.settings.Set(cfg.Decay); err != nil {
+		p.logger.Error("configuration reload refused; the configuration in force stays", slog.String("error", err.Error()))
+		return
+	}
+	for _, name := range p.scheduler.Names() {
+		if err := p.scheduler.SetSchedule(name, scheduleOf(cfg, name)); err != nil {
+			// Validated with the configuration: not expected.
+			p.logger.Error("reschedule job", slog.String("job", name), slog.String("error", err.Error()))
+		}
+	}
+	profilesChanged := !reflect.DeepEqual(p.cfg.Decay.Profiles, cfg.Decay.Profiles)
+	restart := cfg.Listen != p.cfg.Listen || cfg.DatabaseURL != p.cfg.DatabaseURL || !reflect.DeepEqual(cfg.APIKeys, p.cfg.APIKeys)
+	p.cfg = cfg
+	p.logger.Info("configuration reloaded: decay and job schedules in force", slog.Any("jobs", cfg.Jobs))
+	if restart {
+		p.logger.Warn("listen, database_url and api_keys changed in the file take effect at the next start")
+	}
+	if profilesChanged && p.scheduler.Leader() {
+		// Records that inherit a changed profile get it at the next sweep:
+		// sweep now rather than at the next tick.
+		if _, err := p.scheduler.RunNow(ctx, decay.SweepJob); err != nil && !errors.Is(err, jobs.ErrRunning) {
+			p.logger.Warn("sweep after reload", slog.String("error", err.Error()))
+		}
+	}
+}
+
+// stop stops the reload watch and the scheduler (its runs save their
+// cursors) within timeout.
+func (p *periodic) stop(ctx context.Context, timeout time.Duration) {
+	p.stopReload()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := p.scheduler.Stop(ctx); err != nil {
+		p.logger.Warn("stop periodic jobs", slog.String("error", err.Error()))
+	}
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/policy"
+	"github.com/engram-dev/engram/store"
+)
+
+// startPlanes builds the ingestion plane and starts the policy plane's
+// worker; the caller stops the worker.
+func startPlanes(ctx context.Context, cfg config.Config, db pg.DBTX, st *store.Store, logger *slog.Logger, reg prometheus.Registerer) (*ingest.Ingester, *policy.Worker, error) {
+	pol := policy.Default()
+	if cfg.PolicyFile != "" {
+		var err error
+		if pol, err = policy.Load(cfg.PolicyFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	w := policy.NewWorker(policy.WorkerConfig{
+		DB: db, Policy: pol, Logger: logger, Registry: reg,
+		Partitions: cfg.Ingest.Partitions, BatchSize: cfg.Ingest.BatchSize, MaxAttempts: cfg.Ingest.MaxAttempts,
+	})
+	in := ingest.New(ingest.Config{
+		Store: st, Policy: w.Policy, Staged: w.Notify, Registry: reg,
+		MaxEventBytes: cfg.MaxPayloadBytes, MaxSkew: cfg.Ingest.MaxSkew,
+		AgentRate: cfg.Ingest.AgentRate, AgentBurst: cfg.Ingest.AgentBurst, MaxBacklog: cfg.Ingest.MaxBacklog,
+	})
+	if err := w.Start(ctx); err != nil {
+		return nil, nil, err
+	}
+	if cfg.PolicyFile != "" {
+		go reloadPolicyOnHUP(ctx, cfg.PolicyFile, w, logger)
+	}
+	logger.Info("policy plane started", slog.String("policy", pol.Source()), slog.Int("partitions", cfg.Ingest.Partitions))
+	return in, w, nil
+}
+
+// reloadPolicyOnHUP reloads the policy file on SIGHUP. A file that does not
+// validate is refused, with the rule and field named, and the policy in
+// force stays.
+func reloadPolicyOnHUP(ctx context.Context, path string, w *policy.Worker, logger *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			p, err := policy.Load(path)
+			if err != nil {
+				logger.Error("policy reload refused; the previous policy stays in force", slog.String("error", err.Error()))
+				continue
+			}
+			w.SetPolicy(p)
+			logger.Info("policy reloaded", slog.String("policy", path))
+		}
+	}
+}

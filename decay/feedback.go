@@ -1,0 +1,195 @@
+package decay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/schemas"
+	"github.com/engram-dev/engram/store"
+)
+
+// Outcome is how the records of a retrieval served the task (substrate RFC
+// §15.6).
+type Outcome string
+
+// Outcomes.
+const (
+	UsedSuccess Outcome = "used_success" // used, and the task succeeded: reinforce
+	UsedFailure Outcome = "used_failure" // used, and the task failed: penalise
+	Unused      Outcome = "unused"       // retrieved but not used: penalise a little
+)
+
+// Outcomes lists every outcome.
+var Outcomes = []Outcome{UsedSuccess, UsedFailure, Unused}
+
+// maxScopeLength bounds a retrieval id or idempotency key.
+const maxScopeLength = 200
+
+// FeedbackRequest reports an outcome for records. Until retrieval ids name
+// a logged retrieval (the retrieval API's log), RecordIDs is required and
+// RetrievalID is an opaque idempotency scope, as Key is: feedback counts
+// once per (retrieval or key, record). Without either, every call counts.
+type FeedbackRequest struct {
+	RetrievalID string      `json:"retrieval_id,omitempty"`
+	Key         string      `json:"key,omitempty"`
+	RecordIDs   []uuid.UUID `json:"record_ids"`
+	Outcome     Outcome     `json:"outcome"`
+}
+
+// FeedbackResult says what the feedback did.
+type FeedbackResult struct {
+	// Applied are the records it changed, as they are now.
+	Applied []memory.Record
+	// Duplicate had feedback in the same scope already; NotLive have left
+	// the active set. Neither changed.
+	Duplicate []uuid.UUID
+	NotLive   []uuid.UUID
+}
+
+func (req FeedbackRequest) check() error {
+	var bad []schemas.Violation
+	if !slices.Contains(Outcomes, req.Outcome) {
+		bad = append(bad, schemas.Violation{Pointer: "/outcome", Message: fmt.Sprintf("%q is not used_success, used_failure or unused", req.Outcome)})
+	}
+	if req.RetrievalID != "" && req.Key != "" {
+		bad = append(bad, schemas.Violation{Pointer: "/key", Message: "give a retrieval_id or a key, not both"})
+	}
+	if len(req.RetrievalID) > maxScopeLength {
+		bad = append(bad, schemas.Violation{Pointer: "/retrieval_id", Message: fmt.Sprintf("is longer than %d characters", maxScopeLength)})
+	}
+	if len(req.Key) > maxScopeLength {
+		bad = append(bad, schemas.Violation{Pointer: "/key", Message: fmt.Sprintf("is longer than %d characters", maxScopeLength)})
+	}
+	if len(req.RecordIDs) == 0 {
+		bad = append(bad, schemas.Violation{Pointer: "/record_ids", Message: "is required: name the records the outcome is about (a retrieval_id does not name them yet)"})
+	}
+	if len(bad) > 0 {
+		return &schemas.ValidationError{Violations: bad}
+	}
+	return nil
+}
+
+// scope is the idempotency scope of the request.
+func (req FeedbackRequest) scope() string {
+	switch {
+	case req.RetrievalID != "":
+		return "retrieval:" + req.RetrievalID
+	case req.Key != "":
+		return "key:" + req.Key
+	}
+	return "call:" + uuid.NewString()
+}
+
+// Feedback reinforces or penalises records by an outcome (substrate RFC
+// §15.6), all in one transaction, set-based: a success adds the
+// reinforcement gain to a record's current salience (up to [MaxSalience]),
+// a failure or non-use takes its penalty away (down to zero), and in every
+// case the decay restarts from now. Competence and plan records also count
+// the success or failure in their payload's statistics, which is a
+// revision. Unknown records (or another tenant's) refuse the whole call;
+// records that left the active set, and records that already had feedback
+// in this scope, are left as they are.
+func (d *Decayer) Feedback(ctx context.Context, tenant string, req FeedbackRequest, ch store.Change) (FeedbackResult, error) {
+	if err := req.check(); err != nil {
+		return FeedbackResult{}, err
+	}
+	cfg := d.settings.Config()
+	now := d.clock()
+	fb := store.Feedback{Scope: req.scope(), RecordIDs: req.RecordIDs, Outcome: string(req.Outcome)}
+	res, err := d.store.Feedback(ctx, tenant, fb, now, ch, func(recs []memory.Record) ([]store.Reinforcement, error) {
+		out := make([]store.Reinforcement, len(recs))
+		for i, rec := range recs {
+			out[i] = store.Reinforcement{ID: rec.ID, Salience: reinforce(rec, cfg.Profiles[rec.Type], req.Outcome, now)}
+			if req.Outcome == Unused || (rec.Type != memory.Competence && rec.Type != memory.PlanGraph) {
+				continue
+			}
+			p, err := countOutcome(rec, req.Outcome, now)
+			if err != nil {
+				return nil, err
+			}
+			out[i].Payload = p
+		}
+		return out, nil
+	})
+	if err != nil {
+		return FeedbackResult{}, err
+	}
+	d.metrics.feedback.WithLabelValues(string(req.Outcome)).Add(float64(len(res.Applied)))
+	return FeedbackResult{Applied: res.Applied, Duplicate: res.Duplicate, NotLive: res.NotLive}, nil
+}
+
+// reinforce is rec's salience after an outcome at now.
+func reinforce(rec memory.Record, p Profile, o Outcome, now time.Time) float64 {
+	cur := Current(rec, now)
+	switch o {
+	case UsedSuccess:
+		return max(cur, min(MaxSalience, cur+gainOf(rec, p)))
+	case UsedFailure:
+		return max(0, cur-p.FailurePenalty)
+	case Unused:
+		return max(0, cur-p.UnusedPenalty)
+	}
+	return cur
+}
+
+// gainOf is rec's reinforcement gain: its own, or its type's.
+func gainOf(rec memory.Record, p Profile) float64 {
+	if g := rec.Lifecycle.Decay.ReinforcementGain; g != nil {
+		return *g
+	}
+	return p.ReinforcementGain
+}
+
+// countOutcome returns rec's payload with a success or failure counted in
+// its statistics: a procedure's performance (§15A.9), a plan's metrics and
+// failure rate (§15A.10). Every other field is kept as it was.
+func countOutcome(rec memory.Record, o Outcome, now time.Time) (json.RawMessage, error) {
+	var payload map[string]json.RawMessage
+	if err := json.Unmarshal(rec.Payload, &payload); err != nil {
+		return nil, fmt.Errorf("decode payload of %s: %w", rec.ID, err)
+	}
+	key := "performance"
+	if rec.Type == memory.PlanGraph {
+		key = "metrics"
+	}
+	stats := map[string]json.RawMessage{}
+	if raw := payload[key]; raw != nil && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &stats); err != nil {
+			return nil, fmt.Errorf("decode %s of %s: %w", key, rec.ID, err)
+		}
+	}
+	count := func(name string) int64 {
+		var n int64
+		_ = json.Unmarshal(stats[name], &n)
+		return max(n, 0)
+	}
+	successes, failures := count("successes"), count("failures")
+	at, _ := json.Marshal(now.UTC().Format(time.RFC3339Nano))
+	if o == UsedSuccess {
+		successes++
+		if rec.Type == memory.Competence {
+			stats["last_success_at"] = at
+		}
+	} else {
+		failures++
+		if rec.Type == memory.Competence {
+			stats["last_failure_at"] = at
+		}
+	}
+	stats["successes"], _ = json.Marshal(successes)
+	stats["failures"], _ = json.Marshal(failures)
+	if rec.Type == memory.PlanGraph {
+		stats["failure_rate"], _ = json.Marshal(float64(failures) / float64(successes+failures))
+	}
+	var err error
+	if payload[key], err = json.Marshal(stats); err != nil {
+		return nil, fmt.Errorf("encode %s: %w", key, err)
+	}
+	return json.Marshal(payload)
+}

@@ -1,0 +1,237 @@
+package decay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
+)
+
+// Reasons a sweep expires a record, as counted in metrics and job runs.
+const (
+	ReasonSalience  = "salience"
+	ReasonMaxAge    = "max_age"
+	ReasonExpiresAt = "expires_at"
+)
+
+// MaterialiseResolution is how far a record's salience moves before a sweep
+// writes it again to record_salience: finer than any histogram bucket, and
+// most rows stay as they are from one sweep to the next.
+const MaterialiseResolution = 0.01
+
+// purgeBatch is how many records one purge transaction deletes: each drags
+// its versions, relations and feedback along.
+const purgeBatch = 1000
+
+// Sweep walks the active set of every tenant, a batch at a time in (tenant,
+// id) order, resuming from p's cursor. For each record it stamps its type's
+// configured profile if it inherits one that changed, computes its current
+// salience, and either materialises it or, when it has faded below the
+// prune threshold, outlived its max_age or passed its expires_at, expires
+// it (substrate RFC §11, §15B; governance chapter §12.7.4). Pinned records
+// and records whose deletion policy is manual_only or never are never
+// expired here. A complete pass clears the cursor.
+func (d *Decayer) Sweep(ctx context.Context, p Progress) error {
+	var after store.Key
+	if _, err := p.Cursor(ctx, &after); err != nil {
+		return err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		cfg := d.settings.Config()
+		last, n, err := d.sweepBatch(ctx, cfg, after, p)
+		if err != nil {
+			return err
+		}
+		if n < cfg.BatchSize {
+			return p.SaveCursor(ctx, nil)
+		}
+		after = last
+		if err := p.SaveCursor(ctx, after); err != nil {
+			return err
+		}
+	}
+}
+
+// sweepBatch sweeps the records after key after and returns the last key
+// and how many records it read.
+func (d *Decayer) sweepBatch(ctx context.Context, cfg Config, after store.Key, p Progress) (store.Key, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.batchTimeout)
+	defer cancel()
+	rows, err := d.store.ScanLive(ctx, "", after, cfg.BatchSize)
+	if err != nil {
+		return after, 0, err
+	}
+	now := d.clock()
+	var (
+		values  = make([]store.Salience, 0, len(rows))
+		expiry  []store.Expiry
+		reasons = map[store.Key]expiryReason{}
+		stamps  []store.Stamp
+		written int
+	)
+	for _, row := range rows {
+		rec := row.Record
+		if row.Inherited {
+			want := cfg.Profiles[rec.Type].Decay()
+			if !sameDecay(rec.Lifecycle.Decay, want) {
+				stamps = append(stamps, store.Stamp{Key: row.Key(), Decay: want})
+				rec.Lifecycle.Decay = want
+			}
+		}
+		cur := Current(rec, now)
+		if why := expiryOf(rec, cur, cfg.PruneThreshold, now); why.reason != "" && prunable(rec) {
+			expiry = append(expiry, store.Expiry{
+				Key: row.Key(), Version: rec.Version, Salience: rec.Salience,
+				LastReinforcedAt: rec.Lifecycle.LastReinforcedAt, Rationale: why.rationale,
+			})
+			reasons[row.Key()] = why
+			continue
+		}
+		keep := row.Materialised != nil && math.Abs(*row.Materialised-cur) < MaterialiseResolution
+		values = append(values, store.Salience{Key: row.Key(), Type: rec.Type, Value: cur, Keep: keep})
+		if !keep {
+			written++
+		}
+	}
+	if err := d.store.StampProfiles(ctx, stamps); err != nil {
+		return after, 0, err
+	}
+	expired, err := d.store.Expire(ctx, expiry, Actor, now)
+	if err != nil {
+		return after, 0, err
+	}
+	var through *store.Key
+	last := after
+	if len(rows) > 0 {
+		last = rows[len(rows)-1].Key()
+	}
+	if len(rows) == cfg.BatchSize {
+		through = &last
+	}
+	if err := d.store.MaterialiseSalience(ctx, after, through, values, now); err != nil {
+		return after, 0, err
+	}
+
+	p.Add("scanned", int64(len(rows)))
+	p.Add("materialised", int64(written))
+	p.Add("stamped", int64(len(stamps)))
+	types := make(map[store.Key]memory.Type, len(rows))
+	for _, row := range rows {
+		types[row.Key()] = row.Record.Type
+	}
+	for _, k := range expired {
+		why := reasons[k]
+		p.Add("expired_"+why.reason, 1)
+		d.metrics.pruned.WithLabelValues(string(types[k]), why.reason).Inc()
+	}
+	if len(expired) > 0 {
+		d.logger.LogAttrs(ctx, slog.LevelInfo, "decay sweep expired records", slog.Int("expired", len(expired)), slog.Int("scanned", len(rows)))
+	}
+	return last, len(rows), nil
+}
+
+// expiryReason is why a record is past its time, or nothing.
+type expiryReason struct {
+	reason    string
+	rationale string
+}
+
+// expiryOf says whether rec, whose salience is cur at now, is past its
+// time: its expires_at passed (OpenWOP memory §E), it was not reinforced
+// within its max_age, or its salience fell below the prune threshold. It
+// does not look at pinned or the deletion policy.
+func expiryOf(rec memory.Record, cur, threshold float64, now time.Time) expiryReason {
+	lc := rec.Lifecycle
+	switch {
+	case lc.ExpiresAt != nil && !now.Before(*lc.ExpiresAt):
+		return expiryReason{ReasonExpiresAt, "its expires_at " + lc.ExpiresAt.UTC().Format(time.RFC3339) + " passed"}
+	case lc.Decay.MaxAgeSeconds > 0 && now.Sub(lc.LastReinforcedAt) >= time.Duration(lc.Decay.MaxAgeSeconds)*time.Second:
+		return expiryReason{ReasonMaxAge, "not reinforced within its max_age of " + Duration(time.Duration(lc.Decay.MaxAgeSeconds)*time.Second).String()}
+	case cur < threshold:
+		return expiryReason{ReasonSalience, fmt.Sprintf("salience %s fell below the prune threshold %s",
+			strconv.FormatFloat(cur, 'f', 4, 64), strconv.FormatFloat(threshold, 'f', -1, 64))}
+	}
+	return expiryReason{}
+}
+
+// prunable reports whether decay may expire rec on its own: not pinned,
+// and its deletion policy auto_prune (substrate RFC §15A.3). manual_only
+// records leave only by an operator's delete; never records not at all.
+func prunable(rec memory.Record) bool {
+	return !rec.Lifecycle.Pinned && rec.Lifecycle.DeletionPolicy == memory.AutoPrune
+}
+
+// sameDecay compares the profile fields a type's profile stamps.
+func sameDecay(a, b memory.Decay) bool {
+	return a.Curve == b.Curve && a.HalfLifeSeconds == b.HalfLifeSeconds && a.MinSalience == b.MinSalience &&
+		a.MaxAgeSeconds == b.MaxAgeSeconds && slices.Equal(a.Points, b.Points)
+}
+
+// Purge hard-deletes the records that expired longer ago than the purge
+// grace period, with the artifacts only they referenced, a batch at a time
+// (the second phase of two-phase collection, governance chapter §12.7.5).
+// Each leaves an audit entry that names no content.
+func (d *Decayer) Purge(ctx context.Context, p Progress) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		cfg := d.settings.Config()
+		cutoff := d.clock().Add(-time.Duration(cfg.PurgeGrace))
+		bctx, cancel := context.WithTimeout(ctx, d.batchTimeout)
+		res, err := d.store.PurgeExpired(bctx, cutoff, purgeBatch, Actor)
+		cancel()
+		if err != nil {
+			return err
+		}
+		p.Add("purged", int64(res.Records))
+		p.Add("artifacts_purged", int64(res.Artifacts))
+		d.metrics.purged.Add(float64(res.Records))
+		d.metrics.artifactsPurged.Add(float64(res.Artifacts))
+		if res.Records > 0 {
+			d.logger.LogAttrs(ctx, slog.LevelInfo, "purged expired records",
+				slog.Int("records", res.Records), slog.Int("artifacts", res.Artifacts))
+		}
+		if res.Records < purgeBatch {
+			return nil
+		}
+	}
+}
+
+// Restore brings an expired record back (substrate RFC §15B), as an audited
+// revision. It comes back as if just reinforced: its decay restarts now
+// from the salience it had at its last reinforcement, and at least one
+// reinforcement gain above the prune threshold, so that the next sweep
+// does not expire it again. A record whose expires_at has passed is not
+// restored: that time is the client's and is never extended (OpenWOP
+// memory §E).
+func (d *Decayer) Restore(ctx context.Context, tenant string, id uuid.UUID, ch store.Change) (memory.Record, error) {
+	cfg := d.settings.Config()
+	now := d.clock()
+	rec, err := d.store.Restore(ctx, tenant, id, ch, func(r *memory.Record) error {
+		if exp := r.Lifecycle.ExpiresAt; exp != nil && !now.Before(*exp) {
+			return &store.ConflictError{Code: store.CodeNotAllowed, RecordIDs: []uuid.UUID{r.ID},
+				Detail: fmt.Sprintf("record %s expired at its expires_at %s, which is never extended", r.ID, exp.UTC().Format(time.RFC3339))}
+		}
+		gain := gainOf(*r, cfg.Profiles[r.Type])
+		r.Salience = max(r.Salience, min(MaxSalience, cfg.PruneThreshold+gain))
+		r.Lifecycle.LastReinforcedAt = now
+		return nil
+	})
+	if err != nil {
+		return rec, err
+	}
+	d.metrics.restored.Inc()
+	return rec, nil
+}

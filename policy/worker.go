@@ -1,0 +1,531 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
+)
+
+// Worker defaults.
+const (
+	DefaultPartitions  = 2
+	DefaultBatchSize   = 1000
+	DefaultMaxAttempts = 5
+	DefaultIdle        = 200 * time.Millisecond
+)
+
+// WorkerConfig configures a [Worker].
+type WorkerConfig struct {
+	DB     pg.DBTX
+	Policy *Policy
+	Logger *slog.Logger
+	// Partitions splits threads among workers; every engramd sharing a
+	// database must use the same number. Each partition is one goroutine.
+	Partitions  int
+	BatchSize   int
+	MaxAttempts int
+	// Idle is how long a partition waits for new work when it found none
+	// (a [Worker.Notify] wakes it at once).
+	Idle     time.Duration
+	Registry prometheus.Registerer
+}
+
+// Worker is the policy plane (substrate RFC §15.5): it claims staged
+// candidates, classifies them, and writes their records — each thread's
+// episode and working memory, and semantic facts — in the same transaction
+// that marks them classified, so every acknowledged event is classified
+// exactly once, across crashes. A thread's events are handled in order by
+// one partition at a time, across daemons (a transaction-scoped advisory
+// lock per partition).
+type Worker struct {
+	db          pg.DBTX
+	policy      atomic.Pointer[Policy]
+	logger      *slog.Logger
+	partitions  int
+	batch       int
+	maxAttempts int
+	idle        time.Duration
+	metrics     *workerMetrics
+
+	wake    []chan struct{}
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	stopped chan struct{}
+}
+
+// NewWorker returns a worker for cfg; Start runs it.
+func NewWorker(cfg WorkerConfig) *Worker {
+	w := &Worker{
+		db: cfg.DB, logger: cfg.Logger, partitions: cfg.Partitions, batch: cfg.BatchSize,
+		maxAttempts: cfg.MaxAttempts, idle: cfg.Idle,
+	}
+	if w.logger == nil {
+		w.logger = slog.New(slog.DiscardHandler)
+	}
+	if w.partitions <= 0 {
+		w.partitions = DefaultPartitions
+	}
+	if w.batch <= 0 {
+		w.batch = DefaultBatchSize
+	}
+	if w.maxAttempts <= 0 {
+		w.maxAttempts = DefaultMaxAttempts
+	}
+	if w.idle <= 0 {
+		w.idle = DefaultIdle
+	}
+	p := cfg.Policy
+	if p == nil {
+		p = Default()
+	}
+	w.policy.Store(p)
+	w.metrics = newWorkerMetrics(cfg.Registry)
+	w.wake = make([]chan struct{}, w.partitions)
+	for i := range w.wake {
+		w.wake[i] = make(chan struct{}, 1)
+	}
+	return w
+}
+
+// SetPolicy swaps in a new policy for the batches that start from now on.
+func (w *Worker) SetPolicy(p *Policy) { w.policy.Store(p) }
+
+// Policy is the policy in force.
+func (w *Worker) Policy() *Policy { return w.policy.Load() }
+
+// Notify wakes idle partitions: new candidates were staged.
+func (w *Worker) Notify() {
+	for _, c := range w.wake {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Start runs one goroutine per partition until Stop.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancel != nil {
+		return errors.New("policy worker already started")
+	}
+	ctx, w.cancel = context.WithCancel(ctx)
+	w.stopped = make(chan struct{})
+	var wg sync.WaitGroup
+	for p := range w.partitions {
+		wg.Go(func() { w.loop(ctx, p) })
+	}
+	go func() { wg.Wait(); close(w.stopped) }()
+	return nil
+}
+
+// Stop cancels the partitions and waits for them, or for ctx. A batch cut
+// off rolls back; its candidates stay pending for the next start. Stopping
+// twice is safe.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	cancel, stopped := w.cancel, w.stopped
+	w.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *Worker) loop(ctx context.Context, partition int) {
+	for ctx.Err() == nil {
+		n, err := w.RunOnce(ctx, partition)
+		if err != nil && ctx.Err() == nil {
+			w.logger.ErrorContext(ctx, "policy batch failed", slog.Int("partition", partition), slog.String("error", err.Error()))
+		}
+		if n > 0 && err == nil {
+			continue // more may be waiting
+		}
+		select {
+		case <-ctx.Done():
+		case <-w.wake[partition]:
+		case <-time.After(w.idle):
+		}
+	}
+}
+
+// Advisory locks on a partition: keyed by the schema too, so that separate
+// schemas of one database (tests) do not share partitions.
+const (
+	tryLockPartition = `SELECT pg_try_advisory_xact_lock(hashtext('engram-policy:' || current_schema()), $1)`
+	lockPartition    = `SELECT pg_advisory_xact_lock(hashtext('engram-policy:' || current_schema()), $1)`
+)
+
+// RunOnce classifies one batch of a partition's pending candidates and
+// reports how many it settled. A batch that fails is retried candidate by
+// candidate, so one bad event cannot hold up the others; the bad one is
+// retried with backoff and ends dead.
+func (w *Worker) RunOnce(ctx context.Context, partition int) (int, error) {
+	for attempt := 1; ; attempt++ {
+		n, err := w.runBatch(ctx, partition)
+		if code, _ := pg.Code(err); (code == pg.DeadlockDetected || code == pg.SerializationFailure) && attempt < 3 {
+			// Two partitions met on the same facts; the batch is whole
+			// again after the rollback, so simply run it again.
+			continue
+		}
+		return n, err
+	}
+}
+
+func (w *Worker) runBatch(ctx context.Context, partition int) (int, error) {
+	start := time.Now()
+	var claimed []store.Candidate
+	err := pg.WithTx(ctx, w.db, func(ctx context.Context, tx pgx.Tx) error {
+		var mine bool
+		if err := tx.QueryRow(ctx, tryLockPartition, partition).Scan(&mine); err != nil {
+			return fmt.Errorf("lock partition: %w", err)
+		}
+		if !mine {
+			return nil // another daemon is on this partition
+		}
+		st := store.New(tx)
+		var err error
+		if claimed, err = st.Claim(ctx, partition, w.partitions, w.batch); err != nil {
+			return err
+		}
+		return w.apply(ctx, st, claimed)
+	})
+	if err == nil {
+		w.metrics.batch.Observe(time.Since(start).Seconds())
+		return len(claimed), nil
+	}
+	if code, _ := pg.Code(err); ctx.Err() != nil || len(claimed) == 0 || code == pg.DeadlockDetected || code == pg.SerializationFailure {
+		return 0, err
+	}
+	w.logger.WarnContext(ctx, "policy batch failed; isolating", slog.Int("candidates", len(claimed)), slog.String("error", err.Error()))
+	for _, c := range claimed {
+		if err := w.runOne(ctx, partition, c); err != nil {
+			return 0, err
+		}
+	}
+	return len(claimed), nil
+}
+
+// runOne classifies a single candidate of partition, recording a failure
+// against it.
+func (w *Worker) runOne(ctx context.Context, partition int, c store.Candidate) error {
+	err := pg.WithTx(ctx, w.db, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockPartition, partition); err != nil {
+			return fmt.Errorf("lock partition: %w", err)
+		}
+		var still bool
+		if err := tx.QueryRow(ctx, `SELECT true FROM candidates WHERE tenant_id = $1 AND id = $2 AND status = 'pending' FOR UPDATE`, c.Tenant, c.ID).Scan(&still); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			return err
+		}
+		return w.apply(ctx, store.New(tx), []store.Candidate{c})
+	})
+	if err == nil || ctx.Err() != nil {
+		return ctx.Err()
+	}
+	dead, ferr := store.New(w.db).Fail(ctx, c.Tenant, c.ID, err.Error(), w.maxAttempts)
+	if ferr != nil {
+		return ferr
+	}
+	if dead {
+		w.metrics.dead.Inc()
+		w.logger.WarnContext(ctx, "candidate is dead", slog.String("tenant", c.Tenant), slog.String("candidate", c.ID.String()), slog.String("error", err.Error()))
+	}
+	return nil
+}
+
+// threadState is what a batch knows of one thread while it works.
+type threadState struct {
+	thread *store.Thread
+	append *store.TimelineAppend
+}
+
+// apply classifies claimed candidates and writes their records through st,
+// which runs on the batch's transaction.
+func (w *Worker) apply(ctx context.Context, st *store.Store, cands []store.Candidate) error {
+	pol := w.policy.Load()
+	byTenant := map[string][]store.Candidate{}
+	var tenants []string
+	for _, c := range cands {
+		if byTenant[c.Tenant] == nil {
+			tenants = append(tenants, c.Tenant)
+		}
+		byTenant[c.Tenant] = append(byTenant[c.Tenant], c)
+	}
+	var settled []store.Settlement
+	for _, tenant := range tenants {
+		s, err := w.applyTenant(ctx, st, pol, tenant, byTenant[tenant])
+		if err != nil {
+			return err
+		}
+		settled = append(settled, s...)
+	}
+	return st.Settle(ctx, settled)
+}
+
+func (w *Worker) applyTenant(ctx context.Context, st *store.Store, pol *Policy, tenant string, cands []store.Candidate) ([]store.Settlement, error) {
+	ch := store.Change{Actor: "policy:" + ClassifierVersion}
+	var ids []string
+	for _, c := range cands {
+		ids = append(ids, c.ThreadID)
+	}
+	open, err := st.OpenThreads(ctx, tenant, ids)
+	if err != nil {
+		return nil, err
+	}
+	threads := map[string]*threadState{}
+	var order []*threadState // appends in first-touched order
+	state := func(threadID string) *threadState {
+		ts := threads[threadID]
+		if ts == nil {
+			ts = &threadState{}
+			if t, ok := open[threadID]; ok {
+				ts.thread = &t
+			}
+			threads[threadID] = ts
+		}
+		return ts
+	}
+	// flush writes a thread's pending append.
+	flush := func(ts *threadState) error {
+		if ts.append == nil {
+			return nil
+		}
+		err := st.AppendTimelines(ctx, tenant, []store.TimelineAppend{*ts.append}, ch)
+		ts.append = nil
+		return err
+	}
+
+	settled := make([]store.Settlement, 0, len(cands))
+	var facts []pendingFact
+	for _, c := range cands {
+		var ev memory.Event
+		if err := json.Unmarshal(c.Event, &ev); err != nil {
+			return nil, fmt.Errorf("candidate %s: decode event: %w", c.ID, err)
+		}
+		d := pol.Classify(ev, c.Sensitivity)
+		decision, _ := json.Marshal(d)
+		if d.Drop {
+			settled = append(settled, store.Settlement{Tenant: tenant, ID: c.ID, Status: store.CandidateDropped, Decision: decision})
+			continue
+		}
+		ts := state(ev.ThreadID)
+		if ts.thread == nil {
+			t, err := st.StartThread(ctx, tenant, ev.ThreadID, ev.AgentID, newEpisode(ev, c, d), newWorking(ev, d), ch)
+			if err != nil {
+				return nil, fmt.Errorf("candidate %s: %w", c.ID, err)
+			}
+			ts.thread = &t
+		}
+		if ts.append == nil {
+			ts.append = &store.TimelineAppend{EpisodeID: ts.thread.EpisodeID, Sensitivity: d.Sensitivity}
+			order = append(order, ts)
+		}
+		a := ts.append
+		a.Sensitivity = a.Sensitivity.Max(d.Sensitivity)
+		ref := "evt://" + c.ID.String()
+		a.Entries = append(a.Entries, memory.TimelineEntry{T: ev.Time, EventKind: string(ev.Kind), Ref: ref, Summary: ev.Summary()})
+		if ev.Tool != nil {
+			a.ToolGraph = append(a.ToolGraph, map[string]any{"ref": ref, "kind": string(ev.Kind), "tool": ev.Tool.Name, "call_id": ev.Tool.CallID})
+		}
+		recordIDs := []uuid.UUID{ts.thread.EpisodeID}
+
+		if ev.Kind == memory.FactEvent && d.Type == memory.Semantic && ev.Fact != nil {
+			facts = append(facts, pendingFact{ev: ev, cand: c, decision: d, episode: ts.thread.EpisodeID, settled: len(settled)})
+		}
+
+		if ev.Kind == memory.Outcome && ev.Outcome != nil {
+			// The outcome closes the episode; a later event of this thread
+			// opens a new one.
+			a.Outcome = ev.Outcome.Status
+			if err := flush(ts); err != nil {
+				return nil, fmt.Errorf("candidate %s: %w", c.ID, err)
+			}
+			if err := st.CloseThread(ctx, tenant, *ts.thread, ch); err != nil {
+				return nil, fmt.Errorf("candidate %s: %w", c.ID, err)
+			}
+			ts.thread = nil
+		}
+		settled = append(settled, store.Settlement{Tenant: tenant, ID: c.ID, Status: store.CandidateDone, Decision: decision, RecordIDs: recordIDs})
+	}
+	var appends []store.TimelineAppend
+	for _, ts := range order {
+		if ts.append != nil {
+			appends = append(appends, *ts.append)
+		}
+	}
+	if err := st.AppendTimelines(ctx, tenant, appends, ch); err != nil {
+		return nil, err
+	}
+	// Facts last, in key order: every partition takes the locks of the
+	// facts it writes in the same order, so two batches meeting on the same
+	// facts wait for each other instead of deadlocking.
+	slices.SortStableFunc(facts, func(a, b pendingFact) int { return strings.Compare(a.key(), b.key()) })
+	for _, f := range facts {
+		id, err := w.learnFact(ctx, st, tenant, f.ev, f.cand, f.decision, f.episode, ch)
+		if err != nil {
+			return nil, fmt.Errorf("candidate %s: %w", f.cand.ID, err)
+		}
+		settled[f.settled].RecordIDs = append(settled[f.settled].RecordIDs, id)
+	}
+	for _, st := range settled {
+		switch {
+		case st.Status == store.CandidateDropped:
+			w.metrics.classified.WithLabelValues("dropped").Inc()
+		case len(st.RecordIDs) > 1:
+			w.metrics.classified.WithLabelValues(string(memory.Semantic)).Inc()
+		default:
+			w.metrics.classified.WithLabelValues(string(memory.Episodic)).Inc()
+		}
+	}
+	return settled, nil
+}
+
+// pendingFact is a fact event waiting for its semantic record, and where
+// its settlement is.
+type pendingFact struct {
+	ev       memory.Event
+	cand     store.Candidate
+	decision Decision
+	episode  uuid.UUID
+	settled  int
+}
+
+// key orders facts by what their records lock: scope, subject, predicate.
+func (f pendingFact) key() string {
+	return f.decision.Scope + "\x00" + f.ev.Fact.Subject + "\x00" + f.ev.Fact.Predicate
+}
+
+// learnFact writes a fact event as a semantic record (substrate RFC §7). An
+// active fact with the same key and object absorbs it; one with another
+// object is contested by it, to be resolved by consolidation or an
+// operator.
+func (w *Worker) learnFact(ctx context.Context, st *store.Store, tenant string, ev memory.Event, c store.Candidate, d Decision, episode uuid.UUID, ch store.Change) (uuid.UUID, error) {
+	f := ev.Fact
+	validity := map[string]any{"mode": memory.Global}
+	if len(f.Conditions) > 0 {
+		validity = map[string]any{"mode": memory.Conditional, "conditions": f.Conditions}
+	}
+	src := memory.Source{Kind: "event", Ref: "evt://" + c.ID.String()}
+	payload, err := json.Marshal(map[string]any{
+		"kind": memory.Semantic, "subject": f.Subject, "predicate": f.Predicate, "object": f.Object,
+		"validity": validity, "evidence": append([]memory.Source{src}, f.Evidence...),
+	})
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("encode fact: %w", err)
+	}
+	rec := memory.Record{
+		Type: memory.Semantic, Sensitivity: d.Sensitivity, Confidence: d.Confidence, Salience: memory.DefaultSalience,
+		Scope: d.Scope, Tags: ev.Tags, Payload: payload,
+		Provenance: memory.Provenance{Sources: []memory.Source{src}, CreatedBy: "policy:" + ClassifierVersion},
+		Relations:  []memory.Relation{{Predicate: memory.DerivedFrom, TargetID: episode}},
+	}
+	if d.Decay != nil {
+		rec.Lifecycle.Decay = *d.Decay
+	}
+	created, err := st.Create(ctx, tenant, rec, ch)
+	var ce *store.ConflictError
+	if !errors.As(err, &ce) || ce.Code != store.CodeActiveFactExists || len(ce.RecordIDs) == 0 {
+		return created.ID, err
+	}
+	existing, err := st.Get(ctx, tenant, ce.RecordIDs[0])
+	if err != nil {
+		return uuid.Nil, err
+	}
+	var cur memory.SemanticPayload
+	if err := json.Unmarshal(existing.Payload, &cur); err != nil {
+		return uuid.Nil, fmt.Errorf("decode fact: %w", err)
+	}
+	if jsonEqual(cur.Object, f.Object) {
+		return existing.ID, nil // the same fact again: nothing new to store
+	}
+	recs, err := st.Contest(ctx, tenant, []uuid.UUID{existing.ID}, &rec, store.Change{Actor: ch.Actor, Rationale: "a new observation contradicts this fact", Evidence: []memory.Source{src}})
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return recs[len(recs)-1].ID, nil
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}
+
+func newEpisode(ev memory.Event, c store.Candidate, d Decision) memory.Record {
+	p := map[string]any{"kind": memory.Episodic, "timeline": []any{}}
+	if len(ev.Environment) > 0 {
+		p["environment"] = ev.Environment
+	}
+	payload, _ := json.Marshal(p)
+	return memory.Record{
+		Type: memory.Episodic, Sensitivity: d.Sensitivity, Confidence: 1, Salience: memory.DefaultSalience,
+		Scope: d.Scope, Tags: []string{"thread:" + ev.ThreadID, "agent:" + ev.AgentID}, Payload: payload,
+		Provenance: memory.Provenance{Sources: []memory.Source{{Kind: "event", Ref: "evt://" + c.ID.String()}}, CreatedBy: "policy:" + ClassifierVersion},
+	}
+}
+
+func newWorking(ev memory.Event, d Decision) memory.Record {
+	payload, _ := json.Marshal(map[string]any{"kind": memory.Working, "thread_id": ev.ThreadID, "state": "planning"})
+	return memory.Record{
+		Type: memory.Working, Sensitivity: d.Sensitivity, Confidence: 1, Salience: memory.DefaultSalience,
+		Scope: d.Scope, Tags: []string{"thread:" + ev.ThreadID, "agent:" + ev.AgentID}, Payload: payload,
+		Provenance: memory.Provenance{Sources: []memory.Source{}, CreatedBy: "policy:" + ClassifierVersion},
+	}
+}
+
+type workerMetrics struct {
+	classified *prometheus.CounterVec
+	dead       prometheus.Counter
+	batch      prometheus.Histogram
+}
+
+func newWorkerMetrics(reg prometheus.Registerer) *workerMetrics {
+	m := &workerMetrics{
+		classified: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "engram_events_classified_total",
+			Help: "Events the policy plane classified, by outcome: episodic (timeline only), semantic (a fact record too) or dropped by a rule.",
+		}, []string{"outcome"}),
+		dead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "engram_events_dead_total",
+			Help: "Events that failed classification on every attempt and were set aside.",
+		}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "engram_policy_batch_duration_seconds",
+			Help:    "Time to classify and commit one batch of staged events.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 10),
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.classified, m.dead, m.batch)
+	}
+	return m
+}

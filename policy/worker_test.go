@@ -1,0 +1,282 @@
+package policy_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/policy"
+	"github.com/engram-dev/engram/store"
+)
+
+type bundle struct {
+	ctx    context.Context
+	db     *pgtest.Schema
+	store  *store.Store
+	ingest *ingest.Ingester
+	worker *policy.Worker
+}
+
+func setup(t *testing.T, policyYAML string, opts ...func(*policy.WorkerConfig)) *bundle {
+	t.Helper()
+	db := pgtest.NewSchema(t)
+	ctx := context.Background()
+	st := store.New(db.Pool)
+	require.NoError(t, st.EnsureTenant(ctx, "acme"))
+	pol, err := policy.Parse([]byte(policyYAML), "test")
+	require.NoError(t, err)
+	cfg := policy.WorkerConfig{DB: db.Pool, Policy: pol, Partitions: 2, BatchSize: 100}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w := policy.NewWorker(cfg)
+	in := ingest.New(ingest.Config{Store: st, Policy: w.Policy})
+	return &bundle{ctx: ctx, db: db, store: st, ingest: in, worker: w}
+}
+
+func (b *bundle) send(t *testing.T, events ...map[string]any) []store.Staged {
+	t.Helper()
+	raws := make([]json.RawMessage, len(events))
+	for i, e := range events {
+		raws[i], _ = json.Marshal(e)
+	}
+	staged, err := b.ingest.Ingest(b.ctx, "acme", raws)
+	require.NoError(t, err)
+	return staged
+}
+
+// drain runs every partition until nothing is pending.
+func (b *bundle) drain(t *testing.T) {
+	t.Helper()
+	for range 100 {
+		total := 0
+		for p := range 2 {
+			n, err := b.worker.RunOnce(b.ctx, p)
+			require.NoError(t, err)
+			total += n
+		}
+		if total == 0 {
+			return
+		}
+	}
+	t.Fatal("the backlog never drained")
+}
+
+func (b *bundle) candidate(t *testing.T, id uuid.UUID) (status string, records []uuid.UUID, decision policy.Decision) {
+	t.Helper()
+	var raw []byte
+	require.NoError(t, b.db.Pool.QueryRow(b.ctx, `SELECT status, record_ids, COALESCE(decision, '{}') FROM candidates WHERE id = $1`, id).Scan(&status, &records, &raw))
+	require.NoError(t, json.Unmarshal(raw, &decision))
+	return status, records, decision
+}
+
+func (b *bundle) episode(t *testing.T, id uuid.UUID) (memory.Record, memory.EpisodicPayload) {
+	t.Helper()
+	rec, err := b.store.Get(b.ctx, "acme", id)
+	require.NoError(t, err)
+	var p memory.EpisodicPayload
+	require.NoError(t, json.Unmarshal(rec.Payload, &p))
+	return rec, p
+}
+
+func ev(kind, thread string, fields map[string]any) map[string]any {
+	e := map[string]any{"kind": kind, "agent_id": "agent-1", "thread_id": thread}
+	for k, v := range fields {
+		e[k] = v
+	}
+	return e
+}
+
+func TestEpisodesAndWorkingMemoryPerThread(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s int) string { return t0.Add(time.Duration(s) * time.Second).Format(time.RFC3339) }
+	staged := b.send(t,
+		ev("user_input", "t1", map[string]any{"text": "build the project", "time": at(0), "environment": map[string]any{"os": "linux"}}),
+		ev("tool_call", "t1", map[string]any{"tool": map[string]any{"name": "make", "arguments": []string{"build"}}, "time": at(1)}),
+		ev("user_input", "t2", map[string]any{"text": "other task", "time": at(1)}),
+		ev("error", "t1", map[string]any{"error": map[string]any{"message": "ld: cache mismatch"}, "time": at(2)}),
+		ev("outcome", "t1", map[string]any{"outcome": map[string]any{"status": "failure", "summary": "gave up"}, "time": at(3)}),
+		ev("observation", "t1", map[string]any{"text": "a new attempt", "time": at(4)}),
+	)
+	b.drain(t)
+
+	status, recs, d := b.candidate(t, staged[0].ID)
+	require.Equal(t, store.CandidateDone, status)
+	require.Equal(t, memory.Episodic, d.Type)
+	require.Equal(t, memory.Medium, d.Sensitivity, "user input is the user's")
+	ep, p := b.episode(t, recs[0])
+	require.Equal(t, memory.Medium, ep.Sensitivity)
+	require.Equal(t, "failure", p.Outcome)
+	var kinds []string
+	for _, e := range p.Timeline {
+		kinds = append(kinds, e.EventKind)
+	}
+	require.Equal(t, []string{"user_input", "tool_call", "error", "outcome", "working_memory"}, kinds, "in order, closed with the working memory's last state")
+	require.Equal(t, "evt://"+staged[1].ID.String(), p.Timeline[1].Ref)
+	require.Len(t, p.ToolGraph, 1)
+	require.Equal(t, "linux", p.Environment["os"])
+
+	// The closed thread's working memory was discarded; the event after the
+	// outcome opened a new episode with a new working memory.
+	first, err := b.store.List(b.ctx, "acme", store.Filter{Types: []memory.Type{memory.Working}, Statuses: memory.Statuses})
+	require.NoError(t, err)
+	require.Len(t, first.Records, 3) // t1 (deleted), t1 second generation, t2
+	_, recs5, _ := b.candidate(t, staged[5].ID)
+	require.NotEqual(t, recs[0], recs5[0])
+	thread, err := b.store.LatestThread(b.ctx, "acme", "t1")
+	require.NoError(t, err)
+	require.Equal(t, 2, thread.Generation)
+	require.Equal(t, "open", thread.Status)
+	wm, err := b.store.Get(b.ctx, "acme", *thread.WorkingID)
+	require.NoError(t, err)
+	require.Equal(t, memory.Active, wm.Status)
+}
+
+func TestFactsBecomeSemanticRecords(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	fact := func(object string, key string) map[string]any {
+		return ev("fact", "t1", map[string]any{"idempotency_key": key, "fact": map[string]any{
+			"subject": "repo", "predicate": "build_tool", "object": object, "conditions": map[string]any{"os": "linux"}}})
+	}
+	staged := b.send(t, fact("make", "k1"))
+	b.drain(t)
+	_, recs, d := b.candidate(t, staged[0].ID)
+	require.Equal(t, memory.Semantic, d.Type)
+	require.Len(t, recs, 2)
+	f, err := b.store.Get(b.ctx, "acme", recs[1])
+	require.NoError(t, err)
+	require.Equal(t, 0.7, f.Confidence)
+	require.Equal(t, []memory.Relation{{Predicate: memory.DerivedFrom, TargetID: recs[0]}}, f.Relations)
+
+	// The same fact again is absorbed into the existing record; a
+	// contradicting one contests it.
+	again := b.send(t, fact("make", "k2"), fact("bazel", "k3"))
+	b.drain(t)
+	_, recsAgain, _ := b.candidate(t, again[0].ID)
+	require.Equal(t, f.ID, recsAgain[1])
+	_, recsNew, _ := b.candidate(t, again[1].ID)
+	contested, err := b.store.Get(b.ctx, "acme", recsNew[1])
+	require.NoError(t, err)
+	require.Equal(t, memory.Contested, contested.Status)
+	f, err = b.store.Get(b.ctx, "acme", f.ID)
+	require.NoError(t, err)
+	require.Equal(t, memory.Contested, f.Status)
+}
+
+func TestRulesOverrideTheClassifier(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+rules:
+  - name: drop-heartbeats
+    match: {kind: [observation], tags: [heartbeat]}
+    drop: true
+  - name: prod-is-high
+    match: {environment: {env: prod}}
+    set: {sensitivity: high, scope: "project:infra", visibility: agent}
+  - name: facts-stay-in-episode
+    match: {kind: [fact], content: "(?i)rumou?r"}
+    set: {type: episodic, confidence: 0.1}
+`)
+	staged := b.send(t,
+		ev("observation", "t1", map[string]any{"text": "ping", "tags": []string{"heartbeat"}}),
+		ev("tool_call", "t1", map[string]any{"tool": map[string]any{"name": "terraform"}, "environment": map[string]any{"env": "prod"}}),
+		ev("fact", "t1", map[string]any{"fact": map[string]any{"subject": "office", "predicate": "moves", "object": "a rumour"}}),
+	)
+	b.drain(t)
+
+	status, recs, d := b.candidate(t, staged[0].ID)
+	require.Equal(t, store.CandidateDropped, status)
+	require.Empty(t, recs)
+	require.Equal(t, []string{"drop-heartbeats"}, d.Rules)
+
+	_, _, d = b.candidate(t, staged[1].ID)
+	require.Equal(t, memory.High, d.Sensitivity)
+	require.Equal(t, "project:infra", d.Scope)
+	require.Equal(t, policy.VisibilityAgent, d.Visibility)
+	require.Equal(t, []string{"prod-is-high"}, d.Rules)
+
+	_, recs, d = b.candidate(t, staged[2].ID)
+	require.Equal(t, memory.Episodic, d.Type)
+	require.Equal(t, 0.1, d.Confidence)
+	require.Len(t, recs, 1, "kept in the episode only")
+}
+
+func TestPoisonEventEndsDeadAndOthersPass(t *testing.T) {
+	t.Parallel()
+	// A rule whose decay profile no record can pass: custom curves need
+	// points. Classification of those facts fails every time.
+	b := setup(t, `
+rules:
+  - name: broken
+    match: {kind: [fact]}
+    set: {decay: {curve: custom, half_life_seconds: 60}}
+`, func(c *policy.WorkerConfig) { c.MaxAttempts = 1 })
+	staged := b.send(t,
+		ev("user_input", "t1", map[string]any{"text": "hello"}),
+		ev("fact", "t1", map[string]any{"fact": map[string]any{"subject": "a", "predicate": "b", "object": "c"}}),
+		ev("user_input", "t1", map[string]any{"text": "still here"}),
+	)
+	b.drain(t)
+	status, _, _ := b.candidate(t, staged[0].ID)
+	require.Equal(t, store.CandidateDone, status)
+	status, _, _ = b.candidate(t, staged[2].ID)
+	require.Equal(t, store.CandidateDone, status)
+	dead, err := b.store.Candidates(b.ctx, "acme", store.CandidateDead, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, dead, 1)
+	require.Equal(t, staged[1].ID, dead[0].ID)
+	require.Contains(t, dead[0].LastError, "decay")
+}
+
+func TestBadPolicyIsRefusedWithRuleAndField(t *testing.T) {
+	t.Parallel()
+	for want, yaml := range map[string]string{
+		"rules[0] (x).set.sensitivity":   "rules: [{name: x, set: {sensitivity: secret}}]",
+		"rules[1].name":                  "rules: [{name: x, drop: true}, {drop: true}]",
+		"rules[0] (x).match.content":     "rules: [{name: x, match: {content: '('}, drop: true}]",
+		"rules[0] (x).match.kind":        "rules: [{name: x, match: {kind: [dream]}, drop: true}]",
+		"rules[0] (x).set.type":          "rules: [{name: x, set: {type: semantic}}]",
+		"rules[0] (x).set.confidence":    "rules: [{name: x, set: {confidence: 2}}]",
+		"secrets.on_secret":              "secrets: {on_secret: shout}",
+		"rules[0] (x).set.decay.half_li": "rules: [{name: x, set: {decay: {curve: linear}}}]",
+		"field nope not found":           "nope: 1",
+	} {
+		_, err := policy.Parse([]byte(yaml), "test")
+		require.ErrorContains(t, err, want, yaml)
+	}
+}
+
+func TestWorkerStartStop(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	require.NoError(t, b.worker.Start(b.ctx))
+	var staged []store.Staged
+	for i := range 20 {
+		staged = append(staged, b.send(t, ev("observation", fmt.Sprintf("t%d", i%3), map[string]any{"text": fmt.Sprint(i)}))...)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, _, err := b.store.Backlog(b.ctx)
+		require.NoError(t, err)
+		if n == 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the worker never drained the backlog")
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, b.worker.Stop(b.ctx))
+	require.NoError(t, b.worker.Stop(b.ctx), "stopping twice is safe")
+	status, _, _ := b.candidate(t, staged[19].ID)
+	require.Equal(t, store.CandidateDone, status)
+}

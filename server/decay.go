@@ -1,0 +1,219 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
+)
+
+// DefaultHorizon is how far ahead a decay preview looks when not told.
+const DefaultHorizon = 30 * 24 * time.Hour
+
+var errNoDecay = problem(http.StatusServiceUnavailable, "not-configured", "Not configured",
+	"this server has no decay configured")
+
+// currentSalience renders v's records with their salience at time at (see
+// [decay.Current]): a record, a list of records, a page, or a map whose
+// values are those. Everything else is written as it is; history versions
+// among them, which show each version as stored.
+func currentSalience(v any, at time.Time) any {
+	switch v := v.(type) {
+	case memory.Record:
+		v.Salience = decay.Current(v, at)
+		return v
+	case []memory.Record:
+		if v == nil {
+			return v
+		}
+		out := make([]memory.Record, len(v))
+		for i, r := range v {
+			r.Salience = decay.Current(r, at)
+			out[i] = r
+		}
+		return out
+	case store.Page:
+		v.Records = currentSalience(v.Records, at).([]memory.Record)
+		return v
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = currentSalience(x, at)
+		}
+		return out
+	}
+	return v
+}
+
+// feedbackRequest is the body of POST /v1/feedback. Record ids are read as
+// strings so that a malformed one is reported at its place.
+type feedbackRequest struct {
+	RetrievalID string          `json:"retrieval_id"`
+	Key         string          `json:"key"`
+	RecordIDs   []string        `json:"record_ids"`
+	Outcome     decay.Outcome   `json:"outcome"`
+	Rationale   string          `json:"rationale"`
+	Evidence    []memory.Source `json:"evidence"`
+}
+
+// feedbackRecord is a record's state after feedback.
+type feedbackRecord struct {
+	ID       uuid.UUID `json:"id"`
+	Salience float64   `json:"salience"`
+	Version  int       `json:"version"`
+}
+
+type feedbackResponse struct {
+	Applied   int              `json:"applied"`
+	Records   []feedbackRecord `json:"records"`
+	Duplicate []uuid.UUID      `json:"duplicate"`
+	NotLive   []uuid.UUID      `json:"not_live"`
+}
+
+// feedback serves POST /v1/feedback (substrate RFC §15.6).
+func (s *Server) feedback(w http.ResponseWriter, r *http.Request) error {
+	if s.decay == nil {
+		return errNoDecay
+	}
+	var req feedbackRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	ids := make([]uuid.UUID, len(req.RecordIDs))
+	var bad []FieldError
+	for i, v := range req.RecordIDs {
+		id, err := uuid.Parse(v)
+		if err != nil {
+			bad = append(bad, FieldError{Pointer: fmt.Sprintf("/record_ids/%d", i), Message: "is not a record id"})
+		}
+		ids[i] = id
+	}
+	if len(bad) > 0 {
+		p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", fmt.Sprintf("%d record id(s) malformed", len(bad)))
+		p.Errors = bad
+		return p
+	}
+	ch := change(r, req.Rationale)
+	ch.Evidence = req.Evidence
+	res, err := s.decay.Feedback(r.Context(), principalOf(r).tenant, decay.FeedbackRequest{
+		RetrievalID: req.RetrievalID, Key: req.Key, RecordIDs: ids, Outcome: req.Outcome,
+	}, ch)
+	if err != nil {
+		return err
+	}
+	out := feedbackResponse{Applied: len(res.Applied), Records: make([]feedbackRecord, len(res.Applied)),
+		Duplicate: orEmpty(res.Duplicate), NotLive: orEmpty(res.NotLive)}
+	for i, rec := range res.Applied {
+		out.Records[i] = feedbackRecord{ID: rec.ID, Salience: rec.Salience, Version: rec.Version}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func orEmpty(ids []uuid.UUID) []uuid.UUID {
+	if ids == nil {
+		return []uuid.UUID{}
+	}
+	return ids
+}
+
+// restoreRecord serves POST /v1/records/{id}:restore.
+func (s *Server) restoreRecord(w http.ResponseWriter, r *http.Request, id uuid.UUID, ch store.Change) error {
+	if s.decay == nil {
+		return errNoDecay
+	}
+	rec, err := s.decay.Restore(r.Context(), principalOf(r).tenant, id, ch)
+	if err != nil {
+		return err
+	}
+	s.metrics.revisions.WithLabelValues(store.ActionRestore).Inc()
+	writeJSON(w, http.StatusOK, rec)
+	return nil
+}
+
+// salienceStats serves GET /v1/stats/salience.
+func (s *Server) salienceStats(w http.ResponseWriter, r *http.Request) error {
+	if s.decay == nil {
+		return errNoDecay
+	}
+	st, err := s.decay.Stats(r.Context(), principalOf(r).tenant)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// previewRequest is the body of POST /v1/decay/preview.
+type previewRequest struct {
+	// Proposed is the decay section of a configuration, over the
+	// defaults; absent, the configuration in force.
+	Proposed json.RawMessage `json:"proposed"`
+	// At is the horizon: a duration ahead ("+30d", "12h") or a time.
+	At string `json:"at"`
+}
+
+// decayPreview serves POST /v1/decay/preview.
+func (s *Server) decayPreview(w http.ResponseWriter, r *http.Request) error {
+	if s.decay == nil {
+		return errNoDecay
+	}
+	var req previewRequest
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &req); err != nil {
+			return err
+		}
+	}
+	proposed := s.decay.Settings().Config()
+	if len(req.Proposed) > 0 && string(req.Proposed) != "null" {
+		var err error
+		if proposed, err = decay.ParseConfig(req.Proposed); err != nil {
+			var ce *decay.ConfigError
+			if errors.As(err, &ce) {
+				return fieldProblem("/proposed"+ce.Pointer(), ce.Message)
+			}
+			return err
+		}
+	}
+	at, err := horizon(req.At, s.now())
+	if err != nil {
+		return err
+	}
+	pv, err := s.decay.Preview(r.Context(), principalOf(r).tenant, proposed, at)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, pv)
+	return nil
+}
+
+// horizon reads a preview's horizon: empty is [DefaultHorizon] from now, a
+// duration ("+30d", "12h") is that far from now, anything else an RFC 3339
+// time.
+func horizon(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return now.Add(DefaultHorizon), nil
+	}
+	if d, err := decay.ParseDuration(strings.TrimPrefix(v, "+")); err == nil {
+		if d < 0 {
+			return time.Time{}, fieldProblem("/at", "must not be in the past")
+		}
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fieldProblem("/at", "must be a duration ahead such as +30d, or an RFC 3339 time")
+	}
+	if t.Before(now) {
+		return time.Time{}, fieldProblem("/at", "must not be in the past")
+	}
+	return t, nil
+}

@@ -1,0 +1,449 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/schemas"
+)
+
+// Audit actions of decay and forgetting (substrate RFC §11, §15B).
+const (
+	ActionExpire   = "expire"
+	ActionRestore  = "restore"
+	ActionFeedback = "feedback"
+)
+
+// builtinLifecycle is the lifecycle a new record gets without
+// [WithLifecycleDefaults].
+func builtinLifecycle(t memory.Type) (memory.Decay, memory.DeletionPolicy) {
+	return memory.DefaultDecay(t), memory.AutoPrune
+}
+
+// checkDecayPoints holds a custom curve's points to the rules the canonical
+// schema cannot state: ages strictly increasing and salience never rising
+// (substrate RFC §15A.7: decay profiles are monotonic), and a point at age
+// zero keeps all of the salience, so that a record read the moment it is
+// reinforced has the salience it was given.
+func checkDecayPoints(points []memory.DecayPoint, pointer string) []schemas.Violation {
+	var bad []schemas.Violation
+	for i, p := range points {
+		at := fmt.Sprintf("%s/%d", pointer, i)
+		switch {
+		case i > 0 && p.AgeSeconds <= points[i-1].AgeSeconds:
+			bad = append(bad, schemas.Violation{Pointer: at + "/age_seconds", Message: "must be greater than the previous point's: points are in order of age"})
+		case i > 0 && p.Salience > points[i-1].Salience:
+			bad = append(bad, schemas.Violation{Pointer: at + "/salience", Message: "must not be above the previous point's: decay never raises salience"})
+		case p.AgeSeconds == 0 && p.Salience != 1:
+			bad = append(bad, schemas.Violation{Pointer: at + "/salience", Message: "must be 1 at age 0: a curve starts from the whole salience"})
+		}
+	}
+	return bad
+}
+
+// Key names a record across tenants, for work that walks every tenant's
+// records in (tenant, id) order.
+type Key struct {
+	Tenant string    `json:"tenant"`
+	ID     uuid.UUID `json:"id"`
+}
+
+// DecayRow is what decay reads of a live record: Record holds its id, type,
+// status, version, salience, lifecycle and creation time, nothing else.
+// Inherited says its decay profile follows its type's configured one.
+// Materialised is its salience as the last sweep recorded it, if it did
+// (filled in by walks of every tenant).
+type DecayRow struct {
+	Tenant       string
+	Record       memory.Record
+	Inherited    bool
+	Materialised *float64
+}
+
+// Key returns the row's key.
+func (r DecayRow) Key() Key { return Key{Tenant: r.Tenant, ID: r.Record.ID} }
+
+const decayColumns = `r.tenant_id, r.id, r.type, r.status, r.version, r.salience, r.decay_curve,
+	r.decay_half_life_seconds, r.decay_floor, r.decay_max_age_seconds, r.decay_reinforcement_gain, r.decay_points,
+	r.last_reinforced_at, r.pinned, r.deletion_policy, r.expires_at, r.created_at, r.decay_inherited`
+
+// scanLiveSQL walks the active set of every tenant in key order, on the
+// records_live index, with each record's materialised salience.
+const scanLiveSQL = `
+SELECT ` + decayColumns + `, s.salience FROM records r
+LEFT JOIN record_salience s ON s.tenant_id = r.tenant_id AND s.record_id = r.id
+WHERE r.status IN ('active', 'contested') AND (r.tenant_id, r.id) > ($1, $2)
+ORDER BY r.tenant_id, r.id
+LIMIT $3`
+
+const scanTenantLiveSQL = `
+SELECT ` + decayColumns + `, NULL::float8 FROM records r
+WHERE r.tenant_id = $1 AND r.status IN ('active', 'contested') AND r.id > $2
+ORDER BY r.tenant_id, r.id
+LIMIT $3`
+
+// ScanLive returns up to limit records of the active set after key after,
+// in key order: of every tenant, or of one when tenant is not empty (then
+// only after.ID counts). An empty page ends the walk.
+func (s *Store) ScanLive(ctx context.Context, tenant string, after Key, limit int) ([]DecayRow, error) {
+	var rows pgx.Rows
+	var err error
+	if tenant == "" {
+		rows, err = s.db.Query(ctx, scanLiveSQL, after.Tenant, after.ID, limit)
+	} else {
+		rows, err = s.db.Query(ctx, scanTenantLiveSQL, tenant, after.ID, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scan live records: %w", err)
+	}
+	defer rows.Close()
+	// Sized once: a batch is large, and growing a slice of records copies
+	// it over and over.
+	out := make([]DecayRow, 0, limit)
+	for rows.Next() {
+		out = append(out, DecayRow{})
+		if err := scanDecayRow(rows, &out[len(out)-1]); err != nil {
+			return nil, fmt.Errorf("scan live records: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("scan live records: %w", err)
+	}
+	return out, nil
+}
+
+func scanDecayRow(row pgx.Row, d *DecayRow) error {
+	var (
+		r      = &d.Record
+		maxAge *int64
+		points []byte
+	)
+	err := row.Scan(&d.Tenant, &r.ID, &r.Type, &r.Status, &r.Version, &r.Salience, &r.Lifecycle.Decay.Curve,
+		&r.Lifecycle.Decay.HalfLifeSeconds, &r.Lifecycle.Decay.MinSalience, &maxAge,
+		&r.Lifecycle.Decay.ReinforcementGain, &points, &r.Lifecycle.LastReinforcedAt, &r.Lifecycle.Pinned,
+		&r.Lifecycle.DeletionPolicy, &r.Lifecycle.ExpiresAt, &r.CreatedAt, &d.Inherited, &d.Materialised)
+	if err != nil {
+		return err
+	}
+	if maxAge != nil {
+		r.Lifecycle.Decay.MaxAgeSeconds = *maxAge
+	}
+	if len(points) > 0 {
+		if err := json.Unmarshal(points, &r.Lifecycle.Decay.Points); err != nil {
+			return fmt.Errorf("decode decay points: %w", err)
+		}
+	}
+	r.Lifecycle.LastReinforcedAt = r.Lifecycle.LastReinforcedAt.UTC()
+	r.CreatedAt = r.CreatedAt.UTC()
+	return nil
+}
+
+// Stamp is a type's configured decay profile, to be written on a record
+// that inherits it.
+type Stamp struct {
+	Key   Key
+	Decay memory.Decay
+}
+
+const stampProfilesSQL = `
+UPDATE records r SET decay_curve = u.curve, decay_half_life_seconds = u.half_life, decay_floor = u.floor,
+	decay_max_age_seconds = u.max_age, decay_points = u.points::jsonb
+FROM unnest($1::text[], $2::uuid[], $3::text[], $4::int8[], $5::float8[], $6::int8[], $7::text[])
+	AS u(tenant_id, id, curve, half_life, floor, max_age, points)
+WHERE r.tenant_id = u.tenant_id AND r.id = u.id AND r.decay_inherited`
+
+// StampProfiles writes each stamp's profile on its record, if the record
+// still inherits its type's profile. The decay profile is not content: the
+// record keeps its version, as it does when its salience changes.
+func (s *Store) StampProfiles(ctx context.Context, stamps []Stamp) error {
+	if len(stamps) == 0 {
+		return nil
+	}
+	n := len(stamps)
+	tenants, ids, curves := make([]string, n), make([]uuid.UUID, n), make([]string, n)
+	halfLives, floors := make([]int64, n), make([]float64, n)
+	maxAges, points := make([]*int64, n), make([]*string, n)
+	for i, st := range stamps {
+		d := st.Decay
+		tenants[i], ids[i], curves[i], halfLives[i], floors[i] = st.Key.Tenant, st.Key.ID, string(d.Curve), d.HalfLifeSeconds, d.MinSalience
+		if d.MaxAgeSeconds > 0 {
+			maxAges[i] = &d.MaxAgeSeconds
+		}
+		if len(d.Points) > 0 {
+			b, err := json.Marshal(d.Points)
+			if err != nil {
+				return fmt.Errorf("encode decay points: %w", err)
+			}
+			p := string(b)
+			points[i] = &p
+		}
+	}
+	if _, err := s.db.Exec(ctx, stampProfilesSQL, tenants, ids, curves, halfLives, floors, maxAges, points); err != nil {
+		return fmt.Errorf("stamp decay profiles: %w", err)
+	}
+	return nil
+}
+
+// Salience is a live record's salience at some time, as the decay sweep
+// materialises it. Keep marks a record whose row stands as it is: its
+// salience moved too little since it was written.
+type Salience struct {
+	Key   Key
+	Type  memory.Type
+	Value float64
+	Keep  bool
+}
+
+// materialiseSQL writes the salience of a batch's live records that moved,
+// and drops the rows of every other record in the batch's key range:
+// records that left the active set since the last sweep.
+const materialiseSQL = `
+WITH v AS (
+	SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::float8[], $5::bool[]) AS v(tenant_id, record_id, type, salience, keep)
+), gone AS (
+	DELETE FROM record_salience s
+	WHERE (s.tenant_id, s.record_id) > ($6, $7)
+		AND ($8::text IS NULL OR (s.tenant_id, s.record_id) <= ($8, $9))
+		AND NOT EXISTS (SELECT 1 FROM v WHERE v.tenant_id = s.tenant_id AND v.record_id = s.record_id)
+)
+INSERT INTO record_salience (tenant_id, record_id, type, salience, computed_at)
+SELECT tenant_id, record_id, type, salience, $10 FROM v WHERE NOT keep
+ON CONFLICT (tenant_id, record_id) DO UPDATE SET salience = excluded.salience, computed_at = excluded.computed_at`
+
+// MaterialiseSalience records the salience of the live records in the key
+// range (after, through] as of at; through nil means the range runs to the
+// end. Records of the range not in values lose their row; values marked
+// Keep keep theirs as it is.
+func (s *Store) MaterialiseSalience(ctx context.Context, after Key, through *Key, values []Salience, at time.Time) error {
+	n := len(values)
+	tenants, ids, types, sal, keep := make([]string, n), make([]uuid.UUID, n), make([]string, n), make([]float64, n), make([]bool, n)
+	for i, v := range values {
+		tenants[i], ids[i], types[i], sal[i], keep[i] = v.Key.Tenant, v.Key.ID, string(v.Type), v.Value, v.Keep
+	}
+	var throughTenant *string
+	var throughID *uuid.UUID
+	if through != nil {
+		throughTenant, throughID = &through.Tenant, &through.ID
+	}
+	if _, err := s.db.Exec(ctx, materialiseSQL, tenants, ids, types, sal, keep, after.Tenant, after.ID, throughTenant, throughID, at); err != nil {
+		return fmt.Errorf("materialise salience: %w", err)
+	}
+	return nil
+}
+
+// Expiry is a record the decay sweep found past its time, as it read it:
+// the expiry applies only if the record has not changed since.
+type Expiry struct {
+	Key              Key
+	Version          int
+	Salience         float64
+	LastReinforcedAt time.Time
+	// Rationale says why, for the audit entry; it names no content.
+	Rationale string
+}
+
+// expireSQL expires a batch in one statement: each record still as the
+// sweep read it, still live and still prunable becomes expired as its next
+// version (its snapshot written by trigger), with an audit entry, and
+// leaves the materialised salience. A semantic payload loses its revision
+// status, as [Store.Delete] does.
+const expireSQL = `
+WITH c AS (
+	SELECT * FROM unnest($1::text[], $2::uuid[], $3::int[], $4::float8[], $5::timestamptz[], $6::text[])
+		AS c(tenant_id, id, version, salience, last_reinforced_at, rationale)
+), expired AS (
+	UPDATE records r SET status = 'expired', version = r.version + 1, updated_at = $7,
+		payload = CASE
+			WHEN r.type <> 'semantic' OR NOT r.payload ? 'revision' THEN r.payload
+			WHEN (r.payload -> 'revision') - 'status' = '{}'::jsonb THEN r.payload - 'revision'
+			ELSE jsonb_set(r.payload, '{revision}', (r.payload -> 'revision') - 'status')
+		END
+	FROM c
+	WHERE r.tenant_id = c.tenant_id AND r.id = c.id AND r.version = c.version
+		AND r.salience = c.salience AND r.last_reinforced_at = c.last_reinforced_at
+		AND r.status IN ('active', 'contested') AND NOT r.pinned AND r.deletion_policy = 'auto_prune'
+	RETURNING r.tenant_id, r.id, r.version, c.rationale
+), unmaterialised AS (
+	DELETE FROM record_salience s USING expired e WHERE s.tenant_id = e.tenant_id AND s.record_id = e.id
+)
+INSERT INTO audit_log (tenant_id, record_id, action, actor, version, rationale)
+SELECT tenant_id, id, 'expire', $8, version, rationale FROM expired
+RETURNING tenant_id, record_id`
+
+// Expire soft-deletes records whose time has passed (substrate RFC §11,
+// §15B): each becomes expired, a revision with an audit entry, out of
+// every read of the active set, restorable with [Store.Restore] until it is
+// purged. Pinned records and records whose deletion policy is not
+// auto_prune are never expired here; a record that changed since it was
+// read is skipped. It returns the records it expired.
+func (s *Store) Expire(ctx context.Context, batch []Expiry, actor string, at time.Time) ([]Key, error) {
+	if len(batch) == 0 {
+		return nil, nil
+	}
+	n := len(batch)
+	tenants, ids, versions := make([]string, n), make([]uuid.UUID, n), make([]int32, n)
+	sal, reinforced, why := make([]float64, n), make([]time.Time, n), make([]string, n)
+	for i, e := range batch {
+		tenants[i], ids[i], versions[i] = e.Key.Tenant, e.Key.ID, int32(e.Version)
+		sal[i], reinforced[i], why[i] = e.Salience, e.LastReinforcedAt, e.Rationale
+	}
+	var out []Key
+	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, expireSQL, tenants, ids, versions, sal, reinforced, why, at.UTC(), actor)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Key, error) {
+			var k Key
+			return k, row.Scan(&k.Tenant, &k.ID)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expire records: %w", err)
+	}
+	return out, nil
+}
+
+const previousStatusSQL = `
+SELECT snapshot ->> 'status' FROM record_versions
+WHERE tenant_id = $1 AND record_id = $2 AND version = $3`
+
+// Restore brings an expired record back to the status it had before it
+// expired (substrate RFC §15B: deletion via decay is safe because it can be
+// undone until the purge). revive sets what the record comes back with: its
+// salience and decay origin, so that the next sweep does not expire it
+// again; it may refuse with an error. The restore is a revision, audited.
+func (s *Store) Restore(ctx context.Context, tenant string, id uuid.UUID, ch Change, revive func(*memory.Record) error) (memory.Record, error) {
+	if err := checkChange(ch); err != nil {
+		return memory.Record{}, err
+	}
+	var rec memory.Record
+	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		if rec, err = lock(ctx, tx, tenant, id); err != nil {
+			return err
+		}
+		if rec.Status != memory.Expired {
+			return conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s is %s: only expired records are restored", id, rec.Status)
+		}
+		status := memory.Active
+		var prev string
+		err = tx.QueryRow(ctx, previousStatusSQL, tenant, id, rec.Version-1).Scan(&prev)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("read status before expiry: %w", err)
+		}
+		if memory.Status(prev).Live() {
+			status = memory.Status(prev)
+		}
+		if err := revive(&rec); err != nil {
+			return err
+		}
+		return s.leave(ctx, tx, tenant, &rec, status, ActionRestore, ch)
+	})
+	if err != nil {
+		return memory.Record{}, s.nameFact(ctx, tenant, err)
+	}
+	if err := s.attachRelations(ctx, tenant, []memory.Record{rec}, nil); err != nil {
+		return memory.Record{}, err
+	}
+	return rec, nil
+}
+
+// purgeExpiredSQL hard-deletes a batch of records that expired before $1,
+// oldest first, with their versions, relations and feedback (by cascade)
+// and materialised salience, leaving an audit entry for each that names no
+// content. It returns the artifact references of purged episodes.
+const purgeExpiredSQL = `
+WITH doomed AS (
+	SELECT tenant_id, id FROM records
+	WHERE status = 'expired' AND expired_at < $1
+	ORDER BY expired_at
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED
+), gone AS (
+	DELETE FROM records r USING doomed d
+	WHERE r.tenant_id = d.tenant_id AND r.id = d.id
+	RETURNING r.tenant_id, r.id, r.version, CASE WHEN r.type = 'episodic' THEN r.payload -> 'artifacts' END AS artifacts
+), audited AS (
+	INSERT INTO audit_log (tenant_id, record_id, action, actor, version, rationale)
+	SELECT tenant_id, id, 'purge', $3, version + 1, $4 FROM gone
+), unmaterialised AS (
+	DELETE FROM record_salience s USING gone g WHERE s.tenant_id = g.tenant_id AND s.record_id = g.id
+)
+SELECT tenant_id, artifacts FROM gone`
+
+// deleteOrphanArtifactsSQL deletes the named artifacts that no remaining
+// episode references (on the records_artifact_refs index).
+const deleteOrphanArtifactsSQL = `
+DELETE FROM artifacts a
+USING unnest($1::text[], $2::bytea[]) AS c(tenant_id, sha256)
+WHERE a.tenant_id = c.tenant_id AND a.sha256 = c.sha256
+	AND NOT EXISTS (
+		SELECT 1 FROM records r
+		WHERE r.tenant_id = a.tenant_id AND r.type = 'episodic' AND r.payload -> 'artifacts' ? encode(a.sha256, 'hex')
+	)`
+
+// PurgeResult counts what a purge batch deleted.
+type PurgeResult struct {
+	Records   int
+	Artifacts int
+}
+
+// PurgeExpired hard-deletes up to limit records that expired before
+// cutoff, the second phase of two-phase collection (governance chapter
+// §12.7.5), and the artifacts of purged episodes that no remaining record
+// references. Each purged record leaves an audit entry naming its id only.
+// Records an operator deleted are not purged here: [Store.Purge] erases
+// them one at a time.
+func (s *Store) PurgeExpired(ctx context.Context, cutoff time.Time, limit int, actor string) (PurgeResult, error) {
+	var res PurgeResult
+	rationale := "expired before " + cutoff.UTC().Format(time.RFC3339) + " and past the purge grace period"
+	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL engram.purge = 'on'"); err != nil {
+			return fmt.Errorf("allow purge: %w", err)
+		}
+		rows, err := tx.Query(ctx, purgeExpiredSQL, cutoff.UTC(), limit, actor, rationale)
+		if err != nil {
+			return fmt.Errorf("purge records: %w", err)
+		}
+		var tenants []string
+		var shas [][]byte
+		for rows.Next() {
+			var tenant string
+			var refs []string
+			if err := rows.Scan(&tenant, &refs); err != nil {
+				rows.Close()
+				return fmt.Errorf("purge records: %w", err)
+			}
+			res.Records++
+			for _, ref := range refs {
+				if sum, err := hex.DecodeString(ref); err == nil && len(sum) == 32 {
+					tenants, shas = append(tenants, tenant), append(shas, sum)
+				}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("purge records: %w", err)
+		}
+		if len(shas) == 0 {
+			return nil
+		}
+		tag, err := tx.Exec(ctx, deleteOrphanArtifactsSQL, tenants, shas)
+		if err != nil {
+			return fmt.Errorf("purge artifacts: %w", err)
+		}
+		res.Artifacts = int(tag.RowsAffected())
+		return nil
+	})
+	return res, err
+}
