@@ -44,7 +44,7 @@ SELECT $1, ('01900000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, t.typ
 			'nodes', jsonb_build_array(jsonb_build_object('id', 'a', 'op', 'build')), 'edges', '[]'::jsonb)
 		ELSE jsonb_build_object('kind', 'working', 'thread_id', 'thread-' || g, 'state', 'planning')
 	END,
-	now() - interval '500 days', now(), true
+	now() - interval '500 days', now() - interval '500 days', true
 FROM generate_series($2::int, $3::int) AS g,
 LATERAL (SELECT CASE WHEN g % 20 < 8 THEN 'episodic' WHEN g % 20 < 14 THEN 'semantic' WHEN g % 20 < 17 THEN 'competence'
 	WHEN g % 20 < 19 THEN 'plan_graph' ELSE 'working' END AS type) AS t`

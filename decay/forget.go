@@ -22,14 +22,29 @@ const (
 	ReasonExpiresAt = "expires_at"
 )
 
-// MaterialiseResolution is how far a record's salience moves before a sweep
-// writes it again to record_salience: finer than any histogram bucket, and
-// most rows stay as they are from one sweep to the next.
+// MaterialiseResolution is the step of materialised salience: a sweep
+// writes a record's row again when its salience crosses a multiple of it,
+// finer than any histogram bucket, so most rows stay as they are from one
+// sweep to the next.
 const MaterialiseResolution = 0.01
+
+// clockSkew is how far the clocks of daemons sharing a database may
+// disagree: records changed that close to the previous pass are written
+// again whatever their salience did.
+const clockSkew = time.Minute
 
 // purgeBatch is how many records one purge transaction deletes: each drags
 // its versions, relations and feedback along.
 const purgeBatch = 1000
+
+// sweepCursor is where a sweep stands: the last key done in the pass
+// started at Pass, and when the last complete pass started (Since), which
+// tells what the materialised salience already holds.
+type sweepCursor struct {
+	After store.Key `json:"after"`
+	Pass  time.Time `json:"pass"`
+	Since time.Time `json:"since"`
+}
 
 // Sweep walks the active set of every tenant, a batch at a time in (tenant,
 // id) order, resuming from p's cursor. For each record it stamps its type's
@@ -38,55 +53,74 @@ const purgeBatch = 1000
 // prune threshold, outlived its max_age or passed its expires_at, expires
 // it (substrate RFC §11, §15B; governance chapter §12.7.4). Pinned records
 // and records whose deletion policy is manual_only or never are never
-// expired here. A complete pass clears the cursor.
+// expired here.
+//
+// A record's materialised row is written when the record is new or changed
+// since the previous complete pass began, its profile was stamped, or its
+// salience crossed a step of [MaterialiseResolution] since then; decay
+// being monotonic, the row otherwise still holds its salience to within a
+// step. When record_salience is empty (no pass yet, or a crash emptied it)
+// every row is written.
 func (d *Decayer) Sweep(ctx context.Context, p Progress) error {
-	var after store.Key
-	if _, err := p.Cursor(ctx, &after); err != nil {
+	var c sweepCursor
+	if _, err := p.Cursor(ctx, &c); err != nil {
 		return err
+	}
+	if c.Pass.IsZero() {
+		c.Pass = d.clock()
+		filled, err := d.store.AnyMaterialised(ctx)
+		if err != nil {
+			return err
+		}
+		if !filled {
+			c.Since = time.Time{}
+		}
 	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		cfg := d.settings.Config()
-		last, n, err := d.sweepBatch(ctx, cfg, after, p)
+		last, n, err := d.sweepBatch(ctx, cfg, c, p)
 		if err != nil {
 			return err
 		}
 		if n < cfg.BatchSize {
-			return p.SaveCursor(ctx, nil)
+			return p.SaveCursor(ctx, sweepCursor{Since: c.Pass})
 		}
-		after = last
-		if err := p.SaveCursor(ctx, after); err != nil {
+		c.After = last
+		if err := p.SaveCursor(ctx, c); err != nil {
 			return err
 		}
 	}
 }
 
-// sweepBatch sweeps the records after key after and returns the last key
-// and how many records it read.
-func (d *Decayer) sweepBatch(ctx context.Context, cfg Config, after store.Key, p Progress) (store.Key, int, error) {
+// sweepBatch sweeps the records after the cursor's key and returns the last
+// key and how many records it read.
+func (d *Decayer) sweepBatch(ctx context.Context, cfg Config, c sweepCursor, p Progress) (store.Key, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.batchTimeout)
 	defer cancel()
-	rows, err := d.store.ScanLive(ctx, "", after, cfg.BatchSize)
+	rows, err := d.store.ScanLive(ctx, "", c.After, cfg.BatchSize)
 	if err != nil {
-		return after, 0, err
+		return c.After, 0, err
 	}
 	now := d.clock()
+	changedSince := c.Since.Add(-clockSkew)
 	var (
-		values  = make([]store.Salience, 0, len(rows))
+		values  []store.Salience
 		expiry  []store.Expiry
 		reasons = map[store.Key]expiryReason{}
 		stamps  []store.Stamp
-		written int
 	)
 	for _, row := range rows {
 		rec := row.Record
+		stamped := false
 		if row.Inherited {
 			want := cfg.Profiles[rec.Type].Decay()
 			if !sameDecay(rec.Lifecycle.Decay, want) {
 				stamps = append(stamps, store.Stamp{Key: row.Key(), Decay: want})
 				rec.Lifecycle.Decay = want
+				stamped = true
 			}
 		}
 		cur := Current(rec, now)
@@ -98,33 +132,28 @@ func (d *Decayer) sweepBatch(ctx context.Context, cfg Config, after store.Key, p
 			reasons[row.Key()] = why
 			continue
 		}
-		keep := row.Materialised != nil && math.Abs(*row.Materialised-cur) < MaterialiseResolution
-		values = append(values, store.Salience{Key: row.Key(), Type: rec.Type, Value: cur, Keep: keep})
-		if !keep {
-			written++
+		if c.Since.IsZero() || stamped || rec.UpdatedAt.After(changedSince) || rec.Lifecycle.LastReinforcedAt.After(changedSince) ||
+			step(Current(rec, c.Since)) != step(cur) {
+			values = append(values, store.Salience{Key: row.Key(), Type: rec.Type, Value: cur})
 		}
 	}
 	if err := d.store.StampProfiles(ctx, stamps); err != nil {
-		return after, 0, err
+		return c.After, 0, err
 	}
 	expired, err := d.store.Expire(ctx, expiry, Actor, now)
 	if err != nil {
-		return after, 0, err
+		return c.After, 0, err
 	}
-	var through *store.Key
-	last := after
+	if err := d.store.MaterialiseSalience(ctx, values, now); err != nil {
+		return c.After, 0, err
+	}
+	last := c.After
 	if len(rows) > 0 {
 		last = rows[len(rows)-1].Key()
 	}
-	if len(rows) == cfg.BatchSize {
-		through = &last
-	}
-	if err := d.store.MaterialiseSalience(ctx, after, through, values, now); err != nil {
-		return after, 0, err
-	}
 
 	p.Add("scanned", int64(len(rows)))
-	p.Add("materialised", int64(written))
+	p.Add("materialised", int64(len(values)))
 	p.Add("stamped", int64(len(stamps)))
 	types := make(map[store.Key]memory.Type, len(rows))
 	for _, row := range rows {
@@ -140,6 +169,9 @@ func (d *Decayer) sweepBatch(ctx context.Context, cfg Config, after store.Key, p
 	}
 	return last, len(rows), nil
 }
+
+// step is the materialisation step salience s falls in.
+func step(s float64) float64 { return math.Floor(s / MaterialiseResolution) }
 
 // expiryReason is why a record is past its time, or nothing.
 type expiryReason struct {

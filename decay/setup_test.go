@@ -43,6 +43,8 @@ type bundle struct {
 	decayer  *decay.Decayer
 	tenant   string
 	ch       store.Change
+	// sweepCursor is kept from one sweep to the next, as job_cursors does.
+	sweepCursor json.RawMessage
 }
 
 // setup is a migrated schema with a store and a decayer on one test clock,
@@ -88,8 +90,12 @@ func (b *bundle) get(t *testing.T, id uuid.UUID) memory.Record {
 func (b *bundle) sweep(t *testing.T) map[string]int64 {
 	t.Helper()
 	p := &progress{}
+	p.cursor = b.sweepCursor
 	require.NoError(t, b.decayer.Sweep(b.ctx, p))
-	require.Nil(t, p.cursor, "a complete sweep clears its cursor")
+	var c struct{ After store.Key }
+	require.NoError(t, json.Unmarshal(p.cursor, &c))
+	require.Equal(t, store.Key{}, c.After, "a complete sweep starts the next one from the start")
+	b.sweepCursor = p.cursor
 	return p.counts
 }
 

@@ -46,9 +46,8 @@ CREATE INDEX records_artifact_refs ON records USING gin ((payload -> 'artifacts'
 -- sweep for metrics and set-based reads, to within 0.01. It is never the
 -- source of truth: reads compute the exact value from the record (see
 -- decay/doc.go). A narrow table of its own, so that a sweep never rewrites
--- the records themselves; derived and rebuilt by every sweep, so unlogged
--- (no WAL, emptied by a crash) and without a foreign key (each sweep drops
--- the rows of records that left the active set).
+-- the records themselves. Derived, so unlogged: no WAL, and emptied by a
+-- crash, after which the next sweep writes every row again.
 CREATE UNLOGGED TABLE record_salience (
     tenant_id   text             NOT NULL,
     record_id   uuid             NOT NULL,
@@ -57,6 +56,21 @@ CREATE UNLOGGED TABLE record_salience (
     computed_at timestamptz      NOT NULL,
     PRIMARY KEY (tenant_id, record_id)
 ) WITH (fillfactor = 80);
+
+-- +goose StatementBegin
+-- A record that leaves the active set (expired, deleted, superseded, …)
+-- leaves record_salience too: it holds live records only.
+CREATE FUNCTION engram_record_unmaterialise() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM record_salience WHERE tenant_id = OLD.tenant_id AND record_id = OLD.id;
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER records_unmaterialise AFTER UPDATE OF status ON records
+    FOR EACH ROW WHEN (OLD.status IN ('active', 'contested') AND NEW.status NOT IN ('active', 'contested'))
+    EXECUTE FUNCTION engram_record_unmaterialise();
 
 -- Feedback on records (§15.6), one row per (tenant, scope, record): the
 -- scope is the retrieval id or idempotency key the caller sent (or a
@@ -98,7 +112,10 @@ CREATE TABLE job_cursors (
 );
 
 -- +goose Down
-DROP TABLE job_cursors, job_runs, feedback, record_salience;
+DROP TABLE job_cursors, job_runs, feedback;
+DROP TRIGGER records_unmaterialise ON records;
+DROP TABLE record_salience;
+DROP FUNCTION engram_record_unmaterialise;
 DROP INDEX records_artifact_refs, records_expired, records_live;
 DROP TRIGGER records_expiry ON records;
 DROP FUNCTION engram_record_expiry;

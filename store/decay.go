@@ -50,6 +50,16 @@ func checkDecayPoints(points []memory.DecayPoint, pointer string) []schemas.Viol
 	return bad
 }
 
+// uuids converts ids for set-based statements: pgx encodes [16]byte as a
+// uuid directly, where uuid.UUID goes through its text form.
+func uuids(ids []uuid.UUID) [][16]byte {
+	out := make([][16]byte, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
+
 // Key names a record across tenants, for work that walks every tenant's
 // records in (tenant, id) order.
 type Key struct {
@@ -58,37 +68,33 @@ type Key struct {
 }
 
 // DecayRow is what decay reads of a live record: Record holds its id, type,
-// status, version, salience, lifecycle and creation time, nothing else.
-// Inherited says its decay profile follows its type's configured one.
-// Materialised is its salience as the last sweep recorded it, if it did
-// (filled in by walks of every tenant).
+// status, version, salience, lifecycle, creation and update times, nothing
+// else. Inherited says its decay profile follows its type's configured one.
 type DecayRow struct {
-	Tenant       string
-	Record       memory.Record
-	Inherited    bool
-	Materialised *float64
+	Tenant    string
+	Record    memory.Record
+	Inherited bool
 }
 
 // Key returns the row's key.
 func (r DecayRow) Key() Key { return Key{Tenant: r.Tenant, ID: r.Record.ID} }
 
-const decayColumns = `r.tenant_id, r.id, r.type, r.status, r.version, r.salience, r.decay_curve,
-	r.decay_half_life_seconds, r.decay_floor, r.decay_max_age_seconds, r.decay_reinforcement_gain, r.decay_points,
-	r.last_reinforced_at, r.pinned, r.deletion_policy, r.expires_at, r.created_at, r.decay_inherited`
+const decayColumns = `tenant_id, id, type, status, version, salience, decay_curve, decay_half_life_seconds,
+	decay_floor, decay_max_age_seconds, decay_reinforcement_gain, decay_points, last_reinforced_at, pinned,
+	deletion_policy, expires_at, created_at, updated_at, decay_inherited`
 
 // scanLiveSQL walks the active set of every tenant in key order, on the
-// records_live index, with each record's materialised salience.
+// records_live index.
 const scanLiveSQL = `
-SELECT ` + decayColumns + `, s.salience FROM records r
-LEFT JOIN record_salience s ON s.tenant_id = r.tenant_id AND s.record_id = r.id
-WHERE r.status IN ('active', 'contested') AND (r.tenant_id, r.id) > ($1, $2)
-ORDER BY r.tenant_id, r.id
+SELECT ` + decayColumns + ` FROM records
+WHERE status IN ('active', 'contested') AND (tenant_id, id) > ($1, $2)
+ORDER BY tenant_id, id
 LIMIT $3`
 
 const scanTenantLiveSQL = `
-SELECT ` + decayColumns + `, NULL::float8 FROM records r
-WHERE r.tenant_id = $1 AND r.status IN ('active', 'contested') AND r.id > $2
-ORDER BY r.tenant_id, r.id
+SELECT ` + decayColumns + ` FROM records
+WHERE tenant_id = $1 AND status IN ('active', 'contested') AND id > $2
+ORDER BY tenant_id, id
 LIMIT $3`
 
 // ScanLive returns up to limit records of the active set after key after,
@@ -127,10 +133,10 @@ func scanDecayRow(row pgx.Row, d *DecayRow) error {
 		maxAge *int64
 		points []byte
 	)
-	err := row.Scan(&d.Tenant, &r.ID, &r.Type, &r.Status, &r.Version, &r.Salience, &r.Lifecycle.Decay.Curve,
+	err := row.Scan(&d.Tenant, (*[16]byte)(&r.ID), &r.Type, &r.Status, &r.Version, &r.Salience, &r.Lifecycle.Decay.Curve,
 		&r.Lifecycle.Decay.HalfLifeSeconds, &r.Lifecycle.Decay.MinSalience, &maxAge,
 		&r.Lifecycle.Decay.ReinforcementGain, &points, &r.Lifecycle.LastReinforcedAt, &r.Lifecycle.Pinned,
-		&r.Lifecycle.DeletionPolicy, &r.Lifecycle.ExpiresAt, &r.CreatedAt, &d.Inherited, &d.Materialised)
+		&r.Lifecycle.DeletionPolicy, &r.Lifecycle.ExpiresAt, &r.CreatedAt, &r.UpdatedAt, &d.Inherited)
 	if err != nil {
 		return err
 	}
@@ -143,7 +149,7 @@ func scanDecayRow(row pgx.Row, d *DecayRow) error {
 		}
 	}
 	r.Lifecycle.LastReinforcedAt = r.Lifecycle.LastReinforcedAt.UTC()
-	r.CreatedAt = r.CreatedAt.UTC()
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
 	return nil
 }
 
@@ -169,12 +175,12 @@ func (s *Store) StampProfiles(ctx context.Context, stamps []Stamp) error {
 		return nil
 	}
 	n := len(stamps)
-	tenants, ids, curves := make([]string, n), make([]uuid.UUID, n), make([]string, n)
+	tenants, ids, curves := make([]string, n), make([][16]byte, n), make([]string, n)
 	halfLives, floors := make([]int64, n), make([]float64, n)
 	maxAges, points := make([]*int64, n), make([]*string, n)
 	for i, st := range stamps {
 		d := st.Decay
-		tenants[i], ids[i], curves[i], halfLives[i], floors[i] = st.Key.Tenant, st.Key.ID, string(d.Curve), d.HalfLifeSeconds, d.MinSalience
+		tenants[i], ids[i], curves[i], halfLives[i], floors[i] = st.Key.Tenant, [16]byte(st.Key.ID), string(d.Curve), d.HalfLifeSeconds, d.MinSalience
 		if d.MaxAgeSeconds > 0 {
 			maxAges[i] = &d.MaxAgeSeconds
 		}
@@ -194,50 +200,48 @@ func (s *Store) StampProfiles(ctx context.Context, stamps []Stamp) error {
 }
 
 // Salience is a live record's salience at some time, as the decay sweep
-// materialises it. Keep marks a record whose row stands as it is: its
-// salience moved too little since it was written.
+// materialises it.
 type Salience struct {
 	Key   Key
 	Type  memory.Type
 	Value float64
-	Keep  bool
 }
 
-// materialiseSQL writes the salience of a batch's live records that moved,
-// and drops the rows of every other record in the batch's key range:
-// records that left the active set since the last sweep.
+// materialiseSQL writes the salience of records still live. A record that
+// leaves the active set loses its row by trigger (records_unmaterialise).
 const materialiseSQL = `
-WITH v AS (
-	SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::float8[], $5::bool[]) AS v(tenant_id, record_id, type, salience, keep)
-), gone AS (
-	DELETE FROM record_salience s
-	WHERE (s.tenant_id, s.record_id) > ($6, $7)
-		AND ($8::text IS NULL OR (s.tenant_id, s.record_id) <= ($8, $9))
-		AND NOT EXISTS (SELECT 1 FROM v WHERE v.tenant_id = s.tenant_id AND v.record_id = s.record_id)
-)
 INSERT INTO record_salience (tenant_id, record_id, type, salience, computed_at)
-SELECT tenant_id, record_id, type, salience, $10 FROM v WHERE NOT keep
+SELECT v.tenant_id, v.record_id, v.type, v.salience, $5
+FROM unnest($1::text[], $2::uuid[], $3::text[], $4::float8[]) AS v(tenant_id, record_id, type, salience)
+JOIN records r ON r.tenant_id = v.tenant_id AND r.id = v.record_id AND r.status IN ('active', 'contested')
 ON CONFLICT (tenant_id, record_id) DO UPDATE SET salience = excluded.salience, computed_at = excluded.computed_at`
 
-// MaterialiseSalience records the salience of the live records in the key
-// range (after, through] as of at; through nil means the range runs to the
-// end. Records of the range not in values lose their row; values marked
-// Keep keep theirs as it is.
-func (s *Store) MaterialiseSalience(ctx context.Context, after Key, through *Key, values []Salience, at time.Time) error {
+// MaterialiseSalience records the salience of live records as of at.
+func (s *Store) MaterialiseSalience(ctx context.Context, values []Salience, at time.Time) error {
+	if len(values) == 0 {
+		return nil
+	}
 	n := len(values)
-	tenants, ids, types, sal, keep := make([]string, n), make([]uuid.UUID, n), make([]string, n), make([]float64, n), make([]bool, n)
+	tenants, ids, types, sal := make([]string, n), make([][16]byte, n), make([]string, n), make([]float64, n)
 	for i, v := range values {
-		tenants[i], ids[i], types[i], sal[i], keep[i] = v.Key.Tenant, v.Key.ID, string(v.Type), v.Value, v.Keep
+		tenants[i], ids[i], types[i], sal[i] = v.Key.Tenant, [16]byte(v.Key.ID), string(v.Type), v.Value
 	}
-	var throughTenant *string
-	var throughID *uuid.UUID
-	if through != nil {
-		throughTenant, throughID = &through.Tenant, &through.ID
-	}
-	if _, err := s.db.Exec(ctx, materialiseSQL, tenants, ids, types, sal, keep, after.Tenant, after.ID, throughTenant, throughID, at); err != nil {
+	if _, err := s.db.Exec(ctx, materialiseSQL, tenants, ids, types, sal, at); err != nil {
 		return fmt.Errorf("materialise salience: %w", err)
 	}
 	return nil
+}
+
+const anyMaterialisedSQL = `SELECT EXISTS (SELECT 1 FROM record_salience)`
+
+// AnyMaterialised reports whether record_salience has any row: it is empty
+// when no sweep has run, and after a crash (it is unlogged).
+func (s *Store) AnyMaterialised(ctx context.Context) (bool, error) {
+	var ok bool
+	if err := s.db.QueryRow(ctx, anyMaterialisedSQL).Scan(&ok); err != nil {
+		return false, fmt.Errorf("read materialised salience: %w", err)
+	}
+	return ok, nil
 }
 
 // Expiry is a record the decay sweep found past its time, as it read it:
@@ -253,9 +257,8 @@ type Expiry struct {
 
 // expireSQL expires a batch in one statement: each record still as the
 // sweep read it, still live and still prunable becomes expired as its next
-// version (its snapshot written by trigger), with an audit entry, and
-// leaves the materialised salience. A semantic payload loses its revision
-// status, as [Store.Delete] does.
+// version (its snapshot written by trigger), with an audit entry. A
+// semantic payload loses its revision status, as [Store.Delete] does.
 const expireSQL = `
 WITH c AS (
 	SELECT * FROM unnest($1::text[], $2::uuid[], $3::int[], $4::float8[], $5::timestamptz[], $6::text[])
@@ -272,8 +275,6 @@ WITH c AS (
 		AND r.salience = c.salience AND r.last_reinforced_at = c.last_reinforced_at
 		AND r.status IN ('active', 'contested') AND NOT r.pinned AND r.deletion_policy = 'auto_prune'
 	RETURNING r.tenant_id, r.id, r.version, c.rationale
-), unmaterialised AS (
-	DELETE FROM record_salience s USING expired e WHERE s.tenant_id = e.tenant_id AND s.record_id = e.id
 )
 INSERT INTO audit_log (tenant_id, record_id, action, actor, version, rationale)
 SELECT tenant_id, id, 'expire', $8, version, rationale FROM expired
@@ -290,10 +291,10 @@ func (s *Store) Expire(ctx context.Context, batch []Expiry, actor string, at tim
 		return nil, nil
 	}
 	n := len(batch)
-	tenants, ids, versions := make([]string, n), make([]uuid.UUID, n), make([]int32, n)
+	tenants, ids, versions := make([]string, n), make([][16]byte, n), make([]int32, n)
 	sal, reinforced, why := make([]float64, n), make([]time.Time, n), make([]string, n)
 	for i, e := range batch {
-		tenants[i], ids[i], versions[i] = e.Key.Tenant, e.Key.ID, int32(e.Version)
+		tenants[i], ids[i], versions[i] = e.Key.Tenant, [16]byte(e.Key.ID), int32(e.Version)
 		sal[i], reinforced[i], why[i] = e.Salience, e.LastReinforcedAt, e.Rationale
 	}
 	var out []Key
@@ -304,7 +305,7 @@ func (s *Store) Expire(ctx context.Context, batch []Expiry, actor string, at tim
 		}
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Key, error) {
 			var k Key
-			return k, row.Scan(&k.Tenant, &k.ID)
+			return k, row.Scan(&k.Tenant, (*[16]byte)(&k.ID))
 		})
 		return err
 	})
@@ -353,16 +354,15 @@ func (s *Store) Restore(ctx context.Context, tenant string, id uuid.UUID, ch Cha
 	if err != nil {
 		return memory.Record{}, s.nameFact(ctx, tenant, err)
 	}
-	if err := s.attachRelations(ctx, tenant, []memory.Record{rec}, nil); err != nil {
+	if err := s.complete(ctx, tenant, []memory.Record{rec}, nil); err != nil {
 		return memory.Record{}, err
 	}
 	return rec, nil
 }
 
 // purgeExpiredSQL hard-deletes a batch of records that expired before $1,
-// oldest first, with their versions, relations and feedback (by cascade)
-// and materialised salience, leaving an audit entry for each that names no
-// content. It returns the artifact references of purged episodes.
+// oldest first, with their versions, relations and feedback (by cascade),
+// leaving an audit entry for each that names no content. It returns the artifact references of purged episodes.
 const purgeExpiredSQL = `
 WITH doomed AS (
 	SELECT tenant_id, id FROM records
@@ -377,8 +377,6 @@ WITH doomed AS (
 ), audited AS (
 	INSERT INTO audit_log (tenant_id, record_id, action, actor, version, rationale)
 	SELECT tenant_id, id, 'purge', $3, version + 1, $4 FROM gone
-), unmaterialised AS (
-	DELETE FROM record_salience s USING gone g WHERE s.tenant_id = g.tenant_id AND s.record_id = g.id
 )
 SELECT tenant_id, artifacts FROM gone`
 

@@ -80,7 +80,7 @@ func TestMaterialisedSalienceBuckets(t *testing.T) {
 		r := b.create(t, fact(uuid.NewString(), "p", 1, nil))
 		values = append(values, store.Salience{Key: store.Key{Tenant: b.tenant, ID: r.ID}, Type: r.Type, Value: v})
 	}
-	require.NoError(t, b.store.MaterialiseSalience(b.ctx, store.Key{}, nil, values, time.Now()))
+	require.NoError(t, b.store.MaterialiseSalience(b.ctx, values, time.Now()))
 	got, err := b.store.MaterialisedSalience(b.ctx, []float64{0.05, 0.5, 1})
 	require.NoError(t, err)
 	sem := got[memory.Semantic]
@@ -92,7 +92,11 @@ func TestMaterialisedSalienceBuckets(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []store.RecordCount{{Type: memory.Semantic, Status: memory.Active, N: 5}}, counts)
 
-	// A later range without a record drops its row.
-	require.NoError(t, b.store.MaterialiseSalience(b.ctx, store.Key{}, nil, values[1:], time.Now()))
+	// A record that leaves the active set leaves record_salience; one that
+	// is not live is not written.
+	_, err = b.store.Retract(b.ctx, b.tenant, values[0].Key.ID, 0, b.ch)
+	require.NoError(t, err)
+	require.Equal(t, 4, b.count(t, "SELECT count(*) FROM record_salience"))
+	require.NoError(t, b.store.MaterialiseSalience(b.ctx, values, time.Now()))
 	require.Equal(t, 4, b.count(t, "SELECT count(*) FROM record_salience"))
 }

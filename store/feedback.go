@@ -99,7 +99,7 @@ func (s *Store) Feedback(ctx context.Context, tenant string, fb Feedback, at tim
 	}
 	at = at.UTC().Truncate(time.Microsecond)
 	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, lockFeedbackSQL, tenant, fb.RecordIDs)
+		rows, err := tx.Query(ctx, lockFeedbackSQL, tenant, uuids(fb.RecordIDs))
 		if err != nil {
 			return fmt.Errorf("lock records: %w", err)
 		}
@@ -123,17 +123,17 @@ func (s *Store) Feedback(ctx context.Context, tenant string, fb Feedback, at tim
 		if len(live) == 0 {
 			return nil
 		}
-		rows, err = tx.Query(ctx, recordFeedbackSQL, tenant, fb.Scope, liveIDs, fb.Outcome, at)
+		rows, err = tx.Query(ctx, recordFeedbackSQL, tenant, fb.Scope, uuids(liveIDs), fb.Outcome, at)
 		if err != nil {
 			return fmt.Errorf("record feedback: %w", err)
 		}
-		fresh, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		fresh, err := pgx.CollectRows(rows, pgx.RowTo[[16]byte])
 		if err != nil {
 			return fmt.Errorf("record feedback: %w", err)
 		}
 		isFresh := make(map[uuid.UUID]bool, len(fresh))
 		for _, id := range fresh {
-			isFresh[id] = true
+			isFresh[uuid.UUID(id)] = true
 		}
 		todo := live[:0:0]
 		for _, r := range live {
@@ -191,7 +191,7 @@ func (s *Store) reinforce(ctx context.Context, tx pgx.Tx, tenant string, recs []
 		out[i].Payload, out[i].Version, out[i].UpdatedAt = rf.Payload, out[i].Version+1, at
 	}
 	if len(ids) > 0 {
-		if _, err := tx.Exec(ctx, reinforceSQL, tenant, at, ids, sal); err != nil {
+		if _, err := tx.Exec(ctx, reinforceSQL, tenant, at, uuids(ids), sal); err != nil {
 			return nil, fmt.Errorf("reinforce records: %w", err)
 		}
 	}
@@ -200,7 +200,7 @@ func (s *Store) reinforce(ctx context.Context, tx pgx.Tx, tenant string, recs []
 		if ev == nil {
 			ev = []memory.Source{}
 		}
-		if _, err := tx.Exec(ctx, reviseFeedbackSQL, tenant, at, revIDs, revSal, revPayloads, ch.Actor, ch.Rationale, ev); err != nil {
+		if _, err := tx.Exec(ctx, reviseFeedbackSQL, tenant, at, uuids(revIDs), revSal, revPayloads, ch.Actor, ch.Rationale, ev); err != nil {
 			return nil, s.writeError(ctx, tenant, memory.Record{ID: revIDs[0]}, err)
 		}
 	}

@@ -109,7 +109,7 @@ func (s *Store) List(ctx context.Context, tenant string, f Filter) (Page, error)
 		recs = recs[:limit]
 		page.NextCursor = encodeCursor(recs[limit-1].ID)
 	}
-	if err := s.attachRelations(ctx, tenant, recs, f.AsOf); err != nil {
+	if err := s.complete(ctx, tenant, recs, f.AsOf); err != nil {
 		return Page{}, err
 	}
 	page.Records = recs
@@ -133,7 +133,7 @@ func (s *Store) GetAsOf(ctx context.Context, tenant string, id uuid.UUID, at tim
 		return r, err
 	}
 	recs := []memory.Record{r}
-	if err := s.attachRelations(ctx, tenant, recs, &at); err != nil {
+	if err := s.complete(ctx, tenant, recs, &at); err != nil {
 		return r, err
 	}
 	return recs[0], nil
@@ -173,6 +173,22 @@ func (s *Store) History(ctx context.Context, tenant string, id uuid.UUID) ([]Ver
 	}
 	if len(out) == 0 {
 		return nil, ErrNotFound
+	}
+	// Each version of an episode shows the entries appended by then.
+	entries, err := s.episodeEntries(ctx, tenant, []memory.Record{out[len(out)-1].Record}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if es := entries[id]; len(es) > 0 {
+		for i := range out {
+			until := out[i].RecordedAt
+			if i == len(out)-1 {
+				until = time.Now() // the latest version shows every entry
+			}
+			if out[i].Record.Payload, err = mergeEntries(out[i].Record.Payload, es, &until); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }

@@ -75,7 +75,9 @@ type EpisodeAppend struct {
 }
 
 // AppendEpisode extends an episodic record. Episodes never change otherwise
-// (substrate RFC §5); the database refuses any other edit.
+// (substrate RFC §5); the database refuses any other edit. Timeline and
+// tool-graph entries are stored as rows of their own (episode_entries);
+// artifacts and the outcome are a revision of the payload.
 func (s *Store) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, add EpisodeAppend, ch Change) (memory.Record, error) {
 	if err := checkChange(ch); err != nil {
 		return memory.Record{}, err
@@ -83,46 +85,50 @@ func (s *Store) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, 
 	if err := checkTimeline(add.Timeline); err != nil {
 		return memory.Record{}, err
 	}
-	var rec memory.Record
 	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		var err error
-		if rec, err = s.lockLive(ctx, tx, tenant, id, 0); err != nil {
+		rec, err := s.lockLive(ctx, tx, tenant, id, 0)
+		if err != nil {
 			return err
 		}
 		if rec.Type != memory.Episodic {
 			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only episodic records have a timeline to append to")
 		}
-		var p map[string]json.RawMessage
-		if err := json.Unmarshal(rec.Payload, &p); err != nil {
-			return fmt.Errorf("decode episode: %w", err)
-		}
-		if err := appendJSON(p, "timeline", add.Timeline); err != nil {
-			return err
-		}
-		if err := appendJSON(p, "tool_graph", add.ToolGraph); err != nil {
-			return err
-		}
-		if err := appendJSON(p, "artifacts", add.Artifacts); err != nil {
-			return err
-		}
-		if add.Outcome != "" {
-			if p["outcome"] != nil {
-				return conflict(CodeImmutable, []uuid.UUID{id}, "episode %s already has its outcome", id)
+		if len(add.Artifacts) > 0 || add.Outcome != "" {
+			var p map[string]json.RawMessage
+			if err := json.Unmarshal(rec.Payload, &p); err != nil {
+				return fmt.Errorf("decode episode: %w", err)
 			}
-			p["outcome"], _ = json.Marshal(add.Outcome)
+			if err := appendJSON(p, "artifacts", add.Artifacts); err != nil {
+				return err
+			}
+			if add.Outcome != "" {
+				if p["outcome"] != nil {
+					return conflict(CodeImmutable, []uuid.UUID{id}, "episode %s already has its outcome", id)
+				}
+				p["outcome"], _ = json.Marshal(add.Outcome)
+			}
+			if rec.Payload, err = json.Marshal(p); err != nil {
+				return fmt.Errorf("encode episode: %w", err)
+			}
+			if err := s.validate(rec, ""); err != nil {
+				return err
+			}
+			if err := s.revise(ctx, tx, tenant, &rec); err != nil {
+				return err
+			}
 		}
-		if rec.Payload, err = json.Marshal(p); err != nil {
-			return fmt.Errorf("encode episode: %w", err)
+		ts := New(tx)
+		ts.now = s.now
+		a := TimelineAppend{EpisodeID: id, Entries: add.Timeline, ToolGraph: add.ToolGraph}
+		if len(a.Entries) == 0 && len(a.ToolGraph) == 0 {
+			return audit(ctx, tx, tenant, rec, ActionAppend, ch)
 		}
-		if err := s.validate(rec, ""); err != nil {
-			return err
-		}
-		if err := s.revise(ctx, tx, tenant, &rec); err != nil {
-			return err
-		}
-		return audit(ctx, tx, tenant, rec, ActionAppend, ch)
+		return ts.AppendTimelines(ctx, tenant, []TimelineAppend{a}, ch)
 	})
-	return rec, err
+	if err != nil {
+		return memory.Record{}, err
+	}
+	return s.Get(ctx, tenant, id)
 }
 
 // checkTimeline refuses timeline entries with a field left out: an episode

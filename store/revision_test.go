@@ -373,3 +373,41 @@ func TestLogsAreAppendOnly(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestAppendedEntriesAreImmutableRowsAndReadAsOf(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e := b.create(t, episode("evt://1"))
+	_, err := b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{
+		Timeline: []memory.TimelineEntry{{T: time.Now().UTC(), EventKind: "tool_call", Ref: "evt://2"}},
+	}, b.ch)
+	require.NoError(t, err)
+	between := time.Now()
+	got, err := b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{
+		Timeline:  []memory.TimelineEntry{{T: time.Now().UTC(), EventKind: "outcome", Ref: "evt://3"}},
+		ToolGraph: []map[string]any{{"tool": "make"}},
+	}, b.ch)
+	require.NoError(t, err)
+	var p memory.EpisodicPayload
+	require.NoError(t, json.Unmarshal(got.Payload, &p))
+	require.Equal(t, []string{"evt://1", "evt://2", "evt://3"}, []string{p.Timeline[0].Ref, p.Timeline[1].Ref, p.Timeline[2].Ref})
+	require.Len(t, p.ToolGraph, 1)
+	require.Equal(t, 1, got.Version, "appending entries is not a revision of the record")
+
+	then, err := b.store.GetAsOf(b.ctx, b.tenant, e.ID, between)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(then.Payload, &p))
+	require.Len(t, p.Timeline, 2, "as of then, the third entry was not there yet")
+
+	for _, sql := range []string{
+		`UPDATE episode_entries SET entry = '{"ref": "evt://forged"}' WHERE record_id = $1`,
+		`DELETE FROM episode_entries WHERE record_id = $1`,
+	} {
+		_, err := b.pool.Exec(b.ctx, sql, e.ID)
+		require.ErrorContains(t, err, "append-only", sql)
+	}
+	_, err = b.store.Delete(b.ctx, b.tenant, e.ID, b.ch)
+	require.NoError(t, err)
+	require.NoError(t, b.store.Purge(b.ctx, b.tenant, e.ID, b.ch))
+	require.Zero(t, b.count(t, "SELECT count(*) FROM episode_entries"), "a purge takes the entries with it")
+}

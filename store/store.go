@@ -409,7 +409,7 @@ func (s *Store) Get(ctx context.Context, tenant string, id uuid.UUID) (memory.Re
 		return r, err
 	}
 	recs := []memory.Record{r}
-	if err := s.attachRelations(ctx, tenant, recs, nil); err != nil {
+	if err := s.complete(ctx, tenant, recs, nil); err != nil {
 		return r, err
 	}
 	return recs[0], nil

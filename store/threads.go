@@ -103,30 +103,36 @@ type TimelineAppend struct {
 	Sensitivity memory.Sensitivity // the episode's sensitivity rises to at least this
 }
 
-// appendTimelinesSQL extends many episodes in one statement. The entries
-// were built by the policy plane from validated events; the database's
-// revision trigger still refuses anything but growth (§5).
-const appendTimelinesSQL = `
+// insertEntriesSQL appends timeline and tool-graph entries to episodes that
+// are open (live), in the order given.
+const insertEntriesSQL = `
+INSERT INTO episode_entries (tenant_id, record_id, part, entry)
+SELECT $1, u.record_id, u.part, u.entry
+FROM unnest($2::uuid[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS u(record_id, part, entry, ord)
+JOIN records r ON r.tenant_id = $1 AND r.id = u.record_id AND r.type = 'episodic' AND r.status IN ('active', 'contested')
+ORDER BY u.ord`
+
+// reviseEpisodesSQL sets the outcome of the episodes a batch closes and
+// raises the sensitivity of those that received more sensitive events: a
+// revision, with its version and snapshot, only where something changed.
+const reviseEpisodesSQL = `
 UPDATE records r SET
-	payload = r.payload
-		|| jsonb_build_object('timeline', COALESCE(r.payload -> 'timeline', '[]') || u.entries)
-		|| CASE WHEN jsonb_array_length(u.tools) > 0
-			THEN jsonb_build_object('tool_graph', COALESCE(r.payload -> 'tool_graph', '[]') || u.tools) ELSE '{}' END
-		|| CASE WHEN u.outcome <> '' THEN jsonb_build_object('outcome', u.outcome) ELSE '{}' END,
+	payload = CASE WHEN u.outcome <> '' THEN r.payload || jsonb_build_object('outcome', u.outcome) ELSE r.payload END,
 	sensitivity = CASE WHEN array_position($5::text[], u.sensitivity) - 1 > r.sensitivity_rank
 		THEN u.sensitivity ELSE r.sensitivity END,
 	version = r.version + 1,
 	updated_at = clock_timestamp()
-FROM unnest($2::uuid[], $3::jsonb[], $4::jsonb[], $6::text[], $7::text[]) AS u(id, entries, tools, outcome, sensitivity)
-WHERE r.tenant_id = $1 AND r.id = u.id AND r.type = 'episodic' AND r.status IN ('active', 'contested')
-RETURNING r.id, r.version`
+FROM unnest($2::uuid[], $3::text[], $4::text[]) AS u(id, outcome, sensitivity)
+WHERE r.tenant_id = $1 AND r.id = u.id AND r.type = 'episodic'
+	AND (u.outcome <> '' OR array_position($5::text[], u.sensitivity) - 1 > r.sensitivity_rank)`
 
-const auditManySQL = `
-INSERT INTO audit_log (tenant_id, record_id, action, actor, version, rationale)
-SELECT $1, u.id, $4, $5, u.version, $6 FROM unnest($2::uuid[], $3::int[]) AS u(id, version)`
+const auditAppendsSQL = `
+INSERT INTO audit_log (tenant_id, record_id, action, actor, rationale)
+SELECT $1, u.id, 'append', $3, $4 FROM unnest($2::uuid[]) AS u(id)`
 
-// AppendTimelines extends many episodes at once — one statement for the
-// records, one for their audit entries — for the policy plane's batches.
+// AppendTimelines extends many episodes at once, for the policy plane's
+// batches: one statement for the entries, one for the episodes whose
+// outcome or sensitivity changes, one for the audit entries.
 func (s *Store) AppendTimelines(ctx context.Context, tenant string, appends []TimelineAppend, ch Change) error {
 	if len(appends) == 0 {
 		return nil
@@ -134,49 +140,51 @@ func (s *Store) AppendTimelines(ctx context.Context, tenant string, appends []Ti
 	if err := checkChange(ch); err != nil {
 		return err
 	}
-	n := len(appends)
-	ids, entries, tools := make([]uuid.UUID, n), make([]json.RawMessage, n), make([]json.RawMessage, n)
-	outcomes, sens := make([]string, n), make([]string, n)
-	for i, a := range appends {
-		ids[i], outcomes[i], sens[i] = a.EpisodeID, a.Outcome, string(a.Sensitivity)
-		if sens[i] == "" {
-			sens[i] = string(memory.Public)
+	var (
+		ids, eids             []uuid.UUID
+		parts                 []string
+		entries               []json.RawMessage
+		outcomes, sensitivity []string
+	)
+	for _, a := range appends {
+		ids = append(ids, a.EpisodeID)
+		outcomes, sensitivity = append(outcomes, a.Outcome), append(sensitivity, string(a.Sensitivity))
+		for _, e := range a.Entries {
+			b, err := json.Marshal(e)
+			if err != nil {
+				return fmt.Errorf("encode timeline: %w", err)
+			}
+			eids, parts, entries = append(eids, a.EpisodeID), append(parts, "timeline"), append(entries, b)
 		}
-		var err error
-		if entries[i], err = json.Marshal(nonNil(a.Entries)); err != nil {
-			return fmt.Errorf("encode timeline: %w", err)
+		for _, t := range a.ToolGraph {
+			b, err := json.Marshal(t)
+			if err != nil {
+				return fmt.Errorf("encode tool graph: %w", err)
+			}
+			eids, parts, entries = append(eids, a.EpisodeID), append(parts, "tool_graph"), append(entries, b)
 		}
-		if tools[i], err = json.Marshal(nonNil(a.ToolGraph)); err != nil {
-			return fmt.Errorf("encode tool graph: %w", err)
+	}
+	return s.appendEntries(ctx, tenant, ids, eids, parts, entries, outcomes, sensitivity, ch)
+}
+
+func (s *Store) appendEntries(ctx context.Context, tenant string, ids, eids []uuid.UUID, parts []string, entries []json.RawMessage, outcomes, sensitivity []string, ch Change) error {
+	if len(entries) > 0 {
+		tag, err := s.db.Exec(ctx, insertEntriesSQL, tenant, eids, parts, entries)
+		if err != nil {
+			return fmt.Errorf("append to episodes: %w", err)
+		}
+		if int(tag.RowsAffected()) != len(entries) {
+			return conflict(CodeNotLive, ids, "some of the episodes are not open")
 		}
 	}
 	levels := make([]string, len(memory.Sensitivities))
 	for i, l := range memory.Sensitivities {
 		levels[i] = string(l)
 	}
-	rows, err := s.db.Query(ctx, appendTimelinesSQL, tenant, ids, entries, tools, levels, outcomes, sens)
-	if err != nil {
-		return fmt.Errorf("append timelines: %w", err)
+	if _, err := s.db.Exec(ctx, reviseEpisodesSQL, tenant, ids, outcomes, sensitivity, levels); err != nil {
+		return s.writeError(ctx, tenant, memory.Record{}, err)
 	}
-	var done []uuid.UUID
-	var versions []int32
-	for rows.Next() {
-		var id uuid.UUID
-		var v int32
-		if err := rows.Scan(&id, &v); err != nil {
-			rows.Close()
-			return fmt.Errorf("append timelines: %w", err)
-		}
-		done, versions = append(done, id), append(versions, v)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("append timelines: %w", s.writeError(ctx, tenant, memory.Record{}, err))
-	}
-	if len(done) != n {
-		return fmt.Errorf("append timelines: %d of %d episodes were open", len(done), n)
-	}
-	if _, err := s.db.Exec(ctx, auditManySQL, tenant, done, versions, ActionAppend, ch.Actor, ch.Rationale); err != nil {
+	if _, err := s.db.Exec(ctx, auditAppendsSQL, tenant, ids, ch.Actor, ch.Rationale); err != nil {
 		return fmt.Errorf("audit appends: %w", err)
 	}
 	return nil

@@ -28,7 +28,8 @@ func benchIngest(c *cli, ctx context.Context, args []string) error {
 	streams := fs.Int("streams", 4, "concurrent streams")
 	threads := fs.Int("threads", 2000, "threads (tasks) the events spread over")
 	agents := fs.Int("agents", 50, "agents the events come from")
-	if _, err := parse(fs, args, 0, "[--events N] [--streams N] [--threads N] [--agents N]"); err != nil {
+	rate := fs.Float64("rate", 0, "events a second to offer, over all streams; 0 sends as fast as the daemon takes them")
+	if _, err := parse(fs, args, 0, "[--events N] [--streams N] [--threads N] [--agents N] [--rate R]"); err != nil {
 		return err
 	}
 	if *events < 1 || *streams < 1 || *threads < 1 || *agents < 1 {
@@ -50,7 +51,7 @@ func benchIngest(c *cli, ctx context.Context, args []string) error {
 	)
 	for s := range *streams {
 		wg.Go(func() {
-			lat, bad, err := benchStream(ctx, cl, run, s, *streams, *events, *threads, *agents)
+			lat, bad, err := benchStream(ctx, cl, run, s, *streams, *events, *threads, *agents, *rate/float64(*streams))
 			mu.Lock()
 			latencies, refused, errs[s] = append(latencies, lat...), refused+bad, err
 			mu.Unlock()
@@ -92,7 +93,11 @@ func benchIngest(c *cli, ctx context.Context, args []string) error {
 	}
 	rss := residentMemory(ctx, c.url)
 	n := len(latencies)
-	fmt.Fprintf(c.stdout, "events sent        %d over %d streams (%d threads, %d agents)\n", *events, *streams, *threads, *agents)
+	offered := "as fast as taken"
+	if *rate > 0 {
+		offered = fmt.Sprintf("offered at %.0f/s", *rate)
+	}
+	fmt.Fprintf(c.stdout, "events sent        %d over %d streams (%d threads, %d agents), %s\n", *events, *streams, *threads, *agents, offered)
 	fmt.Fprintf(c.stdout, "acknowledged       %d in %.2fs: %.0f events/s (refused %d)\n", n, acked.Seconds(), float64(n)/acked.Seconds(), refused)
 	fmt.Fprintf(c.stdout, "classified         all in %.2fs: %.0f events/s end to end\n", classified.Seconds(), float64(n)/classified.Seconds())
 	fmt.Fprintf(c.stdout, "ack latency        p50 %s  p99 %s  max %s\n", pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), pct(1).Round(10*time.Microsecond))
@@ -102,9 +107,10 @@ func benchIngest(c *cli, ctx context.Context, args []string) error {
 	return nil
 }
 
-// benchStream sends its share of the events over one stream and returns
-// each acknowledged event's latency.
-func benchStream(ctx context.Context, cl *client, run string, stream, streams, events, threads, agents int) ([]time.Duration, int, error) {
+// benchStream sends its share of the events over one stream, at rate
+// events a second when rate > 0, and returns each acknowledged event's
+// latency.
+func benchStream(ctx context.Context, cl *client, run string, stream, streams, events, threads, agents int, rate float64) ([]time.Duration, int, error) {
 	pr, pw := io.Pipe()
 	req, err := http.NewRequestWithContext(ctx, "POST", cl.base+"/v1/events:stream", pr)
 	if err != nil {
@@ -118,14 +124,24 @@ func benchStream(ctx context.Context, cl *client, run string, stream, streams, e
 		rng := rand.New(rand.NewPCG(uint64(stream), 42))
 		w := bufio.NewWriterSize(pw, 64<<10)
 		line := 0
+		begin := time.Now()
 		for i := stream; i < events; i += streams {
 			line++
+			if rate > 0 {
+				// Pace: line n leaves at n/rate seconds; flush what is due.
+				if d := time.Until(begin.Add(time.Duration(float64(line) / rate * float64(time.Second)))); d > 0 {
+					if w.Flush() != nil {
+						break
+					}
+					time.Sleep(d)
+				}
+			}
 			thread := rng.IntN(threads)
 			sent.Store(line, time.Now())
 			if _, err := w.Write(syntheticEvent(rng, run, thread, thread%agents, i)); err != nil {
 				break
 			}
-			if line%64 == 0 {
+			if rate == 0 && line%64 == 0 {
 				if err := w.Flush(); err != nil {
 					break
 				}

@@ -155,9 +155,8 @@ func TestKillMidStreamThenRestart(t *testing.T) {
 	require.Zero(t, notDone)
 	require.NoError(t, db.Pool.QueryRow(ctx, `
 		WITH refs AS (
-			SELECT e ->> 'ref' AS ref, count(*) AS n
-			FROM records r, jsonb_array_elements(r.payload -> 'timeline') e
-			WHERE r.type = 'episodic' GROUP BY 1
+			SELECT entry ->> 'ref' AS ref, count(*) AS n
+			FROM episode_entries WHERE part = 'timeline' GROUP BY 1
 		)
 		SELECT count(*) FROM unnest($1::uuid[]) a(id) LEFT JOIN refs ON refs.ref = 'evt://' || a.id
 		WHERE refs.n IS DISTINCT FROM 1`, acked).Scan(&wrong))
