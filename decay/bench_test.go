@@ -108,7 +108,8 @@ func heapPeak() (stop func() uint64) {
 // records (a million by default), seeded with one set-based INSERT …
 // SELECT generate_series: first the sweep that materialises every record's
 // salience and expires the 1% that faded, then a steady-state sweep over the
-// same records. Run it once per sub-benchmark:
+// same records, then the sweep after every profile changed, which stamps
+// the new profile on every record. Run it once per sub-benchmark:
 //
 //	go test -run='^$' -bench=Sweep -benchtime=1x -timeout=30m ./decay/
 func BenchmarkSweep(b *testing.B) {
@@ -120,7 +121,19 @@ func BenchmarkSweep(b *testing.B) {
 	st := store.New(db.Pool)
 	dec := decay.New(st, settings, decay.WithBatchTimeout(time.Minute))
 
-	for _, name := range []string{"first", "again"} {
+	// The cursor carries from one sweep to the next, as job_cursors does.
+	var cursor []byte
+	for _, name := range []string{"first", "again", "restamp"} {
+		if name == "restamp" {
+			// The operator doubles every half-life: each record that
+			// inherits its type's profile takes the new one.
+			cfg := decay.DefaultConfig()
+			for t, p := range cfg.Profiles {
+				p.HalfLife *= 2
+				cfg.Profiles[t] = p
+			}
+			require.NoError(b, settings.Set(cfg))
+		}
 		b.Run(name, func(b *testing.B) {
 			var counts map[string]int64
 			runtime.GC()
@@ -128,30 +141,33 @@ func BenchmarkSweep(b *testing.B) {
 			runtime.ReadMemStats(&before)
 			stop := heapPeak()
 			for b.Loop() {
-				p := &progress{}
+				p := &progress{cursor: cursor}
 				if err := dec.Sweep(context.Background(), p); err != nil {
 					b.Fatal(err)
 				}
-				counts = p.counts
+				counts, cursor = p.counts, p.cursor
 			}
 			peak := stop()
+			b.Logf("counts %v", counts)
 			b.ReportMetric(float64(counts["scanned"])*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 			b.ReportMetric(float64(counts["expired_salience"]+counts["expired_max_age"]+counts["expired_expires_at"]), "expired")
+			b.ReportMetric(float64(counts["materialised"]), "materialised")
+			b.ReportMetric(float64(counts["stamped"]), "stamped")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(float64(before.HeapInuse)/(1<<20), "heap-before-MiB")
 		})
 	}
 }
 
-// BenchmarkFeedback measures one feedback call for 10,000 records: facts,
-// whose salience moves without a revision, and procedures, whose
-// statistics are a revision each.
+// BenchmarkFeedback measures one feedback call for 10,000 records among
+// ENGRAM_BENCH_RECORDS (a million by default): facts, whose salience moves
+// without a revision, and procedures, whose statistics are a revision each.
 //
 //	go test -run='^$' -bench=Feedback -benchtime=20x ./decay/
 func BenchmarkFeedback(b *testing.B) {
 	const n = 10_000
 	db := pgtest.NewSchema(b)
-	seed(b, db, "acme", 8*n)
+	seed(b, db, "acme", max(8*n, benchRecords(b)))
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(b, err)
 	st := store.New(db.Pool)

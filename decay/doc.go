@@ -39,11 +39,17 @@
 //     starts a new s₀ and t₀.
 //
 // The sweep never writes s₀ or t₀. It only materialises S(now) into the
-// record_salience table (a narrow table of its own, so that a sweep does
-// not rewrite records) for metrics and set-based reads; nothing reads it
+// record_salience table for metrics and set-based reads; nothing reads it
 // back as salience. Writing S(now) back as s₀ with a new t₀ would be exact
 // for the memoryless exponential curve only: for the linear and custom
 // curves it would restart the curve and decay records at the wrong rate.
+// record_salience is a narrow, unlogged table of its own, so that a sweep
+// never rewrites the wide records rows: it holds each live record's
+// salience to within a step of [MaterialiseResolution] (a row is written
+// again when the record changed since the previous pass or its salience
+// crossed a step; decay being monotonic, the others still hold), a trigger
+// drops the row of a record that leaves the active set, and a sweep that
+// finds the table empty (a crash empties unlogged tables) writes every row.
 //
 // History (GET /v1/records/{id}/history) shows each version's stored
 // snapshot, s₀ as it was, not decayed. Salience and its origin move without

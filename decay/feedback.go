@@ -1,6 +1,7 @@
 package decay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -109,11 +110,11 @@ func (d *Decayer) Feedback(ctx context.Context, tenant string, req FeedbackReque
 			if req.Outcome == Unused || (rec.Type != memory.Competence && rec.Type != memory.PlanGraph) {
 				continue
 			}
-			p, err := countOutcome(rec, req.Outcome, now)
+			field, value, err := countOutcome(rec, req.Outcome, now)
 			if err != nil {
 				return nil, err
 			}
-			out[i].Payload = p
+			out[i].Field, out[i].Value = field, value
 		}
 		return out, nil
 	})
@@ -146,31 +147,36 @@ func gainOf(rec memory.Record, p Profile) float64 {
 	return p.ReinforcementGain
 }
 
-// countOutcome returns rec's payload with a success or failure counted in
-// its statistics: a procedure's performance (§15A.9), a plan's metrics and
-// failure rate (§15A.10). Every other field is kept as it was.
-func countOutcome(rec memory.Record, o Outcome, now time.Time) (json.RawMessage, error) {
-	var payload map[string]json.RawMessage
+// countOutcome returns the payload field of rec's statistics with a success
+// or failure counted: a procedure's performance (§15A.9), a plan's metrics
+// and failure rate (§15A.10). The statistics' other fields are kept.
+func countOutcome(rec memory.Record, o Outcome, now time.Time) (string, json.RawMessage, error) {
+	var payload struct {
+		Performance json.RawMessage `json:"performance"`
+		Metrics     json.RawMessage `json:"metrics"`
+	}
 	if err := json.Unmarshal(rec.Payload, &payload); err != nil {
-		return nil, fmt.Errorf("decode payload of %s: %w", rec.ID, err)
+		return "", nil, fmt.Errorf("decode payload of %s: %w", rec.ID, err)
 	}
-	key := "performance"
+	key, raw := "performance", payload.Performance
 	if rec.Type == memory.PlanGraph {
-		key = "metrics"
+		key, raw = "metrics", payload.Metrics
 	}
-	stats := map[string]json.RawMessage{}
-	if raw := payload[key]; raw != nil && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &stats); err != nil {
-			return nil, fmt.Errorf("decode %s of %s: %w", key, rec.ID, err)
+	stats := map[string]any{}
+	if len(raw) > 0 && string(raw) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&stats); err != nil {
+			return "", nil, fmt.Errorf("decode %s of %s: %w", key, rec.ID, err)
 		}
 	}
 	count := func(name string) int64 {
-		var n int64
-		_ = json.Unmarshal(stats[name], &n)
-		return max(n, 0)
+		n, _ := stats[name].(json.Number)
+		v, _ := n.Int64()
+		return max(v, 0)
 	}
 	successes, failures := count("successes"), count("failures")
-	at, _ := json.Marshal(now.UTC().Format(time.RFC3339Nano))
+	at := now.UTC().Format(time.RFC3339Nano)
 	if o == UsedSuccess {
 		successes++
 		if rec.Type == memory.Competence {
@@ -182,14 +188,13 @@ func countOutcome(rec memory.Record, o Outcome, now time.Time) (json.RawMessage,
 			stats["last_failure_at"] = at
 		}
 	}
-	stats["successes"], _ = json.Marshal(successes)
-	stats["failures"], _ = json.Marshal(failures)
+	stats["successes"], stats["failures"] = successes, failures
 	if rec.Type == memory.PlanGraph {
-		stats["failure_rate"], _ = json.Marshal(float64(failures) / float64(successes+failures))
+		stats["failure_rate"] = float64(failures) / float64(successes+failures)
 	}
-	var err error
-	if payload[key], err = json.Marshal(stats); err != nil {
-		return nil, fmt.Errorf("encode %s: %w", key, err)
+	b, err := json.Marshal(stats)
+	if err != nil {
+		return "", nil, fmt.Errorf("encode %s: %w", key, err)
 	}
-	return json.Marshal(payload)
+	return key, b, nil
 }

@@ -2,6 +2,9 @@ package decay_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -182,4 +185,33 @@ func TestFeedbackCountsOutcomesOfProceduresAndPlans(t *testing.T) {
 	require.Equal(t, "agent-7", last.Actor)
 	require.Equal(t, "the build still failed", last.Rationale)
 	require.Equal(t, 3, b.count(t, "SELECT count(*) FROM record_versions WHERE record_id = $1", c.ID))
+}
+
+// Feedback and a sweep that expires the same records take their locks in
+// the same order: neither deadlocks, whatever the order the ids come in.
+func TestFeedbackAndSweepDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *decay.Config) { c.BatchSize = 40 })
+	var ids []uuid.UUID
+	for i := range 200 {
+		ids = append(ids, b.create(t, fact(fmt.Sprintf("s%d", i))).ID)
+	}
+	b.clock.Advance(500 * day)
+	slices.Reverse(ids)
+	var wg sync.WaitGroup
+	errs := make([]error, 5)
+	for i := range 4 {
+		wg.Go(func() {
+			_, errs[i] = b.decayer.Feedback(b.ctx, b.tenant, decay.FeedbackRequest{RecordIDs: ids[i*10:], Outcome: decay.UsedSuccess}, b.ch)
+		})
+	}
+	wg.Go(func() { errs[4] = b.decayer.Sweep(b.ctx, &progress{}) })
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	// Every record was either reinforced before the sweep read it or
+	// expired; none both.
+	require.Equal(t, 200, b.count(t, "SELECT count(*) FROM records WHERE status = 'expired' OR last_reinforced_at = $1", b.clock.Now()))
+	require.Zero(t, b.count(t, "SELECT count(*) FROM records WHERE status = 'expired' AND last_reinforced_at = $1", b.clock.Now()))
 }

@@ -41,9 +41,9 @@ const purgeBatch = 1000
 // started at Pass, and when the last complete pass started (Since), which
 // tells what the materialised salience already holds.
 type sweepCursor struct {
-	After store.Key `json:"after"`
-	Pass  time.Time `json:"pass"`
-	Since time.Time `json:"since"`
+	After store.Key `json:"after,omitzero"`
+	Pass  time.Time `json:"pass,omitzero"`
+	Since time.Time `json:"since,omitzero"`
 }
 
 // Sweep walks the active set of every tenant, a batch at a time in (tenant,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -106,6 +107,9 @@ func TestPruneThenPurgeAfterGrace(t *testing.T) {
 	b := setup(t)
 	only, shared := b.artifact(t, "log only the old episode has"), b.artifact(t, "log both episodes have")
 	old := b.create(t, episode(only, shared))
+	_, err := b.store.AppendEpisode(b.ctx, b.tenant, old.ID, store.EpisodeAppend{Timeline: []memory.TimelineEntry{
+		{T: b.clock.Now(), EventKind: "tool_output", Ref: "evt://1"}}}, b.ch)
+	require.NoError(t, err)
 	pinned := episode(shared)
 	pinned.Lifecycle.Pinned = true
 	survivor := b.create(t, pinned)
@@ -123,9 +127,10 @@ func TestPruneThenPurgeAfterGrace(t *testing.T) {
 	require.Equal(t, int64(1), counts["purged"])
 	require.Equal(t, int64(1), counts["artifacts_purged"])
 
-	_, err := b.store.Get(b.ctx, b.tenant, old.ID)
+	_, err = b.store.Get(b.ctx, b.tenant, old.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.Equal(t, 0, b.count(t, "SELECT count(*) FROM record_versions WHERE record_id = $1", old.ID))
+	require.Equal(t, 0, b.count(t, "SELECT count(*) FROM episode_entries WHERE record_id = $1", old.ID))
 	audit, err := b.store.Audit(b.ctx, b.tenant, old.ID)
 	require.NoError(t, err)
 	last := audit[len(audit)-1]
@@ -335,4 +340,22 @@ func TestExpireSkipsRecordsChangedSinceRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, expired)
 	require.Equal(t, memory.Active, b.get(t, f.ID).Status)
+}
+
+// An episode with appended entries expires and comes back whole.
+func TestRestoreEpisodeKeepsItsTimeline(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e := b.create(t, episode())
+	_, err := b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{Timeline: []memory.TimelineEntry{
+		{T: b.clock.Now(), EventKind: "tool_call", Ref: "evt://1"}, {T: b.clock.Now(), EventKind: "tool_output", Ref: "evt://2"}}}, b.ch)
+	require.NoError(t, err)
+	b.clock.Advance(60 * day)
+	require.Equal(t, int64(1), b.sweep(t)["expired_salience"])
+	rec, err := b.decayer.Restore(b.ctx, b.tenant, e.ID, b.ch)
+	require.NoError(t, err)
+	require.Equal(t, memory.Active, rec.Status)
+	var p memory.EpisodicPayload
+	require.NoError(t, json.Unmarshal(b.get(t, e.ID).Payload, &p))
+	require.Len(t, p.Timeline, 2)
 }

@@ -42,6 +42,15 @@ func setup(t *testing.T, policyYAML string, opts ...func(*policy.WorkerConfig)) 
 	return &bundle{ctx: ctx, db: db, store: st, ingest: in, worker: w}
 }
 
+func setupB(tb testing.TB) *bundle {
+	db := pgtest.NewSchema(tb)
+	ctx := context.Background()
+	st := store.New(db.Pool)
+	require.NoError(tb, st.EnsureTenant(ctx, "acme"))
+	w := policy.NewWorker(policy.WorkerConfig{DB: db.Pool, Partitions: 2, BatchSize: 1000})
+	return &bundle{ctx: ctx, db: db, store: st, ingest: ingest.New(ingest.Config{Store: st, Policy: w.Policy}), worker: w}
+}
+
 func (b *bundle) send(t *testing.T, events ...map[string]any) []store.Staged {
 	t.Helper()
 	raws := make([]json.RawMessage, len(events))

@@ -167,6 +167,22 @@ FROM unnest($1::text[], $2::uuid[], $3::text[], $4::int8[], $5::float8[], $6::in
 	AS u(tenant_id, id, curve, half_life, floor, max_age, points)
 WHERE r.tenant_id = u.tenant_id AND r.id = u.id AND r.decay_inherited`
 
+// lockKeysSQL locks records in key order. Every batch that writes records
+// takes its locks this way first, as feedback does (in id order, within a
+// tenant), so that two batches over the same records cannot deadlock.
+const lockKeysSQL = `
+SELECT 1 FROM records r
+JOIN unnest($1::text[], $2::uuid[]) AS u(tenant_id, id) ON r.tenant_id = u.tenant_id AND r.id = u.id
+ORDER BY r.tenant_id, r.id
+FOR UPDATE OF r`
+
+func lockKeys(ctx context.Context, tx pgx.Tx, tenants []string, ids [][16]byte) error {
+	if _, err := tx.Exec(ctx, lockKeysSQL, tenants, ids); err != nil {
+		return fmt.Errorf("lock records: %w", err)
+	}
+	return nil
+}
+
 // StampProfiles writes each stamp's profile on its record, if the record
 // still inherits its type's profile. The decay profile is not content: the
 // record keeps its version, as it does when its salience changes.
@@ -193,10 +209,15 @@ func (s *Store) StampProfiles(ctx context.Context, stamps []Stamp) error {
 			points[i] = &p
 		}
 	}
-	if _, err := s.db.Exec(ctx, stampProfilesSQL, tenants, ids, curves, halfLives, floors, maxAges, points); err != nil {
-		return fmt.Errorf("stamp decay profiles: %w", err)
-	}
-	return nil
+	return pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		if err := lockKeys(ctx, tx, tenants, ids); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, stampProfilesSQL, tenants, ids, curves, halfLives, floors, maxAges, points); err != nil {
+			return fmt.Errorf("stamp decay profiles: %w", err)
+		}
+		return nil
+	})
 }
 
 // Salience is a live record's salience at some time, as the decay sweep
@@ -299,6 +320,9 @@ func (s *Store) Expire(ctx context.Context, batch []Expiry, actor string, at tim
 	}
 	var out []Key
 	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		if err := lockKeys(ctx, tx, tenants, ids); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, expireSQL, tenants, ids, versions, sal, reinforced, why, at.UTC(), actor)
 		if err != nil {
 			return err
@@ -381,15 +405,21 @@ WITH doomed AS (
 SELECT tenant_id, artifacts FROM gone`
 
 // deleteOrphanArtifactsSQL deletes the named artifacts that no remaining
-// episode references (on the records_artifact_refs index).
+// episode references. Finding the references reads every episode once (no
+// index covers payloads, so that payload changes stay cheap); it runs only
+// for a batch that purged episodes with artifacts.
 const deleteOrphanArtifactsSQL = `
+WITH c AS (
+	SELECT DISTINCT * FROM unnest($1::text[], $2::text[]) AS c(tenant_id, sha)
+), referenced AS (
+	SELECT DISTINCT r.tenant_id, x.sha
+	FROM records r, jsonb_array_elements_text(r.payload -> 'artifacts') AS x(sha)
+	WHERE r.type = 'episodic' AND jsonb_typeof(r.payload -> 'artifacts') = 'array' AND x.sha = ANY($2)
+)
 DELETE FROM artifacts a
-USING unnest($1::text[], $2::bytea[]) AS c(tenant_id, sha256)
-WHERE a.tenant_id = c.tenant_id AND a.sha256 = c.sha256
-	AND NOT EXISTS (
-		SELECT 1 FROM records r
-		WHERE r.tenant_id = a.tenant_id AND r.type = 'episodic' AND r.payload -> 'artifacts' ? encode(a.sha256, 'hex')
-	)`
+USING c
+WHERE a.tenant_id = c.tenant_id AND a.sha256 = decode(c.sha, 'hex')
+	AND NOT EXISTS (SELECT 1 FROM referenced f WHERE f.tenant_id = c.tenant_id AND f.sha = c.sha)`
 
 // PurgeResult counts what a purge batch deleted.
 type PurgeResult struct {
@@ -414,8 +444,7 @@ func (s *Store) PurgeExpired(ctx context.Context, cutoff time.Time, limit int, a
 		if err != nil {
 			return fmt.Errorf("purge records: %w", err)
 		}
-		var tenants []string
-		var shas [][]byte
+		var tenants, shas []string
 		for rows.Next() {
 			var tenant string
 			var refs []string
@@ -426,7 +455,7 @@ func (s *Store) PurgeExpired(ctx context.Context, cutoff time.Time, limit int, a
 			res.Records++
 			for _, ref := range refs {
 				if sum, err := hex.DecodeString(ref); err == nil && len(sum) == 32 {
-					tenants, shas = append(tenants, tenant), append(shas, sum)
+					tenants, shas = append(tenants, tenant), append(shas, hex.EncodeToString(sum))
 				}
 			}
 		}

@@ -29,11 +29,14 @@ type Feedback struct {
 }
 
 // Reinforcement is what feedback does to one record: its salience from
-// now on and, when Payload is set, its payload with the outcome counted.
+// now on and, when Field is set, a top-level payload field replaced by
+// Value (a procedure's statistics with the outcome counted), which is a
+// revision.
 type Reinforcement struct {
 	ID       uuid.UUID
 	Salience float64
-	Payload  json.RawMessage
+	Field    string
+	Value    json.RawMessage
 }
 
 // FeedbackResult says what became of each record of a [Feedback].
@@ -62,20 +65,22 @@ FROM unnest($3::uuid[], $4::float8[]) AS u(id, salience)
 WHERE r.tenant_id = $1 AND r.id = u.id`
 
 // reviseFeedbackSQL is a batch of revisions in one statement: salience,
-// decay origin and the payload with its counted outcome, each record at its
-// next version (snapshotted by trigger) and audited.
+// decay origin and one payload field, each record at its next version
+// (snapshotted by trigger) and audited. It returns the new payloads.
 const reviseFeedbackSQL = `
 WITH u AS (
-	SELECT * FROM unnest($3::uuid[], $4::float8[], $5::text[]) AS u(id, salience, payload)
+	SELECT * FROM unnest($3::uuid[], $4::float8[], $5::text[], $6::text[]) AS u(id, salience, field, value)
 ), revised AS (
-	UPDATE records r SET salience = u.salience, last_reinforced_at = $2, payload = u.payload::jsonb,
-		version = r.version + 1, updated_at = $2
+	UPDATE records r SET salience = u.salience, last_reinforced_at = $2,
+		payload = jsonb_set(r.payload, ARRAY[u.field], u.value::jsonb), version = r.version + 1, updated_at = $2
 	FROM u
 	WHERE r.tenant_id = $1 AND r.id = u.id
-	RETURNING r.id, r.version
+	RETURNING r.id, r.version, r.payload
+), audited AS (
+	INSERT INTO audit_log (tenant_id, record_id, action, actor, version, rationale, evidence)
+	SELECT $1, id, 'feedback', $7, version, $8, $9 FROM revised
 )
-INSERT INTO audit_log (tenant_id, record_id, action, actor, version, rationale, evidence)
-SELECT $1, id, 'feedback', $6, version, $7, $8 FROM revised`
+SELECT id, payload FROM revised`
 
 // Feedback applies fb to a tenant's records in one transaction, set-based
 // whatever the number of records (up to [MaxFeedbackRecords]). It locks the
@@ -169,10 +174,10 @@ func (s *Store) reinforce(ctx context.Context, tx pgx.Tx, tenant string, recs []
 		byID[r.ID] = i
 	}
 	var (
-		ids, revIDs []uuid.UUID
-		sal, revSal []float64
-		revPayloads []string
-		out         = slices.Clone(recs)
+		ids, revIDs    []uuid.UUID
+		sal, revSal    []float64
+		fields, values []string
+		out            = slices.Clone(recs)
 	)
 	for _, rf := range reinf {
 		i, ok := byID[rf.ID]
@@ -180,15 +185,13 @@ func (s *Store) reinforce(ctx context.Context, tx pgx.Tx, tenant string, recs []
 			return nil, fmt.Errorf("reinforce: record %s was not asked for", rf.ID)
 		}
 		out[i].Salience, out[i].Lifecycle.LastReinforcedAt = rf.Salience, at
-		if rf.Payload == nil {
+		if rf.Field == "" {
 			ids, sal = append(ids, rf.ID), append(sal, rf.Salience)
 			continue
 		}
-		if len(rf.Payload) > s.maxPayloadBytes {
-			return nil, &TooLargeError{Pointer: "/payload", Size: len(rf.Payload), Limit: s.maxPayloadBytes}
-		}
-		revIDs, revSal, revPayloads = append(revIDs, rf.ID), append(revSal, rf.Salience), append(revPayloads, string(rf.Payload))
-		out[i].Payload, out[i].Version, out[i].UpdatedAt = rf.Payload, out[i].Version+1, at
+		revIDs, revSal = append(revIDs, rf.ID), append(revSal, rf.Salience)
+		fields, values = append(fields, rf.Field), append(values, string(rf.Value))
+		out[i].Version, out[i].UpdatedAt = out[i].Version+1, at
 	}
 	if len(ids) > 0 {
 		if _, err := tx.Exec(ctx, reinforceSQL, tenant, at, uuids(ids), sal); err != nil {
@@ -200,7 +203,23 @@ func (s *Store) reinforce(ctx context.Context, tx pgx.Tx, tenant string, recs []
 		if ev == nil {
 			ev = []memory.Source{}
 		}
-		if _, err := tx.Exec(ctx, reviseFeedbackSQL, tenant, at, uuids(revIDs), revSal, revPayloads, ch.Actor, ch.Rationale, ev); err != nil {
+		rows, err := tx.Query(ctx, reviseFeedbackSQL, tenant, at, uuids(revIDs), revSal, fields, values, ch.Actor, ch.Rationale, ev)
+		if err != nil {
+			return nil, fmt.Errorf("revise records: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id [16]byte
+			var payload []byte
+			if err := rows.Scan(&id, &payload); err != nil {
+				return nil, fmt.Errorf("revise records: %w", err)
+			}
+			if len(payload) > s.maxPayloadBytes {
+				return nil, &TooLargeError{Pointer: "/payload", Size: len(payload), Limit: s.maxPayloadBytes}
+			}
+			out[byID[uuid.UUID(id)]].Payload = payload
+		}
+		if err := rows.Err(); err != nil {
 			return nil, s.writeError(ctx, tenant, memory.Record{ID: revIDs[0]}, err)
 		}
 	}

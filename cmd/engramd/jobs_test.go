@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,4 +102,98 @@ func TestUnknownJobRefusedAtStart(t *testing.T) {
 	require.NoError(t, err)
 	_, err = startPeriodic(context.Background(), cfg, nil, db.Pool, st, settings, nil, slog.New(slog.DiscardHandler))
 	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are decay_purge, decay_sweep)")
+}
+
+// startWithConfig starts an engramd with a configuration file; its log goes
+// to log.
+func startWithConfig(t *testing.T, bin, dbURL, config string, log io.Writer) *daemon {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "run")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr, "ENGRAM_CONFIG="+config,
+		"ENGRAM_API_KEYS=acme:"+testKey, "ENGRAM_LOG_LEVEL=info")
+	cmd.Stdout, cmd.Stderr = io.Discard, log
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	require.Eventually(t, func() bool {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}, 20*time.Second, 50*time.Millisecond, "engramd did not become ready")
+	return &daemon{cmd: cmd, addr: addr}
+}
+
+type sweepRun struct {
+	node    string
+	started time.Time
+}
+
+func sweepRuns(t *testing.T, db *pgtest.Schema) []sweepRun {
+	t.Helper()
+	rows, err := db.Pool.Query(context.Background(), `SELECT node, started_at FROM job_runs WHERE job = 'decay_sweep' AND status = 'succeeded' ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []sweepRun
+	for rows.Next() {
+		var r sweepRun
+		require.NoError(t, rows.Scan(&r.node, &r.started))
+		out = append(out, r)
+	}
+	return out
+}
+
+// Two engramd processes on one database: the sweep runs once per tick, on
+// one of them; when it stops, the other takes over. SIGHUP reloads the
+// schedules; an invalid file is refused with the field named.
+func TestTwoDaemonsSweepOncePerTick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs two daemons")
+	}
+	t.Parallel()
+	db := pgtest.NewSchema(t)
+	bin := buildEngramd(t)
+	cfg := filepath.Join(t.TempDir(), "engram.yaml")
+	write := func(doc string) { require.NoError(t, os.WriteFile(cfg, []byte(doc), 0o600)) }
+	write("jobs: {decay_sweep: \"@every 1s\", decay_purge: \"off\"}\n")
+	var logA, logB syncBuffer
+	a := startWithConfig(t, bin, db.URL, cfg, &logA)
+	b := startWithConfig(t, bin, db.URL, cfg, &logB)
+
+	require.Eventually(t, func() bool { return len(sweepRuns(t, db)) >= 4 }, 30*time.Second, 50*time.Millisecond)
+	runs := sweepRuns(t, db)
+	ticks := map[time.Time]bool{}
+	for _, r := range runs {
+		require.Equal(t, runs[0].node, r.node, "one daemon leads")
+		tick := r.started.Truncate(time.Second)
+		require.False(t, ticks[tick], "two runs in the tick of %s", tick)
+		ticks[tick] = true
+	}
+
+	// An invalid file is refused on SIGHUP; the schedule in force stays.
+	write("decay: {profiles: {semantic: {half_life: -1h}}}\njobs: {decay_sweep: \"off\"}\n")
+	for _, d := range []*daemon{a, b} {
+		require.NoError(t, d.cmd.Process.Signal(syscall.SIGHUP))
+	}
+	require.Eventually(t, func() bool {
+		return strings.Contains(logA.String(), "decay.profiles.semantic.half_life: must be positive") &&
+			strings.Contains(logB.String(), "decay.profiles.semantic.half_life: must be positive")
+	}, 10*time.Second, 20*time.Millisecond)
+	n := len(sweepRuns(t, db))
+	require.Eventually(t, func() bool { return len(sweepRuns(t, db)) >= n+2 }, 10*time.Second, 50*time.Millisecond, "still sweeping")
+
+	// The leader stops; the other takes over.
+	leader, other := a, b
+	if !strings.HasSuffix(runs[0].node, ":"+strconv.Itoa(a.cmd.Process.Pid)) {
+		leader, other = b, a
+	}
+	require.NoError(t, leader.cmd.Process.Signal(syscall.SIGTERM))
+	_, _ = leader.cmd.Process.Wait()
+	want := ":" + strconv.Itoa(other.cmd.Process.Pid)
+	require.Eventually(t, func() bool {
+		runs := sweepRuns(t, db)
+		return strings.HasSuffix(runs[len(runs)-1].node, want)
+	}, 30*time.Second, 50*time.Millisecond, "the other daemon sweeps")
 }
