@@ -235,17 +235,19 @@ const recordColumns = `id, type, status, version, sensitivity, confidence, salie
 	decay_points, last_reinforced_at, pinned, deletion_policy, expires_at, provenance, payload,
 	created_at, updated_at`
 
-func scanRecord(row pgx.Row) (memory.Record, error) {
+// scanRecord reads a record from row; prefix are destinations for columns
+// the row has before the record's.
+func scanRecord(row pgx.Row, prefix ...any) (memory.Record, error) {
 	var (
 		r      memory.Record
 		maxAge *int64
 		points []byte
 	)
-	err := row.Scan(&r.ID, &r.Type, &r.Status, &r.Version, &r.Sensitivity, &r.Confidence, &r.Salience,
+	err := row.Scan(append(prefix, &r.ID, &r.Type, &r.Status, &r.Version, &r.Sensitivity, &r.Confidence, &r.Salience,
 		&r.Scope, &r.Tags, &r.Lifecycle.Decay.Curve, &r.Lifecycle.Decay.HalfLifeSeconds,
 		&r.Lifecycle.Decay.MinSalience, &maxAge, &r.Lifecycle.Decay.ReinforcementGain, &points,
 		&r.Lifecycle.LastReinforcedAt, &r.Lifecycle.Pinned, &r.Lifecycle.DeletionPolicy,
-		&r.Lifecycle.ExpiresAt, &r.Provenance, &r.Payload, &r.CreatedAt, &r.UpdatedAt)
+		&r.Lifecycle.ExpiresAt, &r.Provenance, &r.Payload, &r.CreatedAt, &r.UpdatedAt)...)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return r, ErrNotFound

@@ -22,6 +22,7 @@ type DBTX interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Begin(ctx context.Context) (pgx.Tx, error)
 	CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // NewPool connects to the database at url and registers the pgvector types
@@ -31,6 +32,13 @@ func NewPool(ctx context.Context, url string, configure func(*pgxpool.Config)) (
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	// pgvector's HNSW scans go on past their first candidates until enough
+	// rows pass the query's filters (tenant, type, sensitivity), so a small
+	// tenant in a large database still gets its full top-k. Retrieval
+	// orders the candidates again itself, so relaxed order is enough.
+	if _, ok := cfg.ConnConfig.RuntimeParams["hnsw.iterative_scan"]; !ok {
+		cfg.ConnConfig.RuntimeParams["hnsw.iterative_scan"] = "relaxed_order"
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		if err := pgxvec.RegisterTypes(ctx, conn); err != nil {

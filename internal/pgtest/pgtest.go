@@ -35,8 +35,8 @@ func URL() string {
 }
 
 var extensionOnce = sync.OnceValue(func() error {
-	// The extension is database-wide; create it once, under a lock, so
-	// parallel test processes do not race each other to it.
+	// Extensions are database-wide; create them once, under a lock, so
+	// parallel test processes do not race each other to them.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, URL())
@@ -48,7 +48,7 @@ var extensionOnce = sync.OnceValue(func() error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(7355608)"); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
+		_, err := tx.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public; CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA public")
 		return err
 	})
 })

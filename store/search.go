@@ -1,0 +1,293 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/engram-dev/engram/memory"
+)
+
+// SearchQuery is one search of a tenant's active set, of one record type:
+// the lexical half (BM25 over the records' tsvector) and, when a query
+// vector is given, the vector half (pgvector, nearest first). Every filter
+// runs inside both scans, before their limits.
+type SearchQuery struct {
+	Type memory.Type
+	// ThreadID, for working memory, names the thread whose open working
+	// memory is the answer; working memory is not searched otherwise.
+	ThreadID string
+	// Text is matched lexically: any of its terms (OR, not AND), ranked by
+	// BM25. Empty text searches by vector only.
+	Text string
+	// Conditions are the task's context: facts whose validity and
+	// procedures whose every trigger contradicts them are left out.
+	Conditions map[string]any
+	// Scope, when set, keeps records of that scope and records of none.
+	Scope *string
+	// MaxSensitivity is the highest sensitivity returned.
+	MaxSensitivity memory.Sensitivity
+	// At is the time facts' validity boxes are checked at.
+	At time.Time
+	// Limit caps the candidates of each half.
+	Limit int
+	// Model names the embedder whose vectors Sparse or Dense is compared
+	// with; with neither, the search is lexical only.
+	Model  string
+	Sparse *pgvector.SparseVector
+	Dense  *pgvector.Vector
+}
+
+// Hit is one record a search found, with what found it.
+type Hit struct {
+	Record memory.Record
+	// BM25 is the lexical score; zero when lexical search did not find it.
+	BM25 float64
+	// Terms are the query's lexemes the record holds.
+	Terms []string
+	// Similarity is the cosine similarity of the record's vector with the
+	// query's, when vector search found it.
+	Similarity *float64
+}
+
+// SearchResult is what one [SearchQuery] found.
+type SearchResult struct {
+	Hits []Hit
+	// Elapsed is how long the database took over this query (the queries
+	// of one call run one after the other).
+	Elapsed time.Duration
+	// Withheld counts the records above MaxSensitivity that lexical search
+	// would have ranked among its candidates: what the caller's trust kept
+	// back (never which).
+	Withheld int
+}
+
+// searchTermsSQL is the lexical query: the text's lexemes with their BM25
+// inverse document frequencies from the tenant's statistics (every term
+// alike when there are none yet), and the tsquery OR-ing them.
+const searchTermsSQL = `
+WITH c AS (
+	SELECT coalesce(max(docs), 0) AS docs, coalesce(max(avg_len), 1) AS avg_len FROM corpus_stats WHERE tenant_id = $1
+), q AS (
+	SELECT t.lexeme, ln(1 + (greatest(c.docs - coalesce(s.df, 0), 0) + 0.5) / (coalesce(s.df, 0) + 0.5)) AS idf
+	FROM c, unnest(tsvector_to_array(to_tsvector('english', $2))) AS t(lexeme)
+	LEFT JOIN lexeme_stats s ON s.tenant_id = $1 AND s.lexeme = t.lexeme
+), tq AS (
+	SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery AS query FROM q
+)`
+
+// searchFilter is what a record must satisfy besides a match, its tenant
+// and type: live, within scope, and not contradicting the task's
+// conditions ($5) at the time $6.
+const searchFilter = `
+	r.status IN ('active', 'contested')
+	AND ($7::text IS NULL OR r.scope IN ('', $7))
+	AND (r.type <> 'semantic' OR engram_fact_applies(r.payload, $5, $6))
+	AND (r.type <> 'competence' OR engram_procedure_applies(r.payload, $5))`
+
+// searchLexical finds the tenant's records of the type that hold any of the
+// query's lexemes, on the records_search index (its search_key is tenant
+// and type), and scores them all at once with BM25 — the usual parameters
+// k1 = 1.2 (term-frequency saturation) and b = 0.75 (length
+// normalisation); a record's length is its number of distinct lexemes.
+// lex ranks those at or below the caller's sensitivity ($4); withheld
+// counts those above it that would have ranked among them.
+const searchLexical = `, matched AS MATERIALIZED (
+	SELECT r.id, r.tsv, length(r.tsv) AS len, r.sensitivity_rank <= $4 AS allowed
+	FROM records r, tq
+	WHERE r.search_key = $1 || '/' || $3 AND r.tsv @@ tq.query AND ` + searchFilter + `
+), scored AS (
+	SELECT m.id, m.allowed, array_agg(u.lexeme ORDER BY u.lexeme) AS terms,
+		sum(q.idf * (cardinality(u.positions) * 2.2) / (cardinality(u.positions) + 1.2 * (0.25 + 0.75 * m.len / c.avg_len))) AS bm25
+	FROM matched m CROSS JOIN c CROSS JOIN LATERAL unnest(m.tsv) AS u
+	JOIN q ON q.lexeme = u.lexeme
+	GROUP BY m.id, m.allowed
+), lex AS (
+	SELECT id, bm25, terms FROM scored WHERE allowed ORDER BY bm25 DESC, id LIMIT $8
+), withheld AS (
+	SELECT count(*) AS n FROM scored
+	WHERE NOT allowed AND bm25 >= CASE WHEN (SELECT count(*) FROM lex) < $8 THEN 0 ELSE (SELECT min(bm25) FROM lex) END
+)`
+
+// searchSparse and searchDense are the vector half: the nearest vectors of
+// the model ($9) to the query vector ($10), on the HNSW index (iterative
+// scans keep going until the filters let enough through).
+const searchSparse = `, vec AS (
+	SELECT v.record_id AS id, v.sparse <=> $10::sparsevec AS dist
+	FROM record_vectors v JOIN records r ON r.tenant_id = v.tenant_id AND r.id = v.record_id
+	WHERE v.tenant_id = $1 AND v.model = $9 AND v.type = $3 AND v.sensitivity_rank <= $4 AND v.sparse IS NOT NULL
+		AND r.type = $3 AND ` + searchFilter + `
+	ORDER BY v.sparse <=> $10::sparsevec
+	LIMIT $8
+)`
+
+const searchDense = `, vec AS (
+	SELECT v.record_id AS id, v.dense <=> $10::vector AS dist
+	FROM record_vectors v JOIN records r ON r.tenant_id = v.tenant_id AND r.id = v.record_id
+	WHERE v.tenant_id = $1 AND v.model = $9 AND v.type = $3 AND v.sensitivity_rank <= $4 AND v.dense IS NOT NULL
+		AND r.type = $3 AND ` + searchFilter + `
+	ORDER BY v.dense <=> $10::vector
+	LIMIT $8
+)`
+
+// searchNoVector is the vector half of a lexical-only search.
+const searchNoVector = `, vec AS (
+	SELECT NULL::uuid AS id, NULL::float8 AS dist WHERE $9::text IS NULL AND $10::text IS NULL
+)`
+
+// searchResult joins both halves with the records they found. A vector
+// hit below a cosine similarity of 0.05 is noise (and an empty text's zero
+// vector is at distance NaN, which compares above everything): it is
+// dropped after the scan, whose limit keeps it bounded. The first row
+// always comes, carrying the withheld count, even when nothing matched.
+const searchResult = `, near AS (
+	SELECT * FROM vec WHERE dist <= 0.95
+), hits AS (
+	SELECT coalesce(lex.id, near.id) AS hid, coalesce(lex.bm25, 0) AS bm25, lex.terms, 1 - near.dist AS sim
+	FROM lex FULL JOIN near ON lex.id = near.id
+)
+SELECT w.n, h.hid, h.bm25, h.terms, h.sim, ` + recordColumns + `
+FROM withheld w
+LEFT JOIN (hits h JOIN records r ON r.tenant_id = $1 AND r.id = h.hid) ON true
+ORDER BY h.bm25 DESC, h.sim DESC NULLS LAST`
+
+// searchWorkingSQL is a thread's working memory, in the shape of a search
+// result: it is withheld when above the caller's sensitivity.
+const searchWorkingSQL = `
+WITH w AS (
+	SELECT r.id, r.sensitivity_rank FROM threads t JOIN records r ON r.tenant_id = t.tenant_id AND r.id = t.working_id
+	WHERE t.tenant_id = $1 AND t.thread_id = $2 AND t.status = 'open' AND r.status IN ('active', 'contested')
+), withheld AS (
+	SELECT count(*) AS n FROM w WHERE sensitivity_rank > $3
+), hits AS (
+	SELECT id AS hid, 0::float8 AS bm25, NULL::text[] AS terms, NULL::float8 AS sim FROM w WHERE sensitivity_rank <= $3
+)
+SELECT w.n, h.hid, h.bm25, h.terms, h.sim, ` + recordColumns + `
+FROM withheld w
+LEFT JOIN (hits h JOIN records r ON r.tenant_id = $1 AND r.id = h.hid) ON true`
+
+const (
+	searchSparseSQL   = searchTermsSQL + searchLexical + searchSparse + searchResult
+	searchDenseSQL    = searchTermsSQL + searchLexical + searchDense + searchResult
+	searchLexicalSQL  = searchTermsSQL + searchLexical + searchNoVector + searchResult
+	maxSearchLimit    = 1000
+	defaultSearchSize = 50
+)
+
+// Search runs each query (one per layer, say) in a single round trip and
+// returns their results in order. Records come completed, as [Store.Get]
+// returns them.
+func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]SearchResult, error) {
+	b := &pgx.Batch{}
+	_, inTx := s.db.(pgx.Tx)
+	if !inTx {
+		// These statements have one shape whatever their parameters, and
+		// planning them costs more than running them: a generic plan,
+		// made once per connection, serves every call. Scoped to this
+		// batch's transaction.
+		b.Queue("BEGIN READ ONLY")
+		b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+	}
+	for _, q := range qs {
+		if !q.Type.Valid() {
+			return nil, fmt.Errorf("search: unknown type %q", q.Type)
+		}
+		if q.Type == memory.Working {
+			b.Queue(searchWorkingSQL, tenant, q.ThreadID, q.MaxSensitivity.Rank())
+			continue
+		}
+		limit := q.Limit
+		if limit <= 0 {
+			limit = defaultSearchSize
+		}
+		limit = min(limit, maxSearchLimit)
+		cond := q.Conditions
+		if cond == nil {
+			cond = map[string]any{}
+		}
+		args := []any{tenant, q.Text, q.Type, q.MaxSensitivity.Rank(), cond, q.At.UTC(), q.Scope, limit}
+		switch {
+		case q.Sparse != nil:
+			b.Queue(searchSparseSQL, append(args, q.Model, q.Sparse)...)
+		case q.Dense != nil:
+			b.Queue(searchDenseSQL, append(args, q.Model, q.Dense)...)
+		default:
+			b.Queue(searchLexicalSQL, append(args, nil, nil)...)
+		}
+	}
+	if !inTx {
+		b.Queue("COMMIT")
+	}
+	last := time.Now()
+	br := s.db.SendBatch(ctx, b)
+	if !inTx {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				_ = br.Close()
+				return nil, fmt.Errorf("search: %w", err)
+			}
+		}
+	}
+	out := make([]SearchResult, len(qs))
+	var all []memory.Record
+	for i := range qs {
+		rows, err := br.Query()
+		if err != nil {
+			_ = br.Close()
+			return nil, fmt.Errorf("search %s: %w", qs[i].Type, err)
+		}
+		for rows.Next() {
+			var n int64
+			if rows.RawValues()[1] == nil {
+				// Nothing matched: the row carries the withheld count only.
+				skip := make([]any, len(rows.FieldDescriptions()))
+				skip[0] = &n
+				err = rows.Scan(skip...)
+			} else {
+				var h Hit
+				var id uuid.UUID
+				h.Record, err = scanRecord(rows, &n, &id, &h.BM25, &h.Terms, &h.Similarity)
+				out[i].Hits = append(out[i].Hits, h)
+			}
+			if err != nil {
+				rows.Close()
+				_ = br.Close()
+				return nil, fmt.Errorf("search %s: %w", qs[i].Type, err)
+			}
+			out[i].Withheld = int(n)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			_ = br.Close()
+			return nil, fmt.Errorf("search %s: %w", qs[i].Type, err)
+		}
+		now := time.Now()
+		out[i].Elapsed, last = now.Sub(last), now
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	for i := range out {
+		for _, h := range out[i].Hits {
+			all = append(all, h.Record)
+		}
+	}
+	if len(all) == 0 {
+		return out, nil
+	}
+	if err := s.complete(ctx, tenant, all, nil); err != nil {
+		return nil, err
+	}
+	k := 0
+	for i := range out {
+		for j := range out[i].Hits {
+			out[i].Hits[j].Record = all[k]
+			k++
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,128 @@
+package store_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
+)
+
+func procedure(skill, signal string, conds map[string]any, steps ...string) memory.Record {
+	var recipe []any
+	for _, s := range steps {
+		recipe = append(recipe, map[string]any{"step": s})
+	}
+	trig := map[string]any{"signal": signal}
+	if conds != nil {
+		trig["conditions"] = conds
+	}
+	p, _ := json.Marshal(map[string]any{"kind": "competence", "skill_name": skill,
+		"triggers": []any{trig}, "recipe": recipe})
+	return memory.Record{Type: memory.Competence, Confidence: 0.7, Payload: p}
+}
+
+func ids(hits []store.Hit) []uuid.UUID {
+	var out []uuid.UUID
+	for _, h := range hits {
+		out = append(out, h.Record.ID)
+	}
+	return out
+}
+
+// Lexical search ORs the query's terms, so a differently worded message of
+// the same error finds its procedure; a procedure whose conditions the task
+// contradicts is not a candidate.
+func TestSearchMatchesAnyTermWithinConditions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	linux := b.create(t, procedure("fix-resolve-linux", "npm ERR! code ERESOLVE unable to resolve dependency tree",
+		map[string]any{"os": "linux"}, "run npm install --legacy-peer-deps"))
+	mac := b.create(t, procedure("fix-resolve-mac", "npm ERR! code ERESOLVE unable to resolve dependency tree",
+		map[string]any{"os": "darwin"}, "delete node_modules"))
+	b.create(t, procedure("fix-disk", "ENOSPC no space left on device", nil, "free disk space"))
+
+	res, err := b.store.Search(b.ctx, b.tenant, []store.SearchQuery{{
+		Type: memory.Competence, Text: "npm error ERESOLVE could not resolve the dependency tree",
+		Conditions: map[string]any{"os": "linux"}, MaxSensitivity: memory.Hyper, At: time.Now(),
+	}})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	require.Equal(t, []uuid.UUID{linux.ID}, ids(res[0].Hits))
+	require.Greater(t, res[0].Hits[0].BM25, 0.0)
+	require.Contains(t, res[0].Hits[0].Terms, "eresolv")
+	require.NotContains(t, ids(res[0].Hits), mac.ID)
+}
+
+// Records above the caller's sensitivity are never returned; the count of
+// those that would have ranked is.
+func TestSearchWithholdsAboveClearance(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	open := fact("deploy", "uses_tool", "kubectl apply", nil)
+	secret := fact("deploy-secrets", "stored_in", "vault path for the deploy token", nil)
+	secret.Sensitivity = memory.High
+	o := b.create(t, open)
+	b.create(t, secret)
+
+	res, err := b.store.Search(b.ctx, b.tenant, []store.SearchQuery{
+		{Type: memory.Semantic, Text: "how do we deploy", MaxSensitivity: memory.Medium, At: time.Now()},
+		{Type: memory.Semantic, Text: "how do we deploy", MaxSensitivity: memory.High, At: time.Now()},
+		{Type: memory.Semantic, Text: "nothing here matches", MaxSensitivity: memory.Medium, At: time.Now()},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{o.ID}, ids(res[0].Hits))
+	require.Equal(t, 1, res[0].Withheld)
+	require.Len(t, res[1].Hits, 2)
+	require.Zero(t, res[1].Withheld)
+	require.Empty(t, res[2].Hits)
+	require.Zero(t, res[2].Withheld)
+}
+
+// With statistics, a rare term outweighs a common one (BM25's IDF).
+func TestSearchWeighsRareTerms(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, s := range []string{"a", "b", "c", "d", "e", "f"} {
+		b.create(t, fact("build-"+s, "fails_with", "error in the build step "+s, nil))
+	}
+	rare := b.create(t, fact("linker", "fails_with", "segfault", nil))
+	st, err := b.store.RefreshLexicalStats(b.ctx, b.tenant, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, int64(7), st.Docs)
+	stale, err := b.store.StaleLexicalTenants(b.ctx)
+	require.NoError(t, err)
+	require.NotContains(t, stale, b.tenant)
+
+	res, err := b.store.Search(b.ctx, b.tenant, []store.SearchQuery{{
+		Type: memory.Semantic, Text: "build error segfault", MaxSensitivity: memory.Hyper, At: time.Now(),
+	}})
+	require.NoError(t, err)
+	require.Len(t, res[0].Hits, 7)
+	require.Equal(t, rare.ID, res[0].Hits[0].Record.ID)
+}
+
+// An episode is searchable by its appended events once its outcome closes
+// it.
+func TestSearchFindsClosedEpisodesByTheirEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e := b.create(t, episode())
+	_, err := b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{Timeline: []memory.TimelineEntry{
+		{T: time.Now(), EventKind: "error", Ref: "evt://1", Summary: "terraform state lock timeout"}}}, b.ch)
+	require.NoError(t, err)
+	q := []store.SearchQuery{{Type: memory.Episodic, Text: "terraform lock", MaxSensitivity: memory.Hyper, At: time.Now()}}
+	res, err := b.store.Search(b.ctx, b.tenant, q)
+	require.NoError(t, err)
+	require.Empty(t, res[0].Hits)
+
+	_, err = b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{Outcome: "failure"}, b.ch)
+	require.NoError(t, err)
+	res, err = b.store.Search(b.ctx, b.tenant, q)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{e.ID}, ids(res[0].Hits))
+}
