@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -32,10 +33,12 @@ var Outcomes = []Outcome{UsedSuccess, UsedFailure, Unused}
 // maxScopeLength bounds a retrieval id or idempotency key.
 const maxScopeLength = 200
 
-// FeedbackRequest reports an outcome for records. Until retrieval ids name
-// a logged retrieval (the retrieval API's log), RecordIDs is required and
-// RetrievalID is an opaque idempotency scope, as Key is: feedback counts
-// once per (retrieval or key, record). Without either, every call counts.
+// FeedbackRequest reports an outcome for records. RetrievalID names a
+// logged answer of the retrieval API: the outcome applies to exactly the
+// records it returned, or to those of RecordIDs, which must be among them.
+// Without a retrieval, RecordIDs names the records and Key, when set, is
+// an idempotency key. Feedback counts once per (retrieval or key, record);
+// without either, every call counts.
 type FeedbackRequest struct {
 	RetrievalID string      `json:"retrieval_id,omitempty"`
 	Key         string      `json:"key,omitempty"`
@@ -67,8 +70,12 @@ func (req FeedbackRequest) check() error {
 	if len(req.Key) > maxScopeLength {
 		bad = append(bad, schemas.Violation{Pointer: "/key", Message: fmt.Sprintf("is longer than %d characters", maxScopeLength)})
 	}
-	if len(req.RecordIDs) == 0 {
-		bad = append(bad, schemas.Violation{Pointer: "/record_ids", Message: "is required: name the records the outcome is about (a retrieval_id does not name them yet)"})
+	if req.RetrievalID != "" {
+		if _, err := uuid.Parse(req.RetrievalID); err != nil {
+			bad = append(bad, schemas.Violation{Pointer: "/retrieval_id", Message: "is not a retrieval id (the retrieval_id of a POST /v1/retrieve answer)"})
+		}
+	} else if len(req.RecordIDs) == 0 {
+		bad = append(bad, schemas.Violation{Pointer: "/record_ids", Message: "is required without a retrieval_id: name the records the outcome is about"})
 	}
 	if len(bad) > 0 {
 		return &schemas.ValidationError{Violations: bad}
@@ -99,6 +106,13 @@ func (req FeedbackRequest) scope() string {
 func (d *Decayer) Feedback(ctx context.Context, tenant string, req FeedbackRequest, ch store.Change) (FeedbackResult, error) {
 	if err := req.check(); err != nil {
 		return FeedbackResult{}, err
+	}
+	if req.RetrievalID != "" {
+		ids, err := d.retrieved(ctx, tenant, req)
+		if err != nil {
+			return FeedbackResult{}, err
+		}
+		req.RecordIDs = ids
 	}
 	cfg := d.settings.Config()
 	now := d.clock()
@@ -197,4 +211,30 @@ func countOutcome(rec memory.Record, o Outcome, now time.Time) (string, json.Raw
 		return "", nil, fmt.Errorf("encode %s: %w", key, err)
 	}
 	return key, b, nil
+}
+
+// retrieved returns the records feedback on a logged retrieval is about:
+// those it returned, or the ones the request names, which must be among
+// them.
+func (d *Decayer) retrieved(ctx context.Context, tenant string, req FeedbackRequest) ([]uuid.UUID, error) {
+	r, err := d.store.GetRetrieval(ctx, tenant, uuid.MustParse(req.RetrievalID))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/retrieval_id", Message: "no such retrieval"}}}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(req.RecordIDs) == 0 {
+		return r.RecordIDs, nil
+	}
+	var bad []schemas.Violation
+	for i, id := range req.RecordIDs {
+		if !slices.Contains(r.RecordIDs, id) {
+			bad = append(bad, schemas.Violation{Pointer: fmt.Sprintf("/record_ids/%d", i), Message: "was not returned by the retrieval"})
+		}
+	}
+	if len(bad) > 0 {
+		return nil, &schemas.ValidationError{Violations: bad}
+	}
+	return req.RecordIDs, nil
 }

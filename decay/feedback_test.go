@@ -61,7 +61,7 @@ func TestFeedbackIsIdempotentPerScope(t *testing.T) {
 	b := setup(t)
 	a, c := b.create(t, fact("a")), b.create(t, fact("c"))
 	b.clock.Advance(90 * day)
-	req := decay.FeedbackRequest{RetrievalID: "ret-1", RecordIDs: []uuid.UUID{a.ID}, Outcome: decay.UsedSuccess}
+	req := decay.FeedbackRequest{Key: "first", RecordIDs: []uuid.UUID{a.ID}, Outcome: decay.UsedSuccess}
 	res, err := b.decayer.Feedback(b.ctx, b.tenant, req, b.ch)
 	require.NoError(t, err)
 	require.Len(t, res.Applied, 1)
@@ -106,11 +106,15 @@ func TestFeedbackRefusesBadInput(t *testing.T) {
 			[]schemas.Violation{{Pointer: "/record_ids/1", Message: "no such record"}, {Pointer: "/record_ids/2", Message: "no such record"}}},
 		{"outcome outside the enum", decay.FeedbackRequest{RecordIDs: []uuid.UUID{mine.ID}, Outcome: "helpful"},
 			[]schemas.Violation{{Pointer: "/outcome", Message: `"helpful" is not used_success, used_failure or unused`}}},
-		{"no records", decay.FeedbackRequest{RetrievalID: "r", Outcome: decay.Unused},
-			[]schemas.Violation{{Pointer: "/record_ids", Message: "is required: name the records the outcome is about (a retrieval_id does not name them yet)"}}},
+		{"no records", decay.FeedbackRequest{Key: "r", Outcome: decay.Unused},
+			[]schemas.Violation{{Pointer: "/record_ids", Message: "is required without a retrieval_id: name the records the outcome is about"}}},
+		{"not a retrieval id", decay.FeedbackRequest{RetrievalID: "ret-1", Outcome: decay.Unused},
+			[]schemas.Violation{{Pointer: "/retrieval_id", Message: "is not a retrieval id (the retrieval_id of a POST /v1/retrieve answer)"}}},
+		{"an unknown retrieval", decay.FeedbackRequest{RetrievalID: uuid.NewString(), Outcome: decay.Unused},
+			[]schemas.Violation{{Pointer: "/retrieval_id", Message: "no such retrieval"}}},
 		{"a record twice", decay.FeedbackRequest{RecordIDs: []uuid.UUID{mine.ID, mine.ID}, Outcome: decay.Unused},
 			[]schemas.Violation{{Pointer: "/record_ids/1", Message: "names a record twice"}}},
-		{"both scopes", decay.FeedbackRequest{RetrievalID: "r", Key: "k", RecordIDs: []uuid.UUID{mine.ID}, Outcome: decay.Unused},
+		{"both scopes", decay.FeedbackRequest{RetrievalID: uuid.NewString(), Key: "k", RecordIDs: []uuid.UUID{mine.ID}, Outcome: decay.Unused},
 			[]schemas.Violation{{Pointer: "/key", Message: "give a retrieval_id or a key, not both"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -109,6 +109,9 @@ func (s *Server) feedback(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if req.RetrievalID != "" && s.retrieve != nil {
+		s.retrieve.ObserveFeedback(string(req.Outcome), len(res.Applied))
+	}
 	out := feedbackResponse{Applied: len(res.Applied), Records: make([]feedbackRecord, len(res.Applied)),
 		Duplicate: orEmpty(res.Duplicate), NotLive: orEmpty(res.NotLive)}
 	for i, rec := range res.Applied {

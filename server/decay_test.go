@@ -127,7 +127,7 @@ func TestFeedbackAPI(t *testing.T) {
 	rec := e.createEpisode()
 	e.clock.Advance(7 * 24 * time.Hour)
 
-	body := map[string]any{"retrieval_id": "ret-1", "record_ids": []string{rec.ID.String()}, "outcome": "used_success"}
+	body := map[string]any{"key": "ret-1", "record_ids": []string{rec.ID.String()}, "outcome": "used_success"}
 	res := e.do("POST", "/v1/feedback", acmeKey, body)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	require.JSONEq(t, `{"applied": 1, "records": [{"id": "`+rec.ID.String()+`", "salience": 0.7, "version": 1}], "duplicate": [], "not_live": []}`, string(res.body))

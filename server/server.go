@@ -19,6 +19,7 @@ import (
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/jobs"
+	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -52,6 +53,8 @@ type Config struct {
 	Decay *decay.Decayer
 	// Jobs lists and runs the periodic jobs; nil serves 503 there.
 	Jobs *jobs.Scheduler
+	// Retrieve answers POST /v1/retrieve; nil serves 503 there.
+	Retrieve *retrieve.Retriever
 	// Now is the time records' current salience is shown at; nil means
 	// time.Now.
 	Now func() time.Time
@@ -59,17 +62,18 @@ type Config struct {
 
 // Server serves the engram API.
 type Server struct {
-	store   *store.Store
-	keys    map[[sha256.Size]byte]principal
-	logger  *slog.Logger
-	ready   func(context.Context) error
-	maxBody int64
-	metrics *metrics
-	ingest  *ingest.Ingester
-	decay   *decay.Decayer
-	jobs    *jobs.Scheduler
-	now     func() time.Time
-	handler http.Handler
+	store    *store.Store
+	keys     map[[sha256.Size]byte]principal
+	logger   *slog.Logger
+	ready    func(context.Context) error
+	maxBody  int64
+	metrics  *metrics
+	ingest   *ingest.Ingester
+	decay    *decay.Decayer
+	jobs     *jobs.Scheduler
+	retrieve *retrieve.Retriever
+	now      func() time.Time
+	handler  http.Handler
 }
 
 type principal struct {
@@ -79,15 +83,16 @@ type principal struct {
 // New returns a server for cfg.
 func New(cfg Config) *Server {
 	s := &Server{
-		store:   cfg.Store,
-		keys:    make(map[[sha256.Size]byte]principal, len(cfg.Keys)),
-		logger:  cfg.Logger,
-		ready:   cfg.Ready,
-		maxBody: cfg.MaxBodyBytes,
-		ingest:  cfg.Ingest,
-		decay:   cfg.Decay,
-		jobs:    cfg.Jobs,
-		now:     cfg.Now,
+		store:    cfg.Store,
+		keys:     make(map[[sha256.Size]byte]principal, len(cfg.Keys)),
+		logger:   cfg.Logger,
+		ready:    cfg.Ready,
+		maxBody:  cfg.MaxBodyBytes,
+		ingest:   cfg.Ingest,
+		decay:    cfg.Decay,
+		jobs:     cfg.Jobs,
+		retrieve: cfg.Retrieve,
+		now:      cfg.Now,
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -157,6 +162,7 @@ func (s *Server) routes() []route {
 		{"GET /v1/candidates", s.listCandidates, false},
 		{"GET /v1/threads/{thread_id}", s.getThread, false},
 		{"POST /v1/policy:explain", s.explainPolicy, false},
+		{"POST /v1/retrieve", s.retrieveMemory, false},
 		{"POST /v1/feedback", s.feedback, false},
 		{"GET /v1/stats/salience", s.salienceStats, false},
 		{"POST /v1/decay/preview", s.decayPreview, false},

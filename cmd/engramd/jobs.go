@@ -18,8 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/jobs"
+	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -40,6 +42,7 @@ func newStore(pool *pgxpool.Pool, cfg config.Config) (*store.Store, *decay.Setti
 // configuration reload on SIGHUP.
 type periodic struct {
 	settings  *decay.Settings
+	retrieve  *retrieve.Settings
 	decayer   *decay.Decayer
 	scheduler *jobs.Scheduler
 	load      func() (config.Config, error)
@@ -54,13 +57,20 @@ type periodic struct {
 // starts the scheduler and watches for SIGHUP, which reloads the
 // configuration with load.
 func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.Config, error), pool *pgxpool.Pool,
-	st *store.Store, settings *decay.Settings, reg prometheus.Registerer, logger *slog.Logger) (*periodic, error) {
+	st *store.Store, settings *decay.Settings, ret *retrieval, reg prometheus.Registerer, logger *slog.Logger) (*periodic, error) {
 	dec := decay.New(st, settings, decay.WithLogger(logger), decay.WithRegistry(reg))
 	sched := jobs.New(jobs.Config{Pool: pool, Logger: logger, Registry: reg})
-	for _, j := range []jobs.Job{
+	all := []jobs.Job{
 		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},
 		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }},
-	} {
+		{Name: retrieve.StatsJob, Run: func(ctx context.Context, r *jobs.Run) error { return ret.retriever.RefreshStats(ctx, r) }},
+	}
+	if b := ret.backfiller; b != nil {
+		all = append(all,
+			jobs.Job{Name: embedding.BackfillJob, Run: func(ctx context.Context, r *jobs.Run) error { return b.Backfill(ctx, r) }},
+			jobs.Job{Name: embedding.ReindexJob, Run: func(ctx context.Context, r *jobs.Run) error { return b.Reindex(ctx, r) }})
+	}
+	for _, j := range all {
 		j.Schedule = scheduleOf(cfg, j.Name)
 		if err := sched.Register(j); err != nil {
 			return nil, err
@@ -72,7 +82,7 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 	if err := sched.Start(ctx); err != nil {
 		return nil, err
 	}
-	p := &periodic{settings: settings, decayer: dec, scheduler: sched, load: load, logger: logger, cfg: cfg}
+	p := &periodic{settings: settings, retrieve: ret.settings, decayer: dec, scheduler: sched, load: load, logger: logger, cfg: cfg}
 	var rctx context.Context
 	rctx, p.stopReload = context.WithCancel(ctx)
 	p.reloaded = make(chan struct{}, 1)
@@ -116,8 +126,8 @@ func (p *periodic) reloadOnHUP(ctx context.Context) {
 	}
 }
 
-// reload reads the configuration again and puts its decay section and job
-// schedules in force. A configuration that does not load or validate is
+// reload reads the configuration again and puts its decay and retrieve
+// sections and job schedules in force. A configuration that does not load or validate is
 // refused whole, with the field named, and the one in force stays. Other
 // settings (listen address, database, keys) take a restart.
 func (p *periodic) reload(ctx context.Context) {
@@ -139,6 +149,8 @@ func (p *periodic) reload(ctx context.Context) {
 		p.logger.Error("configuration reload refused; the configuration in force stays", slog.String("error", err.Error()))
 		return
 	}
+	// Validated with the whole configuration above: Set cannot refuse it.
+	_ = p.retrieve.Set(cfg.Retrieve)
 	for _, name := range p.scheduler.Names() {
 		if err := p.scheduler.SetSchedule(name, scheduleOf(cfg, name)); err != nil {
 			// Validated with the configuration: not expected.

@@ -62,7 +62,10 @@ func TestReloadConfiguration(t *testing.T) {
 	st, settings, err := newStore(db.Pool, cfg)
 	require.NoError(t, err)
 	ctx := context.Background()
-	p, err := startPeriodic(ctx, cfg, load, db.Pool, st, settings, prometheus.NewRegistry(), logger)
+	reg := prometheus.NewRegistry()
+	ret, err := newRetrieval(cfg, st, reg, logger)
+	require.NoError(t, err)
+	p, err := startPeriodic(ctx, cfg, load, db.Pool, st, settings, ret, reg, logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { p.stop(ctx, 10*time.Second) })
 	require.Equal(t, decay.Duration(30*24*time.Hour), settings.Config().Profiles[memory.Semantic].HalfLife)
@@ -100,8 +103,10 @@ func TestUnknownJobRefusedAtStart(t *testing.T) {
 	cfg.Jobs = map[string]string{"compact": "@hourly"}
 	st, settings, err := newStore(db.Pool, cfg)
 	require.NoError(t, err)
-	_, err = startPeriodic(context.Background(), cfg, nil, db.Pool, st, settings, nil, slog.New(slog.DiscardHandler))
-	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are decay_purge, decay_sweep)")
+	ret, err := newRetrieval(cfg, st, nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	_, err = startPeriodic(context.Background(), cfg, nil, db.Pool, st, settings, ret, nil, slog.New(slog.DiscardHandler))
+	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retrieval_stats)")
 }
 
 // startWithConfig starts an engramd with a configuration file; its log goes

@@ -9,10 +9,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/policy"
+	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -66,4 +68,39 @@ func reloadPolicyOnHUP(ctx context.Context, path string, w *policy.Worker, logge
 			logger.Info("policy reloaded", slog.String("policy", path))
 		}
 	}
+}
+
+// retrieval is engramd's retrieval plane: the retriever, its settings, and
+// the backfiller of the vector index (nil with no embedder).
+type retrieval struct {
+	retriever  *retrieve.Retriever
+	settings   *retrieve.Settings
+	backfiller *embedding.Backfiller
+}
+
+// newRetrieval builds the embedder the configuration names and the
+// retriever over it.
+func newRetrieval(cfg config.Config, st *store.Store, reg prometheus.Registerer, logger *slog.Logger) (*retrieval, error) {
+	settings, err := retrieve.NewSettings(cfg.Retrieve)
+	if err != nil {
+		return nil, err
+	}
+	var emb embedding.Embedder
+	switch cfg.Embedding.Provider {
+	case config.EmbeddingLexical:
+		emb = embedding.NewLexical()
+	case config.EmbeddingOpenAI:
+		if emb, err = embedding.NewOpenAI(cfg.Embedding.OpenAI); err != nil {
+			return nil, err
+		}
+	}
+	opts := []retrieve.Option{retrieve.WithLogger(logger), retrieve.WithRegistry(reg)}
+	out := &retrieval{settings: settings}
+	if emb != nil {
+		opts = append(opts, retrieve.WithEmbedder(emb))
+		out.backfiller = embedding.NewBackfiller(st, emb, cfg.Embedding.BatchSize, logger)
+		logger.Info("vector index", slog.String("model", emb.Model()))
+	}
+	out.retriever = retrieve.New(st, settings, opts...)
+	return out, nil
 }

@@ -152,7 +152,11 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	// Stopped after the HTTP server and before the pool closes: a batch cut
 	// off rolls back and its events stay staged for the next start.
 	defer func() { _ = worker.Stop(context.WithoutCancel(ctx)) }()
-	per, err := startPeriodic(ctx, cfg, load, pool, st, settings, reg, logger)
+	ret, err := newRetrieval(cfg, st, reg, logger)
+	if err != nil {
+		return err
+	}
+	per, err := startPeriodic(ctx, cfg, load, pool, st, settings, ret, reg, logger)
 	if err != nil {
 		return err
 	}
@@ -169,6 +173,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		Ingest:       ing,
 		Decay:        per.decayer,
 		Jobs:         per.scheduler,
+		Retrieve:     ret.retriever,
 	})
 	httpServer := &http.Server{
 		Handler:           srv,

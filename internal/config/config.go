@@ -16,7 +16,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/jobs"
+	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -69,7 +71,32 @@ type Config struct {
 	// decay_sweep: "*/15 * * * *"; "off" runs a job only when asked. yaml
 	// jobs. Reloaded on SIGHUP.
 	Jobs map[string]string `yaml:"jobs"`
+	// Retrieve tunes retrieval: ranking weights, the default budget and
+	// trust gating (see [retrieve.Config]). yaml retrieve.
+	Retrieve retrieve.Config `yaml:"retrieve"`
+	// Embedding chooses the embedder of the advisory vector index. yaml
+	// embedding.
+	Embedding Embedding `yaml:"embedding"`
 }
+
+// Embedding chooses the embedder (yaml embedding.*): the built-in lexical
+// one (the default: no network, no model), an OpenAI-compatible endpoint,
+// or none (retrieval is lexical only).
+type Embedding struct {
+	Provider string `yaml:"provider"`
+	// OpenAI configures provider openai; its api_key may come from
+	// ENGRAM_EMBEDDING_API_KEY instead of the file.
+	OpenAI embedding.OpenAIConfig `yaml:"openai"`
+	// BatchSize is how many records a backfill batch reads.
+	BatchSize int `yaml:"batch_size"`
+}
+
+// Embedding providers.
+const (
+	EmbeddingLexical = "lexical"
+	EmbeddingOpenAI  = "openai"
+	EmbeddingNone    = "none"
+)
 
 // Ingest tunes the ingestion and policy planes (yaml ingest.*).
 type Ingest struct {
@@ -111,7 +138,13 @@ func Default() Config {
 			Partitions: 2, BatchSize: 1000, MaxAttempts: 5,
 		},
 		Decay: decay.DefaultConfig(),
-		Jobs:  map[string]string{decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule},
+		Jobs: map[string]string{
+			decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule,
+			retrieve.StatsJob: retrieve.DefaultStatsSchedule, embedding.BackfillJob: embedding.DefaultBackfillSchedule,
+			embedding.ReindexJob: jobs.Off,
+		},
+		Retrieve:  retrieve.DefaultConfig(),
+		Embedding: Embedding{Provider: EmbeddingLexical, BatchSize: embedding.DefaultBackfillBatch},
 	}
 }
 
@@ -172,6 +205,7 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	setIf(&c.LogLevel, getenv("ENGRAM_LOG_LEVEL"))
 	setIf(&c.LogFormat, getenv("ENGRAM_LOG_FORMAT"))
 	setIf(&c.PolicyFile, getenv("ENGRAM_POLICY_FILE"))
+	setIf(&c.Embedding.OpenAI.APIKey, getenv("ENGRAM_EMBEDDING_API_KEY"))
 	if v := getenv("ENGRAM_MAX_PAYLOAD_BYTES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -245,6 +279,21 @@ func (c Config) Validate() error {
 	}
 	if err := c.Decay.Validate(); err != nil {
 		return err
+	}
+	if err := c.Retrieve.Validate(); err != nil {
+		return err
+	}
+	switch c.Embedding.Provider {
+	case EmbeddingLexical, EmbeddingNone:
+	case EmbeddingOpenAI:
+		if err := c.Embedding.OpenAI.Validate(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("embedding.provider: %q is not lexical, openai or none", c.Embedding.Provider)
+	}
+	if c.Embedding.BatchSize < 1 || c.Embedding.BatchSize > 10000 {
+		return fmt.Errorf("embedding.batch_size: %d is outside 1..10000", c.Embedding.BatchSize)
 	}
 	for name, spec := range c.Jobs {
 		if err := jobs.ParseSchedule(spec); err != nil {

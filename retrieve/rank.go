@@ -1,0 +1,301 @@
+package retrieve
+
+import (
+	"encoding/json"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
+)
+
+// candidate is a record found for a layer, scored.
+type candidate struct {
+	rec   memory.Record
+	score float64
+	why   Why
+	// conds are the conditions the record applies under (a fact's
+	// validity, a procedure's matched trigger): what separates it from
+	// other candidates.
+	conds memory.Conditions
+}
+
+// recencyHalfLife is how fast a procedure's or plan's last reinforcement
+// stops counting for selection (substrate RFC §15A.11).
+const recencyHalfLife = 30 * 24 * time.Hour
+
+// rank scores a layer's hits and orders them best first. Relevance fuses
+// the normalised BM25 score and the vector similarity by weight (plain rank
+// fusion loses to BM25 alone when the vectors are weak); current salience,
+// confidence and provenance quality then scale it (003 §12.4.6). Facts and
+// procedures are scaled by their applicability to the task's conditions,
+// and procedures and plans by their smoothed success rate and the recency
+// of their reinforcement (§15A.11).
+func (r *Retriever) rank(cfg Config, layer LayerName, t Task, hits []store.Hit, vectors bool, now time.Time) []candidate {
+	var best float64
+	for _, h := range hits {
+		best = max(best, h.BM25)
+	}
+	w := cfg.Weights
+	out := make([]candidate, 0, len(hits))
+	for _, h := range hits {
+		c := candidate{rec: h.Record}
+		why := &c.why
+		why.BM25, why.Terms, why.Vector = h.BM25, h.Terms, h.Similarity
+		if best > 0 {
+			why.Lexical = h.BM25 / best
+		}
+		switch {
+		case layer == LayerWorking:
+			why.Relevance = 1 // the thread's own
+		case vectors:
+			var sim float64
+			if h.Similarity != nil {
+				sim = clamp01(*h.Similarity)
+			}
+			why.Relevance = (w.Lexical*why.Lexical + w.Vector*sim) / (w.Lexical + w.Vector)
+		default:
+			why.Relevance = why.Lexical
+		}
+		why.Salience = clamp01(decay.Current(h.Record, now))
+		why.Confidence = h.Record.Confidence
+		why.Provenance = provenanceQuality(h.Record.Provenance)
+		score := why.Relevance * factor(w.Salience, why.Salience) * factor(w.Confidence, why.Confidence) * factor(w.Provenance, why.Provenance)
+
+		switch layer {
+		case LayerSemantic:
+			var p memory.SemanticPayload
+			_ = json.Unmarshal(h.Record.Payload, &p)
+			c.conds = p.Validity.Conditions
+			score *= applicability(why, p.Validity.Conditions, t.Conditions)
+		case LayerCompetence:
+			var p memory.CompetencePayload
+			_ = json.Unmarshal(h.Record.Payload, &p)
+			trig := bestTrigger(p.Triggers, t)
+			why.MatchedSignal, c.conds = trig.Signal, trig.Conditions
+			score *= applicability(why, trig.Conditions, t.Conditions)
+			var s, f int
+			if p.Performance != nil {
+				s, f = p.Performance.Successes, p.Performance.Failures
+			}
+			score *= selection(why, s, f, h.Record, now)
+		case LayerPlan:
+			var p struct {
+				Intent  string         `json:"intent"`
+				Metrics map[string]any `json:"metrics"`
+			}
+			_ = json.Unmarshal(h.Record.Payload, &p)
+			if t.Intent != "" && strings.EqualFold(p.Intent, t.Intent) {
+				why.IntentMatch = true
+				why.Relevance = (1 + why.Relevance) / 2
+				score *= 2
+			}
+			score *= selection(why, count(p.Metrics["successes"]), count(p.Metrics["failures"]), h.Record, now)
+		}
+		c.score = score
+		out = append(out, c)
+	}
+	slices.SortStableFunc(out, func(a, b candidate) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.rec.ID.String(), b.rec.ID.String())
+	})
+	return out
+}
+
+// factor scales a score by a signal x in [0, 1] with weight w: 1 when w is
+// 0, x when w is 1.
+func factor(w, x float64) float64 { return 1 - w + w*x }
+
+func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
+
+// applicability records which of a record's conditions the task satisfies
+// and which it does not name, and returns the score factor: 1 when it
+// satisfies all (or there are none), ½ when it names none of them.
+func applicability(why *Why, conds, ctx memory.Conditions) float64 {
+	if len(conds) == 0 {
+		one := 1.0
+		why.Applicability = &one
+		return 1
+	}
+	for _, k := range slices.Sorted(maps.Keys(conds)) {
+		if v, ok := ctx[k]; ok && equalScalar(v, conds[k]) {
+			why.MatchedConditions = append(why.MatchedConditions, k)
+		} else {
+			why.UnknownConditions = append(why.UnknownConditions, k)
+		}
+	}
+	a := float64(len(why.MatchedConditions)) / float64(len(conds))
+	why.Applicability = &a
+	return 0.5 + 0.5*a
+}
+
+// equalScalar compares condition values as the database does (jsonb
+// equality): numbers by value.
+func equalScalar(a, b any) bool {
+	if fa, ok := number(a); ok {
+		fb, ok := number(b)
+		return ok && fa == fb
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case int:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+func count(v any) int {
+	n, _ := number(v)
+	return max(int(n), 0)
+}
+
+// selection records a procedure's or plan's smoothed success rate and
+// recency and returns the score factor. The rate is Laplace-smoothed,
+// (s+1)/(s+f+2), so one lucky success (⅔) does not beat twenty (21/22).
+func selection(why *Why, successes, failures int, rec memory.Record, now time.Time) float64 {
+	rate := float64(successes+1) / float64(successes+failures+2)
+	age := now.Sub(rec.Lifecycle.LastReinforcedAt)
+	recency := math.Exp2(-math.Max(0, age.Seconds()) / recencyHalfLife.Seconds())
+	why.SuccessRate, why.Recency = &rate, &recency
+	return (0.25 + 0.75*rate) * (0.8 + 0.2*recency)
+}
+
+// bestTrigger is the trigger of a procedure that best matches the task:
+// among those whose conditions the task does not contradict (the store
+// returned the procedure because one exists), the one whose signal shares
+// most words with the task's signals and text, then the most specific.
+func bestTrigger(ts []memory.Trigger, t Task) memory.Trigger {
+	want := words(strings.Join(append([]string{t.Text, t.Intent}, t.Signals...), " "))
+	var best memory.Trigger
+	bestScore := -1.0
+	for _, tr := range ts {
+		if contradicts(tr.Conditions, t.Conditions) {
+			continue
+		}
+		have := words(tr.Signal)
+		var shared int
+		for w := range have {
+			if want[w] {
+				shared++
+			}
+		}
+		score := float64(shared) + 0.01*float64(len(tr.Conditions))
+		if score > bestScore {
+			best, bestScore = tr, score
+		}
+	}
+	return best
+}
+
+// contradicts reports whether the task's context names a key of conds with
+// another value: the SQL engram_conditions_hold, negated.
+func contradicts(conds, ctx memory.Conditions) bool {
+	for k, v := range conds {
+		if w, ok := ctx[k]; ok && !equalScalar(v, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func words(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		out[w] = true
+	}
+	return out
+}
+
+// provenanceQuality is a record's provenance authority in [0, 1] (003
+// §12.4.6: the best of its evidence): a human statement or an outcome
+// counts most, an event or observation least, no evidence at all lower
+// still.
+func provenanceQuality(p memory.Provenance) float64 {
+	best := 0.2
+	for _, s := range p.Sources {
+		var q float64
+		switch s.Kind {
+		case "human_statement", "outcome":
+			q = 1
+		case "tool_call", "artifact":
+			q = 0.8
+		case "event", "observation":
+			q = 0.6
+		default:
+			q = 0.5
+		}
+		best = max(best, q)
+	}
+	return best
+}
+
+// disambiguate says whether the best of ranked candidates fails to beat the
+// next by margin (substrate RFC §15A.11), and if so which condition keys
+// would separate the contenders: keys some of them name with different
+// values, or that some name and others do not, and that the task has not
+// given.
+func disambiguate(ranked []candidate, margin float64, ctx map[string]any) (bool, []string) {
+	if len(ranked) < 2 || ranked[0].score <= 0 {
+		return false, nil
+	}
+	contenders := []candidate{ranked[0]}
+	for _, c := range ranked[1:] {
+		if c.score >= ranked[0].score*(1-margin) {
+			contenders = append(contenders, c)
+		}
+	}
+	if len(contenders) < 2 {
+		return false, nil
+	}
+	keys := map[string]bool{}
+	for _, c := range contenders {
+		for k := range c.conds {
+			keys[k] = true
+		}
+	}
+	var sep []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if _, given := ctx[k]; given {
+			continue
+		}
+		var vals []any
+		missing := false
+		for _, c := range contenders {
+			v, ok := c.conds[k]
+			if !ok {
+				missing = true
+				continue
+			}
+			vals = append(vals, v)
+		}
+		differ := missing
+		for _, v := range vals[1:] {
+			if !equalScalar(v, vals[0]) {
+				differ = true
+			}
+		}
+		if differ {
+			sep = append(sep, k)
+		}
+	}
+	return true, sep
+}

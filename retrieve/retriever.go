@@ -1,0 +1,385 @@
+package retrieve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/pgvector/pgvector-go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/engram-dev/engram/embedding"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/policy"
+	"github.com/engram-dev/engram/store"
+)
+
+// Result is a layered answer (substrate RFC §15.8): structured records,
+// never a blob of text.
+type Result struct {
+	RetrievalID uuid.UUID `json:"retrieval_id"`
+	// Clearance is the clearance the answer was gated at: the request's,
+	// lowered by an unauthenticated caller or the environment.
+	Clearance memory.Sensitivity `json:"clearance"`
+	Layers    []Layer            `json:"layers"`
+	// Withheld counts the records the trust context kept back: never
+	// which.
+	Withheld int `json:"withheld"`
+	// LexicalOnly says vector search took no part, and Notes why.
+	LexicalOnly bool     `json:"lexical_only"`
+	Notes       []string `json:"notes,omitempty"`
+	Budget      Usage    `json:"budget"`
+}
+
+// Usage is how much of the budget an answer spent.
+type Usage struct {
+	Items       int `json:"items"`
+	Tokens      int `json:"tokens"`
+	ItemsLimit  int `json:"items_limit"`
+	TokensLimit int `json:"tokens_limit"`
+}
+
+// Layer is one layer of the answer, best first.
+type Layer struct {
+	Name  LayerName `json:"layer"`
+	Items []Item    `json:"items"`
+	// Omitted counts matching records the budget left out.
+	Omitted int `json:"omitted,omitempty"`
+	// NeedsDisambiguation says several procedures or plans match about
+	// equally well (substrate RFC §15A.11); SeparatingKeys are the
+	// condition keys whose values would tell them apart.
+	NeedsDisambiguation bool     `json:"needs_disambiguation,omitempty"`
+	SeparatingKeys      []string `json:"separating_keys,omitempty"`
+}
+
+// Item is one record of the answer, as trust gating shows it, with its
+// score and why it matched.
+type Item struct {
+	Record memory.Record `json:"record"`
+	Score  float64       `json:"score"`
+	Gating Gating        `json:"gating"`
+	Tokens int           `json:"tokens"`
+	Why    Why           `json:"why"`
+}
+
+// Why explains an item's score.
+type Why struct {
+	// Lexical is the BM25 score normalised by the layer's best; BM25 the
+	// raw score and Terms the query's lexemes the record holds.
+	Lexical float64  `json:"lexical"`
+	BM25    float64  `json:"bm25"`
+	Terms   []string `json:"terms,omitempty"`
+	// Vector is the cosine similarity with the task's vector, when vector
+	// search found the record.
+	Vector     *float64 `json:"vector,omitempty"`
+	Relevance  float64  `json:"relevance"`
+	Salience   float64  `json:"salience"`
+	Confidence float64  `json:"confidence"`
+	Provenance float64  `json:"provenance"`
+	// Applicability is the share of the record's conditions the task
+	// satisfies (none is violated, or it would not be here);
+	// MatchedConditions and UnknownConditions name them.
+	Applicability     *float64 `json:"applicability,omitempty"`
+	MatchedConditions []string `json:"matched_conditions,omitempty"`
+	UnknownConditions []string `json:"unknown_conditions,omitempty"`
+	// MatchedSignal is the trigger a procedure matched on.
+	MatchedSignal string `json:"matched_signal,omitempty"`
+	// SuccessRate is a procedure's or plan's smoothed success rate, and
+	// Recency how recently it was reinforced (1 now, ½ after 30 days).
+	SuccessRate *float64 `json:"success_rate,omitempty"`
+	Recency     *float64 `json:"recency,omitempty"`
+	IntentMatch bool     `json:"intent_match,omitempty"`
+}
+
+// Settings holds the retrieval configuration in force; a reload swaps it.
+type Settings struct{ cfg atomic.Pointer[Config] }
+
+// NewSettings returns settings holding cfg, if it is valid.
+func NewSettings(cfg Config) (*Settings, error) {
+	s := &Settings{}
+	return s, s.Set(cfg)
+}
+
+// Set puts cfg in force, if it is valid; otherwise the old one stays.
+func (s *Settings) Set(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	s.cfg.Store(&cfg)
+	return nil
+}
+
+// Config returns the configuration in force.
+func (s *Settings) Config() Config { return *s.cfg.Load() }
+
+// Retriever answers retrieval requests from the store.
+type Retriever struct {
+	store    *store.Store
+	embedder embedding.Embedder
+	settings *Settings
+	redactor *policy.Redactor
+	logger   *slog.Logger
+	metrics  *metrics
+	now      func() time.Time
+}
+
+// Option configures a [Retriever].
+type Option func(*Retriever)
+
+// WithEmbedder sets the embedder of query vectors; without one, retrieval
+// is lexical only.
+func WithEmbedder(e embedding.Embedder) Option { return func(r *Retriever) { r.embedder = e } }
+
+// WithRedactor sets the redactor gating's redact uses; the default knows
+// the built-in secret and personal-data detectors only.
+func WithRedactor(rd *policy.Redactor) Option { return func(r *Retriever) { r.redactor = rd } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(r *Retriever) { r.logger = l } }
+
+// WithRegistry registers the retrieval metrics.
+func WithRegistry(reg prometheus.Registerer) Option {
+	return func(r *Retriever) { r.metrics = newMetrics(reg) }
+}
+
+// WithClock sets the time retrieval reads salience and validity at.
+func WithClock(now func() time.Time) Option { return func(r *Retriever) { r.now = now } }
+
+// New returns a retriever over st with the settings in force.
+func New(st *store.Store, settings *Settings, opts ...Option) *Retriever {
+	r := &Retriever{store: st, settings: settings, logger: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.redactor == nil {
+		r.redactor, _ = policy.NewRedactor(nil)
+	}
+	if r.metrics == nil {
+		r.metrics = newMetrics(nil)
+	}
+	return r
+}
+
+// Retrieve answers req for a tenant: layer by layer, hybrid-ranked,
+// trust-gated, within budget, and logged under a new retrieval id.
+func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (Result, error) {
+	start := time.Now()
+	if err := req.check(); err != nil {
+		return Result{}, err
+	}
+	cfg := r.settings.Config()
+	now := r.now().UTC()
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Result{}, fmt.Errorf("retrieval id: %w", err)
+	}
+	res := Result{RetrievalID: id, Clearance: clearance(cfg.Trust, req.Trust)}
+	budget := budgetOf(cfg, req.Budget)
+	res.Budget = Usage{ItemsLimit: budget.items, TokensLimit: budget.tokens}
+
+	text := queryText(req.Task)
+	queries := r.queries(cfg, req.Task, text, res.Clearance, now)
+	model, sparse, dense, note := r.queryVector(ctx, text)
+	if note != "" {
+		res.Notes = append(res.Notes, note)
+	}
+	for i := range queries {
+		if queries[i].Type != memory.Working {
+			queries[i].Model, queries[i].Sparse, queries[i].Dense = model, sparse, dense
+		}
+	}
+	found, err := r.store.Search(ctx, tenant, queries)
+	if err != nil && (sparse != nil || dense != nil) && ctx.Err() == nil {
+		// The vector index is advisory (§15.3): without it, answer
+		// lexically and say so.
+		r.logger.Warn("vector search failed; answering lexically", slog.String("error", err.Error()))
+		res.Notes = append(res.Notes, "vector search unavailable: the vector index could not be read")
+		for i := range queries {
+			queries[i].Model, queries[i].Sparse, queries[i].Dense = "", nil, nil
+		}
+		sparse, dense = nil, nil
+		found, err = r.store.Search(ctx, tenant, queries)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	for i, q := range queries {
+		r.metrics.layerDuration.WithLabelValues(string(layerOf(q.Type))).Observe(found[i].Elapsed.Seconds())
+	}
+	res.LexicalOnly = sparse == nil && dense == nil
+
+	var returned []uuid.UUID
+	for i, q := range queries {
+		layer := layerOf(q.Type)
+		ranked := r.rank(cfg, layer, req.Task, found[i].Hits, !res.LexicalOnly, now)
+		out := Layer{Name: layer}
+		if layer == LayerCompetence || layer == LayerPlan {
+			out.NeedsDisambiguation, out.SeparatingKeys = disambiguate(ranked, cfg.DisambiguationMargin, req.Task.Conditions)
+		}
+		res.Withheld += found[i].Withheld
+		limit := budget.layers[layer]
+		for _, c := range ranked {
+			item, ok, err := r.gate(cfg, res.Clearance, c)
+			if err != nil {
+				return Result{}, err
+			}
+			if !ok {
+				res.Withheld++
+				continue
+			}
+			if len(out.Items) >= limit || res.Budget.Items >= budget.items || res.Budget.Tokens+item.Tokens > budget.tokens {
+				out.Omitted++
+				continue
+			}
+			out.Items = append(out.Items, item)
+			res.Budget.Items++
+			res.Budget.Tokens += item.Tokens
+			returned = append(returned, item.Record.ID)
+		}
+		if out.Items == nil {
+			out.Items = []Item{}
+		}
+		res.Layers = append(res.Layers, out)
+	}
+
+	err = r.store.LogRetrieval(ctx, tenant, store.Retrieval{
+		ID: id, At: now, AgentID: req.Task.AgentID, ThreadID: req.Task.ThreadID,
+		RecordIDs: returned, Withheld: res.Withheld, LexicalOnly: res.LexicalOnly,
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	r.metrics.observe(res, time.Since(start))
+	return res, nil
+}
+
+// queryText is what a task is searched by: its text, intent, signals and
+// tools together, any of whose terms may match.
+func queryText(t Task) string {
+	parts := append([]string{t.Text, strings.ReplaceAll(t.Intent, "_", " ")}, t.Signals...)
+	parts = append(parts, t.Tools...)
+	return strings.Join(parts, " ")
+}
+
+// queries is one search per layer, in answer order: the thread's working
+// memory (when the task names a thread), then the searched layers.
+func (r *Retriever) queries(cfg Config, t Task, text string, c memory.Sensitivity, now time.Time) []store.SearchQuery {
+	var scope *string
+	if t.Scope != "" {
+		scope = &t.Scope
+	}
+	var qs []store.SearchQuery
+	for _, l := range Layers {
+		if l == LayerWorking {
+			if t.ThreadID != "" {
+				qs = append(qs, store.SearchQuery{Type: memory.Working, ThreadID: t.ThreadID, MaxSensitivity: c})
+			}
+			continue
+		}
+		qs = append(qs, store.SearchQuery{
+			Type: l.recordType(), Text: text, Conditions: t.Conditions, Scope: scope,
+			MaxSensitivity: c, At: now, Limit: cfg.Candidates,
+		})
+	}
+	return qs
+}
+
+// queryVector embeds the task's text. An embedder that fails (an endpoint
+// down) leaves retrieval lexical, with a note saying so.
+func (r *Retriever) queryVector(ctx context.Context, text string) (model string, sparse *pgvector.SparseVector, dense *pgvector.Vector, note string) {
+	if r.embedder == nil {
+		return "", nil, nil, "vector search off: no embedder configured"
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", nil, nil, ""
+	}
+	start := time.Now()
+	vs, err := r.embedder.Embed(ctx, []string{text})
+	r.metrics.embed.Observe(time.Since(start).Seconds())
+	if err != nil || len(vs) != 1 {
+		if err == nil {
+			err = errors.New("no vector returned")
+		}
+		r.logger.Warn("embed the task; answering lexically", slog.String("model", r.embedder.Model()), slog.String("error", err.Error()))
+		return "", nil, nil, "vector search unavailable: the embedder failed (" + r.embedder.Model() + ")"
+	}
+	return r.embedder.Model(), vs[0].Sparse, vs[0].Dense, ""
+}
+
+// layerOf is the layer a record type answers in.
+func layerOf(t memory.Type) LayerName {
+	switch t {
+	case memory.Working:
+		return LayerWorking
+	case memory.Semantic:
+		return LayerSemantic
+	case memory.Competence:
+		return LayerCompetence
+	case memory.PlanGraph:
+		return LayerPlan
+	}
+	return LayerEpisodic
+}
+
+// budget is a request's budget with the defaults filled in.
+type budget struct {
+	items, tokens int
+	layers        map[LayerName]int
+}
+
+func budgetOf(cfg Config, b Budget) budget {
+	out := budget{items: cfg.Items, tokens: cfg.Tokens, layers: map[LayerName]int{}}
+	if b.Items != nil {
+		out.items = *b.Items
+	}
+	if b.Tokens != nil {
+		out.tokens = *b.Tokens
+	}
+	for _, l := range Layers {
+		out.layers[l] = cfg.Layers[l]
+		if out.layers[l] == 0 {
+			out.layers[l] = DefaultConfig().Layers[l]
+		}
+		if n, ok := b.Layers[l]; ok {
+			out.layers[l] = n
+		}
+	}
+	return out
+}
+
+// clearance is the clearance an answer is gated at (substrate RFC §13):
+// the request's (or the default), lowered for an unauthenticated caller and
+// by the environment it will be shown in.
+func clearance(cfg TrustConfig, t Trust) memory.Sensitivity {
+	c := t.Clearance
+	if c == "" {
+		c = cfg.DefaultClearance
+	}
+	if t.Authenticated != nil && !*t.Authenticated {
+		c = minSensitivity(c, cfg.UnauthenticatedClearance)
+	}
+	if cap, ok := cfg.Environments[t.Environment]; ok && t.Environment != "" {
+		c = minSensitivity(c, cap)
+	}
+	return c
+}
+
+func minSensitivity(a, b memory.Sensitivity) memory.Sensitivity {
+	if a.Rank() <= b.Rank() {
+		return a
+	}
+	return b
+}
+
+// tokens estimates a record's size in tokens: about four bytes of JSON
+// each, plus the envelope.
+func tokens(rec memory.Record) int {
+	b, _ := json.Marshal(rec.Payload)
+	return len(b)/4 + 16
+}
