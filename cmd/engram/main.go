@@ -1,6 +1,7 @@
 // Command engram is the command-line client of engramd's HTTP API, for
-// operators and agents: read, list and revise memory records. See usage in
-// run.go, or run `engram help`.
+// operators and agents: read, list and revise memory records, recall what
+// memory helps with a task and report how it served. See usage in run.go, or
+// run `engram help`.
 package main
 
 import (

@@ -16,7 +16,7 @@ const DefaultURL = "http://127.0.0.1:8080"
 const usage = `engram is the command-line client of engramd, the engram memory daemon.
 
 Usage:
-  engram records COMMAND [ARGUMENTS] [FLAGS]
+  engram COMMAND [ARGUMENTS] [FLAGS]
   engram help
 
 Read:
@@ -51,6 +51,29 @@ Write (each takes --rationale R, kept in the audit trail; FILE - is standard inp
   records merge ID ID... [-f FILE]        merge duplicates; FILE holds a template record
   records delete ID                       delete a record (it stays in history and audit)
   records purge ID                        erase a deleted record for good
+
+Retrieval:
+  recall TEXT [FLAGS]                     what memory helps with a task, layer by layer: the thread's
+                                          working memory, facts, procedures, plans and episodes
+      --intent X         the task's intent, such as fix_build
+      --signal S         a signal, such as an error message (repeatable)
+      --tool T           a tool in play (repeatable)
+      --cond KEY=VALUE   a condition of the task's context (repeatable): true and false are
+                         booleans, numbers numbers, anything else (or "quoted") a string
+      --thread ID        the task's thread; its working memory comes first
+      --agent ID         the agent asking
+      --scope S          records of scope S, and of none
+      --clearance LEVEL  public, low, medium, high or hyper (default: the server's)
+      --unauthenticated  the person at the agent is not authenticated: lowers the clearance
+      --env ENV          where the answer is shown, such as shared_screen or ci: may lower it
+      --items N          items in all, 1 to 200
+      --tokens N         approximate tokens in all, 1 to 200000
+      --layer LAYER=N    items in LAYER (working, semantic, competence, plan, episodic), 1 to 100
+                         (repeatable)
+  feedback RETRIEVAL_ID --outcome O [--record ID]... [--rationale R]
+                                          how the records a recall returned served the task:
+                                          used_success reinforces them, used_failure and unused
+                                          penalise them; --record names only some of them
 
 Events and policy:
   policy explain FILE|-                   what the policy in force would do with the event in FILE:
@@ -168,6 +191,10 @@ func (c *cli) run(ctx context.Context, args []string) error {
 			return usageErrorf("usage: engram bench ingest [--events N] [--streams N] [--threads N] [--agents N]")
 		}
 		return benchIngest(c, ctx, args[1:])
+	case "recall":
+		return recall(c, ctx, args)
+	case "feedback":
+		return feedback(c, ctx, args)
 	case "decay":
 		return decayCommand(c, ctx, args)
 	case "jobs":
@@ -194,6 +221,20 @@ func (c *cli) flags(name string) *flag.FlagSet {
 // arguments, and returns the positional ones: exactly n of them, or at least
 // -n when n is negative. what is the usage shown when they are not.
 func parse(fs *flag.FlagSet, args []string, n int, what string) ([]string, error) {
+	pos, err := parseAll(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case n >= 0 && len(pos) != n, n < 0 && len(pos) < -n:
+		return nil, usageErrorf("usage: engram %s %s", fs.Name(), what)
+	}
+	return pos, nil
+}
+
+// parseAll parses args with fs, flags before, between or after the
+// positional arguments, and returns the positional ones, however many.
+func parseAll(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -201,19 +242,13 @@ func parse(fs *flag.FlagSet, args []string, n int, what string) ([]string, error
 		}
 		rest := fs.Args()
 		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			pos = append(pos, rest...)
-			break
+			return append(pos, rest...), nil
 		}
 		if len(rest) == 0 {
-			break
+			return pos, nil
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	switch {
-	case n >= 0 && len(pos) != n, n < 0 && len(pos) < -n:
-		return nil, usageErrorf("usage: engram %s %s", fs.Name(), what)
-	}
-	return pos, nil
 }
 
 func flagError(err error) error {
