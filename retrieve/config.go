@@ -86,6 +86,10 @@ type Config struct {
 	// Candidates is how many records each half of a layer's search (lexical
 	// and vector) brings to the ranking.
 	Candidates int `yaml:"candidates"`
+	// CommonTermShare: a query term held by more than this share of a
+	// tenant's records still scores, but brings no candidates of its own
+	// (1: every term does).
+	CommonTermShare float64 `yaml:"common_term_share"`
 	// DisambiguationMargin: when the best of several matching procedures
 	// or plans does not beat the next by this share of its score, the
 	// answer says it needs disambiguation (substrate RFC §15A.11).
@@ -103,6 +107,7 @@ func DefaultConfig() Config {
 	return Config{
 		Weights:              Weights{Lexical: 0.6, Vector: 0.4, Salience: 0.3, Confidence: 0.3, Provenance: 0.2},
 		Candidates:           40,
+		CommonTermShare:      0.2,
 		DisambiguationMargin: 0.1,
 		Items:                20,
 		Tokens:               4000,
@@ -149,6 +154,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Candidates < 1 || c.Candidates > 1000:
 		return bad("candidates", "%d is outside 1..1000", c.Candidates)
+	case c.CommonTermShare <= 0 || c.CommonTermShare > 1:
+		return bad("common_term_share", "%g is outside (0, 1]", c.CommonTermShare)
 	case c.DisambiguationMargin < 0 || c.DisambiguationMargin >= 1:
 		return bad("disambiguation_margin", "%g is outside [0, 1)", c.DisambiguationMargin)
 	case c.Items < 1 || c.Items > MaxItems:

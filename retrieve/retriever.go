@@ -284,7 +284,7 @@ func (r *Retriever) queries(cfg Config, t Task, text string, c memory.Sensitivit
 		}
 		qs = append(qs, store.SearchQuery{
 			Type: l.recordType(), Text: text, Conditions: t.Conditions, Scope: scope,
-			MaxSensitivity: c, At: now, Limit: cfg.Candidates,
+			MaxSensitivity: c, At: now, Limit: cfg.Candidates, CommonTermShare: cfg.CommonTermShare,
 		})
 	}
 	return qs

@@ -35,6 +35,10 @@ type SearchQuery struct {
 	At time.Time
 	// Limit caps the candidates of each half.
 	Limit int
+	// CommonTermShare: a term held by more than this share of the
+	// tenant's records scores but selects no candidates of its own (0 or
+	// above 1: every term selects).
+	CommonTermShare float64
 	// Model names the embedder whose vectors Sparse or Dense is compared
 	// with; with neither, the search is lexical only.
 	Model  string
@@ -68,16 +72,24 @@ type SearchResult struct {
 
 // searchTermsSQL is the lexical query: the text's lexemes with their BM25
 // inverse document frequencies from the tenant's statistics (every term
-// alike when there are none yet), and the tsquery OR-ing them.
+// alike when there are none yet), and the tsquery OR-ing them. A term held
+// by more than a share ($11) of the tenant's records still scores, but
+// selects no candidates of its own: the records it alone would bring are
+// the lowest-scoring, and there are a great many of them. When every term
+// is that common, all of them select; in a tenant of fewer than 1,000
+// records, every term does.
 const searchTermsSQL = `
 WITH c AS (
 	SELECT coalesce(max(docs), 0) AS docs, coalesce(max(avg_len), 1) AS avg_len FROM corpus_stats WHERE tenant_id = $1
 ), q AS (
-	SELECT t.lexeme, ln(1 + (greatest(c.docs - coalesce(s.df, 0), 0) + 0.5) / (coalesce(s.df, 0) + 0.5)) AS idf
+	SELECT t.lexeme, ln(1 + (greatest(c.docs - coalesce(s.df, 0), 0) + 0.5) / (coalesce(s.df, 0) + 0.5)) AS idf,
+		c.docs < 1000 OR coalesce(s.df, 0) <= $11 * c.docs AS selective
 	FROM c, unnest(tsvector_to_array(to_tsvector('english', $2))) AS t(lexeme)
 	LEFT JOIN lexeme_stats s ON s.tenant_id = $1 AND s.lexeme = t.lexeme
 ), tq AS (
-	SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery AS query FROM q
+	SELECT (string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')
+		FILTER (WHERE selective OR NOT EXISTS (SELECT 1 FROM q WHERE selective)))::tsquery AS query
+	FROM q
 )`
 
 // searchFilter is what a record must satisfy besides a match, its tenant
@@ -209,14 +221,18 @@ func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]
 		if cond == nil {
 			cond = map[string]any{}
 		}
+		share := q.CommonTermShare
+		if share <= 0 || share > 1 {
+			share = 1
+		}
 		args := []any{tenant, q.Text, q.Type, q.MaxSensitivity.Rank(), cond, q.At.UTC(), q.Scope, limit}
 		switch {
 		case q.Sparse != nil:
-			b.Queue(searchSparseSQL, append(args, q.Model, q.Sparse)...)
+			b.Queue(searchSparseSQL, append(args, q.Model, q.Sparse, share)...)
 		case q.Dense != nil:
-			b.Queue(searchDenseSQL, append(args, q.Model, q.Dense)...)
+			b.Queue(searchDenseSQL, append(args, q.Model, q.Dense, share)...)
 		default:
-			b.Queue(searchLexicalSQL, append(args, nil, nil)...)
+			b.Queue(searchLexicalSQL, append(args, nil, nil, share)...)
 		}
 	}
 	if !inTx {

@@ -23,19 +23,27 @@ type ToEmbed struct {
 // scanToEmbedSQL reads a batch of live records in (tenant, id) order after
 // a key, with the text the embedders see (the same as lexical search's: an
 // episode's with its appended entries), and the state of their vector for
-// the model.
+// the model, looked up by key for each record of the batch (the vector
+// table grows fastest while the backfill runs, ahead of its statistics).
 const scanToEmbedSQL = `
+WITH batch AS (
+	SELECT r.tenant_id, r.id, r.type, r.sensitivity_rank, r.version, r.payload, r.tags
+	FROM records r
+	WHERE r.status IN ('active', 'contested') AND (r.tenant_id, r.id) > ($1, $2)
+	ORDER BY r.tenant_id, r.id
+	LIMIT $4
+)
 SELECT r.tenant_id, r.id, r.type, r.sensitivity_rank, r.version,
 	left(concat_ws(' ', engram_search_text(r.type, r.payload, r.tags),
 		CASE WHEN r.type = 'episodic' THEN (
 			SELECT string_agg(concat_ws(' ', e.entry ->> 'summary', e.entry ->> 'tool'), ' ' ORDER BY e.seq)
 			FROM episode_entries e WHERE e.tenant_id = r.tenant_id AND e.record_id = r.id) END), 65536),
-	v.record_id IS NULL OR v.record_version < r.version, v.record_id IS NOT NULL
-FROM records r
-LEFT JOIN record_vectors v ON v.tenant_id = r.tenant_id AND v.record_id = r.id AND v.model = $3
-WHERE r.status IN ('active', 'contested') AND (r.tenant_id, r.id) > ($1, $2)
-ORDER BY r.tenant_id, r.id
-LIMIT $4`
+	v.record_version IS NULL OR v.record_version < r.version, v.record_version IS NOT NULL
+FROM batch r
+LEFT JOIN LATERAL (
+	SELECT v.record_version FROM record_vectors v WHERE v.tenant_id = r.tenant_id AND v.record_id = r.id AND v.model = $3
+) v ON true
+ORDER BY r.tenant_id, r.id`
 
 // ScanToEmbed returns up to limit live records after key, in key order,
 // each saying whether its vector for model needs (re)writing.
@@ -104,7 +112,8 @@ INSERT INTO embedding_df (tenant_id, model, feature, df)
 SELECT $1, $2, f, count(*) FROM unnest($3::int4[]) AS f GROUP BY f
 ON CONFLICT (tenant_id, model, feature) DO UPDATE SET df = embedding_df.df + excluded.df`
 	featureDFSQL = `
-SELECT feature, df FROM embedding_df WHERE tenant_id = $1 AND model = $2 AND feature = ANY($3)`
+SELECT d.feature, d.df FROM unnest($3::int4[]) AS f(feature)
+JOIN embedding_df d ON d.tenant_id = $1 AND d.model = $2 AND d.feature = f.feature`
 	embeddedDocsSQL = `SELECT count(*) FROM record_vectors WHERE tenant_id = $1 AND model = $2`
 )
 
