@@ -143,6 +143,11 @@ func TestOpenAPIOperations(t *testing.T) {
 		}
 		authenticated := len(security) > 0
 		require.Equal(t, !slices.Contains(publicRoutes, name), authenticated, "%s: every route but %v needs an API key", name, publicRoutes)
+		for _, req := range security {
+			for scheme := range req {
+				require.Contains(t, d.Components.SecuritySchemes, scheme, "%s: security names an undeclared scheme", name)
+			}
+		}
 		if authenticated {
 			_, ok := op.Responses["401"]
 			require.True(t, ok, "%s needs an API key but documents no 401", name)
