@@ -12,21 +12,27 @@ import (
 // and provenance. Status and Version are engram's revision state: which
 // records are in the active set, and how many revisions a record has had.
 type Record struct {
-	ID          uuid.UUID       `json:"id"`
-	Type        Type            `json:"type"`
-	Status      Status          `json:"status"`
-	Version     int             `json:"version"`
-	Sensitivity Sensitivity     `json:"sensitivity"`
-	Confidence  float64         `json:"confidence"`
-	Salience    float64         `json:"salience"`
-	Scope       string          `json:"scope,omitempty"`
-	Tags        []string        `json:"tags"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	Lifecycle   Lifecycle       `json:"lifecycle"`
-	Provenance  Provenance      `json:"provenance"`
-	Relations   []Relation      `json:"relations,omitempty"`
-	Payload     json.RawMessage `json:"payload"`
+	ID          uuid.UUID   `json:"id"`
+	Type        Type        `json:"type"`
+	Status      Status      `json:"status"`
+	Version     int         `json:"version"`
+	Sensitivity Sensitivity `json:"sensitivity"`
+	Confidence  float64     `json:"confidence"`
+	Salience    float64     `json:"salience"`
+	Scope       string      `json:"scope,omitempty"`
+	Tags        []string    `json:"tags"`
+	// Visibility is who may retrieve the record (003 §12.8.5): the whole
+	// tenant, or only the agent or thread it came from, AgentID and
+	// ThreadID (which name its origin whatever its visibility).
+	Visibility Visibility      `json:"visibility,omitempty"`
+	AgentID    string          `json:"agent_id,omitempty"`
+	ThreadID   string          `json:"thread_id,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+	Lifecycle  Lifecycle       `json:"lifecycle"`
+	Provenance Provenance      `json:"provenance"`
+	Relations  []Relation      `json:"relations,omitempty"`
+	Payload    json.RawMessage `json:"payload"`
 }
 
 // Lifecycle is when a record was last reinforced, how it decays and whether
@@ -77,6 +83,21 @@ type Relation struct {
 	Predicate Predicate `json:"predicate"`
 	TargetID  uuid.UUID `json:"target_id"`
 	Weight    *float64  `json:"weight,omitempty"`
+}
+
+// Visibility is who may retrieve a record.
+type Visibility string
+
+// Visibilities.
+const (
+	VisibilityTenant Visibility = "tenant" // every agent of the tenant
+	VisibilityAgent  Visibility = "agent"  // only the agent it came from
+	VisibilityThread Visibility = "thread" // only within the thread it came from
+)
+
+// Valid reports whether v is a visibility.
+func (v Visibility) Valid() bool {
+	return v == VisibilityTenant || v == VisibilityAgent || v == VisibilityThread
 }
 
 // Live reports whether the record is in the active set: active or contested.

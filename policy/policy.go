@@ -23,9 +23,9 @@ const (
 
 // Visibilities: who may read the records an event becomes.
 const (
-	VisibilityTenant = "tenant"
-	VisibilityAgent  = "agent"
-	VisibilityThread = "thread"
+	VisibilityTenant = string(memory.VisibilityTenant)
+	VisibilityAgent  = string(memory.VisibilityAgent)
+	VisibilityThread = string(memory.VisibilityThread)
 )
 
 // File is the operator's policy file (YAML). Its rules override the

@@ -441,6 +441,7 @@ func (w *Worker) learnFact(ctx context.Context, st *store.Store, tenant string, 
 	rec := memory.Record{
 		Type: memory.Semantic, Sensitivity: d.Sensitivity, Confidence: d.Confidence, Salience: memory.DefaultSalience,
 		Scope: d.Scope, Tags: ev.Tags, Payload: payload,
+		Visibility: memory.Visibility(d.Visibility), AgentID: ev.AgentID, ThreadID: ev.ThreadID,
 		Provenance: memory.Provenance{Sources: []memory.Source{src}, CreatedBy: "policy:" + ClassifierVersion},
 		Relations:  []memory.Relation{{Predicate: memory.DerivedFrom, TargetID: episode}},
 	}
@@ -489,6 +490,7 @@ func newEpisode(ev memory.Event, c store.Candidate, d Decision) memory.Record {
 	return memory.Record{
 		Type: memory.Episodic, Sensitivity: d.Sensitivity, Confidence: 1, Salience: memory.DefaultSalience,
 		Scope: d.Scope, Tags: []string{"thread:" + ev.ThreadID, "agent:" + ev.AgentID}, Payload: payload,
+		Visibility: memory.Visibility(d.Visibility), AgentID: ev.AgentID, ThreadID: ev.ThreadID,
 		Provenance: memory.Provenance{Sources: []memory.Source{{Kind: "event", Ref: "evt://" + c.ID.String()}}, CreatedBy: "policy:" + ClassifierVersion},
 	}
 }
@@ -498,6 +500,7 @@ func newWorking(ev memory.Event, d Decision) memory.Record {
 	return memory.Record{
 		Type: memory.Working, Sensitivity: d.Sensitivity, Confidence: 1, Salience: memory.DefaultSalience,
 		Scope: d.Scope, Tags: []string{"thread:" + ev.ThreadID, "agent:" + ev.AgentID}, Payload: payload,
+		Visibility: memory.Visibility(d.Visibility), AgentID: ev.AgentID, ThreadID: ev.ThreadID,
 		Provenance: memory.Provenance{Sources: []memory.Source{}, CreatedBy: "policy:" + ClassifierVersion},
 	}
 }

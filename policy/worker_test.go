@@ -209,11 +209,18 @@ rules:
 	require.Empty(t, recs)
 	require.Equal(t, []string{"drop-heartbeats"}, d.Rules)
 
-	_, _, d = b.candidate(t, staged[1].ID)
+	_, recs, d = b.candidate(t, staged[1].ID)
 	require.Equal(t, memory.High, d.Sensitivity)
 	require.Equal(t, "project:infra", d.Scope)
 	require.Equal(t, policy.VisibilityAgent, d.Visibility)
 	require.Equal(t, []string{"prod-is-high"}, d.Rules)
+	// The records keep the decision: the thread's episode is the agent's
+	// alone, and names where it came from.
+	require.NotEmpty(t, recs)
+	ep, _ := b.episode(t, recs[0])
+	require.Equal(t, memory.VisibilityAgent, ep.Visibility)
+	require.Equal(t, "agent-1", ep.AgentID)
+	require.Equal(t, "t1", ep.ThreadID)
 
 	_, recs, d = b.candidate(t, staged[2].ID)
 	require.Equal(t, memory.Episodic, d.Type)

@@ -461,3 +461,33 @@ func TestRetrievalsAreLogged(t *testing.T) {
 	_, err = b.store.GetRetrieval(b.ctx, "globex", res.RetrievalID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
+
+// A record private to an agent or a thread is found by that agent or in
+// that thread only, and never counted as withheld elsewhere (after 003
+// §12.8.5).
+func TestVisibility(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mine := fact("staging", "db_password_hint", "ask the ops channel", nil)
+	mine.Visibility, mine.AgentID = memory.VisibilityAgent, "coder"
+	m := b.create(t, mine)
+	thread := fact("ticket-9", "reproduced_with", "staging db restore", nil)
+	thread.Visibility, thread.ThreadID = memory.VisibilityThread, "task-9"
+	th := b.create(t, thread)
+	shared := b.create(t, fact("staging", "db_host", "db.staging.internal", nil))
+	b.index(t)
+
+	for _, tc := range []struct {
+		agent, thread string
+		want          []uuid.UUID
+	}{
+		{"coder", "", []uuid.UUID{m.ID, shared.ID}},
+		{"reviewer", "", []uuid.UUID{shared.ID}},
+		{"", "", []uuid.UUID{shared.ID}},
+		{"reviewer", "task-9", []uuid.UUID{th.ID, shared.ID}},
+	} {
+		res := b.retrieve(t, retrieve.Request{Task: retrieve.Task{Text: "staging db", AgentID: tc.agent, ThreadID: tc.thread}})
+		require.ElementsMatch(t, tc.want, layerIDs(layer(res, retrieve.LayerSemantic)), "agent %q thread %q", tc.agent, tc.thread)
+		require.Zero(t, res.Withheld)
+	}
+}

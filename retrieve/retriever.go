@@ -283,7 +283,7 @@ func (r *Retriever) queries(cfg Config, t Task, text string, c memory.Sensitivit
 			continue
 		}
 		qs = append(qs, store.SearchQuery{
-			Type: l.recordType(), Text: text, Conditions: t.Conditions, Scope: scope,
+			Type: l.recordType(), Text: text, Conditions: t.Conditions, Scope: scope, AgentID: t.AgentID, ThreadID: t.ThreadID,
 			MaxSensitivity: c, At: now, Limit: cfg.Candidates, CommonTermShare: cfg.CommonTermShare,
 		})
 	}

@@ -420,8 +420,9 @@ func (s *Store) Merge(ctx context.Context, tenant string, ids []uuid.UUID, templ
 			if r.Type == memory.Working {
 				return conflict(CodeNotAllowed, []uuid.UUID{r.ID}, "working memory is not merged; it ends with its task")
 			}
-			if r.Type != srcs[0].Type || r.Scope != srcs[0].Scope {
-				return conflict(CodeNotAllowed, ids, "merged records must share type and scope")
+			if r.Type != srcs[0].Type || r.Scope != srcs[0].Scope || r.Visibility != srcs[0].Visibility ||
+				r.AgentID != srcs[0].AgentID || r.ThreadID != srcs[0].ThreadID {
+				return conflict(CodeNotAllowed, ids, "merged records must share type, scope and visibility")
 			}
 		}
 		merged = mergeOf(srcs, template)
@@ -453,6 +454,7 @@ func mergeOf(srcs []memory.Record, template *memory.Record) memory.Record {
 	}
 	m := memory.Record{
 		Type: best.Type, Scope: best.Scope, Sensitivity: best.Sensitivity, Confidence: best.Confidence,
+		Visibility: best.Visibility, AgentID: best.AgentID, ThreadID: best.ThreadID,
 		Salience: best.Salience, CreatedAt: best.CreatedAt, Lifecycle: best.Lifecycle, Payload: best.Payload,
 		Provenance: memory.Provenance{CreatedBy: best.Provenance.CreatedBy},
 	}
@@ -620,6 +622,9 @@ func inherit(next *memory.Record, old memory.Record) {
 	}
 	if next.Tags == nil {
 		next.Tags = old.Tags
+	}
+	if next.Visibility == "" {
+		next.Visibility, next.AgentID, next.ThreadID = old.Visibility, old.AgentID, old.ThreadID
 	}
 }
 

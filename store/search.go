@@ -18,9 +18,11 @@ import (
 // runs inside both scans, before their limits.
 type SearchQuery struct {
 	Type memory.Type
-	// ThreadID, for working memory, names the thread whose open working
-	// memory is the answer; working memory is not searched otherwise.
-	ThreadID string
+	// AgentID and ThreadID are the caller's: a record visible only to
+	// another agent or thread is not a candidate (after 003 §12.8.5). For
+	// working memory, ThreadID names the thread whose open working memory
+	// is the answer; working memory is not searched otherwise.
+	AgentID, ThreadID string
 	// Text is matched lexically: any of its terms (OR, not AND), ranked by
 	// BM25. Empty text searches by vector only.
 	Text string
@@ -93,11 +95,13 @@ WITH c AS (
 )`
 
 // searchFilter is what a record must satisfy besides a match, its tenant
-// and type: live, within scope, and not contradicting the task's
-// conditions ($5) at the time $6.
+// and type: live, within scope, visible to the caller's agent ($12) and
+// thread ($13), and not contradicting the task's conditions ($5) at the
+// time $6.
 const searchFilter = `
 	r.status IN ('active', 'contested')
 	AND ($7::text IS NULL OR r.scope IN ('', $7))
+	AND (r.visibility = 'tenant' OR (r.visibility = 'agent' AND r.agent_id = $12) OR (r.visibility = 'thread' AND r.thread_id = $13))
 	AND (r.type <> 'semantic' OR engram_fact_applies(r.payload, $5, $6))
 	AND (r.type <> 'competence' OR engram_procedure_applies(r.payload, $5))`
 
@@ -228,11 +232,11 @@ func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]
 		args := []any{tenant, q.Text, q.Type, q.MaxSensitivity.Rank(), cond, q.At.UTC(), q.Scope, limit}
 		switch {
 		case q.Sparse != nil:
-			b.Queue(searchSparseSQL, append(args, q.Model, q.Sparse, share)...)
+			b.Queue(searchSparseSQL, append(args, q.Model, q.Sparse, share, q.AgentID, q.ThreadID)...)
 		case q.Dense != nil:
-			b.Queue(searchDenseSQL, append(args, q.Model, q.Dense, share)...)
+			b.Queue(searchDenseSQL, append(args, q.Model, q.Dense, share, q.AgentID, q.ThreadID)...)
 		default:
-			b.Queue(searchLexicalSQL, append(args, nil, nil, share)...)
+			b.Queue(searchLexicalSQL, append(args, nil, nil, share, q.AgentID, q.ThreadID)...)
 		}
 	}
 	if !inTx {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -125,4 +126,29 @@ func TestSearchFindsClosedEpisodesByTheirEvents(t *testing.T) {
 	res, err = b.store.Search(b.ctx, b.tenant, q)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{e.ID}, ids(res[0].Hits))
+}
+
+// A record private to an agent or thread must name it; a replacement keeps
+// its visibility.
+func TestVisibilityNamesItsOwner(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := fact("s", "p", "o", nil)
+	r.Visibility = memory.VisibilityAgent
+	_, err := b.store.Create(b.ctx, b.tenant, r, b.ch)
+	var ve *schemas.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, []schemas.Violation{{Pointer: "", Message: "missing properties: 'agent_id'"}}, ve.Violations)
+	r.Visibility = "everyone"
+	_, err = b.store.Create(b.ctx, b.tenant, r, b.ch)
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "/visibility", ve.Violations[0].Pointer)
+
+	r.Visibility, r.AgentID = memory.VisibilityAgent, "coder"
+	rec := b.create(t, r)
+	require.Equal(t, memory.VisibilityAgent, rec.Visibility)
+	_, next, err := b.store.Supersede(b.ctx, b.tenant, rec.ID, 0, fact("s", "p", "o2", nil), b.ch)
+	require.NoError(t, err)
+	require.Equal(t, memory.VisibilityAgent, next.Visibility)
+	require.Equal(t, "coder", next.AgentID)
 }

@@ -155,6 +155,9 @@ func (s *Store) prepare(rec *memory.Record, status memory.Status, pointer string
 	if rec.Tags == nil {
 		rec.Tags = []string{}
 	}
+	if rec.Visibility == "" {
+		rec.Visibility = memory.VisibilityTenant
+	}
 	if rec.CreatedAt.IsZero() {
 		rec.CreatedAt = now
 	}
@@ -230,10 +233,12 @@ func checkChange(ch Change) error {
 }
 
 // recordColumns are the columns a record is read from, in [scanRecord]'s order.
+// Versions recorded before a column existed have it NULL: the coalesces
+// give them its default.
 const recordColumns = `id, type, status, version, sensitivity, confidence, salience, scope, tags,
 	decay_curve, decay_half_life_seconds, decay_floor, decay_max_age_seconds, decay_reinforcement_gain,
 	decay_points, last_reinforced_at, pinned, deletion_policy, expires_at, provenance, payload,
-	created_at, updated_at`
+	created_at, updated_at, coalesce(visibility, 'tenant'), coalesce(agent_id, ''), coalesce(thread_id, '')`
 
 // scanRecord reads a record from row; prefix are destinations for columns
 // the row has before the record's.
@@ -247,7 +252,8 @@ func scanRecord(row pgx.Row, prefix ...any) (memory.Record, error) {
 		&r.Scope, &r.Tags, &r.Lifecycle.Decay.Curve, &r.Lifecycle.Decay.HalfLifeSeconds,
 		&r.Lifecycle.Decay.MinSalience, &maxAge, &r.Lifecycle.Decay.ReinforcementGain, &points,
 		&r.Lifecycle.LastReinforcedAt, &r.Lifecycle.Pinned, &r.Lifecycle.DeletionPolicy,
-		&r.Lifecycle.ExpiresAt, &r.Provenance, &r.Payload, &r.CreatedAt, &r.UpdatedAt)...)
+		&r.Lifecycle.ExpiresAt, &r.Provenance, &r.Payload, &r.CreatedAt, &r.UpdatedAt,
+		&r.Visibility, &r.AgentID, &r.ThreadID)...)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return r, ErrNotFound
@@ -287,7 +293,7 @@ func recordArgs(tenant string, r memory.Record) []any {
 		tenant, r.ID, r.Type, r.Status, r.Version, r.Sensitivity, r.Confidence, r.Salience, r.Scope, r.Tags,
 		d.Curve, d.HalfLifeSeconds, d.MinSalience, maxAge, d.ReinforcementGain, points,
 		r.Lifecycle.LastReinforcedAt, r.Lifecycle.Pinned, r.Lifecycle.DeletionPolicy, r.Lifecycle.ExpiresAt,
-		r.Provenance, r.Payload, r.CreatedAt, r.UpdatedAt, deletedAt,
+		r.Provenance, r.Payload, r.CreatedAt, r.UpdatedAt, deletedAt, r.Visibility, r.AgentID, r.ThreadID,
 	}
 }
 
@@ -295,9 +301,9 @@ const insertRecordSQL = `
 INSERT INTO records (tenant_id, id, type, status, version, sensitivity, confidence, salience, scope, tags,
 	decay_curve, decay_half_life_seconds, decay_floor, decay_max_age_seconds, decay_reinforcement_gain,
 	decay_points, last_reinforced_at, pinned, deletion_policy, expires_at, provenance, payload,
-	created_at, updated_at, deleted_at, decay_inherited)
+	created_at, updated_at, deleted_at, visibility, agent_id, thread_id, decay_inherited)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-	$21, $22, $23, $24, $25, $26)`
+	$21, $22, $23, $24, $25, $26, $27, $28, $29)`
 
 // insert writes a new record. inherited says it named no decay profile, so
 // it follows its type's configured one (see the decay package).
@@ -314,8 +320,9 @@ const updateRecordSQL = `
 UPDATE records SET (status, version, sensitivity, confidence, salience, scope, tags,
 	decay_curve, decay_half_life_seconds, decay_floor, decay_max_age_seconds, decay_reinforcement_gain,
 	decay_points, last_reinforced_at, pinned, deletion_policy, expires_at, provenance, payload,
-	created_at, updated_at, deleted_at)
-	= ($4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+	created_at, updated_at, deleted_at, visibility, agent_id, thread_id)
+	= ($4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
+	$26, $27, $28)
 WHERE tenant_id = $1 AND id = $2 AND type = $3 AND version = $5 - 1`
 
 // revise writes rec as its next version.
