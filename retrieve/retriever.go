@@ -2,7 +2,6 @@ package retrieve
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -225,6 +224,10 @@ func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (R
 		res.Withheld += found[i].Withheld
 		limit := budget.layers[layer]
 		for _, c := range ranked {
+			if len(out.Items) >= limit || res.Budget.Items >= budget.items {
+				out.Omitted++
+				continue
+			}
 			item, ok, err := r.gate(cfg, res.Clearance, c)
 			if err != nil {
 				return Result{}, err
@@ -233,7 +236,7 @@ func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (R
 				res.Withheld++
 				continue
 			}
-			if len(out.Items) >= limit || res.Budget.Items >= budget.items || res.Budget.Tokens+item.Tokens > budget.tokens {
+			if res.Budget.Tokens+item.Tokens > budget.tokens {
 				out.Omitted++
 				continue
 			}
@@ -377,9 +380,6 @@ func minSensitivity(a, b memory.Sensitivity) memory.Sensitivity {
 	return b
 }
 
-// tokens estimates a record's size in tokens: about four bytes of JSON
-// each, plus the envelope.
-func tokens(rec memory.Record) int {
-	b, _ := json.Marshal(rec.Payload)
-	return len(b)/4 + 16
-}
+// tokens estimates a record's size in tokens: about four bytes of payload
+// JSON each, plus the envelope.
+func tokens(rec memory.Record) int { return len(rec.Payload)/4 + 16 }

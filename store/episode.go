@@ -99,6 +99,12 @@ func (s *Store) complete(ctx context.Context, tenant string, recs []memory.Recor
 	if err := s.attachRelations(ctx, tenant, recs, asOf); err != nil {
 		return err
 	}
+	return s.mergeEpisodeEntries(ctx, tenant, recs, asOf)
+}
+
+// mergeEpisodeEntries merges the appended entries of the episodes among
+// recs into their payloads.
+func (s *Store) mergeEpisodeEntries(ctx context.Context, tenant string, recs []memory.Record, asOf *time.Time) error {
 	entries, err := s.episodeEntries(ctx, tenant, recs, asOf)
 	if err != nil {
 		return err

@@ -195,8 +195,8 @@ const (
 )
 
 // Search runs each query (one per layer, say) in a single round trip and
-// returns their results in order. Records come completed, as [Store.Get]
-// returns them.
+// returns their results in order. Episodes come with their appended
+// entries; records come without their relations.
 func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]SearchResult, error) {
 	b := &pgx.Batch{}
 	_, inTx := s.db.(pgx.Tx)
@@ -299,7 +299,7 @@ func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]
 	if len(all) == 0 {
 		return out, nil
 	}
-	if err := s.complete(ctx, tenant, all, nil); err != nil {
+	if err := s.mergeEpisodeEntries(ctx, tenant, all, nil); err != nil {
 		return nil, err
 	}
 	k := 0
