@@ -296,8 +296,9 @@ func BenchmarkRetrieve(b *testing.B) {
 // BenchmarkRecall measures recall@10 of the hybrid ranking, per layer,
 // against exact search: the same retrieval with index scans off, so that
 // the vector half is a brute-force scan of every vector of the tenant and
-// type instead of an approximate HNSW walk (the lexical half is exact
-// either way: it scores every match).
+// type instead of an approximate HNSW walk, and with every query term
+// selecting candidates (common_term_share 1), so that the lexical half
+// scores every record that holds any of them.
 //
 //	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench=Recall -benchtime=200x -timeout=60m ./retrieve/
 func BenchmarkRecall(b *testing.B) {
@@ -320,9 +321,13 @@ func BenchmarkRecall(b *testing.B) {
 	}
 	settings, err := retrieve.NewSettings(rc)
 	require.NoError(b, err)
+	// Exact: every term selects candidates, and every vector is compared.
+	rc.CommonTermShare = 1
+	exactSettings, err := retrieve.NewSettings(rc)
+	require.NoError(b, err)
 	lex := embedding.NewLexical()
 	approx := retrieve.New(store.New(pool), settings, retrieve.WithEmbedder(lex))
-	exact := retrieve.New(store.New(exactPool), settings, retrieve.WithEmbedder(lex))
+	exact := retrieve.New(store.New(exactPool), exactSettings, retrieve.WithEmbedder(lex))
 	rng := rand.New(rand.NewPCG(3, 4))
 	tokens := retrieve.MaxTokens
 	var found, want float64

@@ -87,8 +87,8 @@ type Config struct {
 	// and vector) brings to the ranking.
 	Candidates int `yaml:"candidates"`
 	// CommonTermShare: a query term held by more than this share of a
-	// tenant's records still scores, but brings no candidates of its own
-	// (1: every term does).
+	// tenant's records still scores, but brings candidates of its own only
+	// when the rarer terms bring too few (1: every term always does).
 	CommonTermShare float64 `yaml:"common_term_share"`
 	// DisambiguationMargin: when the best of several matching procedures
 	// or plans does not beat the next by this share of its score, the
@@ -107,7 +107,7 @@ func DefaultConfig() Config {
 	return Config{
 		Weights:              Weights{Lexical: 0.6, Vector: 0.4, Salience: 0.3, Confidence: 0.3, Provenance: 0.2},
 		Candidates:           40,
-		CommonTermShare:      0.2,
+		CommonTermShare:      0.05,
 		DisambiguationMargin: 0.1,
 		Items:                20,
 		Tokens:               4000,

@@ -38,8 +38,8 @@ type SearchQuery struct {
 	// Limit caps the candidates of each half.
 	Limit int
 	// CommonTermShare: a term held by more than this share of the
-	// tenant's records scores but selects no candidates of its own (0 or
-	// above 1: every term selects).
+	// tenant's records scores, but selects candidates only when the rarer
+	// terms bring too few (0, or 1 and above: every term selects).
 	CommonTermShare float64
 	// Model names the embedder whose vectors Sparse or Dense is compared
 	// with; with neither, the search is lexical only.
@@ -63,8 +63,8 @@ type Hit struct {
 // SearchResult is what one [SearchQuery] found.
 type SearchResult struct {
 	Hits []Hit
-	// Elapsed is how long the database took over this query (the queries
-	// of one call run one after the other).
+	// Elapsed is how long the database took over this query, as the
+	// server measured it.
 	Elapsed time.Duration
 	// Withheld counts the records above MaxSensitivity that lexical search
 	// would have ranked among its candidates: what the caller's trust kept
@@ -74,23 +74,24 @@ type SearchResult struct {
 
 // searchTermsSQL is the lexical query: the text's lexemes with their BM25
 // inverse document frequencies from the tenant's statistics (every term
-// alike when there are none yet), and the tsquery OR-ing them. A term held
-// by more than a share ($11) of the tenant's records still scores, but
-// selects no candidates of its own: the records it alone would bring are
-// the lowest-scoring, and there are a great many of them. When every term
-// is that common, all of them select; in a tenant of fewer than 1,000
-// records, every term does.
+// alike when there are none yet), and two tsqueries OR-ing them: rare, the
+// rarest eight terms among those held by at most a share ($11) of the
+// tenant's records (in a tenant of fewer than 1,000 records, any term; with
+// a share of 1, every term), and every, all of them.
 const searchTermsSQL = `
 WITH c AS (
 	SELECT coalesce(max(docs), 0) AS docs, coalesce(max(avg_len), 1) AS avg_len FROM corpus_stats WHERE tenant_id = $1
 ), q AS (
 	SELECT t.lexeme, ln(1 + (greatest(c.docs - coalesce(s.df, 0), 0) + 0.5) / (coalesce(s.df, 0) + 0.5)) AS idf,
-		c.docs < 1000 OR coalesce(s.df, 0) <= $11 * c.docs AS selective
+		c.docs < 1000 OR coalesce(s.df, 0) <= $11 * c.docs AS selective,
+		row_number() OVER (ORDER BY coalesce(s.df, 0), t.lexeme) AS rarity,
+		'''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted,
+		('''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery AS term
 	FROM c, unnest(tsvector_to_array(to_tsvector('english', $2))) AS t(lexeme)
 	LEFT JOIN lexeme_stats s ON s.tenant_id = $1 AND s.lexeme = t.lexeme
 ), tq AS (
-	SELECT (string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')
-		FILTER (WHERE selective OR NOT EXISTS (SELECT 1 FROM q WHERE selective)))::tsquery AS query
+	SELECT (string_agg(quoted, ' | ') FILTER (WHERE selective AND (rarity <= 8 OR $11 >= 1)))::tsquery AS rare,
+		string_agg(quoted, ' | ')::tsquery AS every
 	FROM q
 )`
 
@@ -105,22 +106,36 @@ const searchFilter = `
 	AND (r.type <> 'semantic' OR engram_fact_applies(r.payload, $5, $6))
 	AND (r.type <> 'competence' OR engram_procedure_applies(r.payload, $5))`
 
-// searchLexical finds the tenant's records of the type that hold any of the
+// searchLexical finds the tenant's records of the type that hold the
 // query's lexemes, on the records_search index (its search_key is tenant
-// and type), and scores them all at once with BM25 — the usual parameters
-// k1 = 1.2 (term-frequency saturation) and b = 0.75 (length
-// normalisation); a record's length is its number of distinct lexemes.
-// lex ranks those at or below the caller's sensitivity ($4); withheld
-// counts those above it that would have ranked among them.
-const searchLexical = `, matched AS MATERIALIZED (
+// and type). The rare terms select the candidates; only when they bring
+// fewer than the limit ($8) do the others select too: a query of common
+// words would otherwise make nearly every record a candidate, and the
+// records only common words bring score lowest. Every term scores every
+// candidate with BM25 (k1 = 1.2, b = 0.75; a record's length is its number
+// of distinct lexemes), its term frequency counted as presence: records
+// are short structured texts in which a term seldom repeats, and reading a
+// term's positions takes a set-returning call per record, which costs more
+// than the whole search otherwise does. Each (candidate, term) pair is one
+// tsvector match. lex ranks the candidates at or below the caller's
+// sensitivity ($4); withheld counts those above it that would have ranked
+// among them.
+const searchLexical = `, rare AS MATERIALIZED (
 	SELECT r.id, r.tsv, length(r.tsv) AS len, r.sensitivity_rank <= $4 AS allowed
 	FROM records r, tq
-	WHERE r.search_key = $1 || '/' || $3 AND r.tsv @@ tq.query AND ` + searchFilter + `
+	WHERE r.search_key = $1 || '/' || $3 AND r.tsv @@ tq.rare AND ` + searchFilter + `
+), matched AS (
+	SELECT * FROM rare
+	UNION ALL
+	SELECT r.id, r.tsv, length(r.tsv), r.sensitivity_rank <= $4
+	FROM records r, tq
+	WHERE (SELECT count(*) FROM rare WHERE allowed) < $8
+		AND r.search_key = $1 || '/' || $3 AND r.tsv @@ tq.every AND NOT coalesce(r.tsv @@ tq.rare, false)
+		AND ` + searchFilter + `
 ), scored AS (
-	SELECT m.id, m.allowed, array_agg(u.lexeme ORDER BY u.lexeme) AS terms,
-		sum(q.idf * (cardinality(u.positions) * 2.2) / (cardinality(u.positions) + 1.2 * (0.25 + 0.75 * m.len / c.avg_len))) AS bm25
-	FROM matched m CROSS JOIN c CROSS JOIN LATERAL unnest(m.tsv) AS u
-	JOIN q ON q.lexeme = u.lexeme
+	SELECT m.id, m.allowed, array_agg(q.lexeme ORDER BY q.lexeme) AS terms,
+		sum(q.idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * m.len / c.avg_len))) AS bm25
+	FROM matched m CROSS JOIN c JOIN q ON m.tsv @@ q.term
 	GROUP BY m.id, m.allowed
 ), lex AS (
 	SELECT id, bm25, terms FROM scored WHERE allowed ORDER BY bm25 DESC, id LIMIT $8
@@ -159,14 +174,17 @@ const searchNoVector = `, vec AS (
 // hit below a cosine similarity of 0.05 is noise (and an empty text's zero
 // vector is at distance NaN, which compares above everything): it is
 // dropped after the scan, whose limit keeps it bounded. The first row
-// always comes, carrying the withheld count, even when nothing matched.
+// always comes, carrying the withheld count, even when nothing matched,
+// and how long the statement has taken so far (the statements of a batch
+// run back to back before the client reads the first answer, so only the
+// server can tell each one's time).
 const searchResult = `, near AS (
 	SELECT * FROM vec WHERE dist <= 0.95
 ), hits AS (
 	SELECT coalesce(lex.id, near.id) AS hid, coalesce(lex.bm25, 0) AS bm25, lex.terms, 1 - near.dist AS sim
 	FROM lex FULL JOIN near ON lex.id = near.id
 )
-SELECT w.n, h.hid, h.bm25, h.terms, h.sim, ` + recordColumns + `
+SELECT w.n, extract(epoch FROM clock_timestamp() - statement_timestamp()), h.hid, h.bm25, h.terms, h.sim, ` + recordColumns + `
 FROM withheld w
 LEFT JOIN (hits h JOIN records r ON r.tenant_id = $1 AND r.id = h.hid) ON true
 ORDER BY h.bm25 DESC, h.sim DESC NULLS LAST`
@@ -182,7 +200,7 @@ WITH w AS (
 ), hits AS (
 	SELECT id AS hid, 0::float8 AS bm25, NULL::text[] AS terms, NULL::float8 AS sim FROM w WHERE sensitivity_rank <= $3
 )
-SELECT w.n, h.hid, h.bm25, h.terms, h.sim, ` + recordColumns + `
+SELECT w.n, extract(epoch FROM clock_timestamp() - statement_timestamp()), h.hid, h.bm25, h.terms, h.sim, ` + recordColumns + `
 FROM withheld w
 LEFT JOIN (hits h JOIN records r ON r.tenant_id = $1 AND r.id = h.hid) ON true`
 
@@ -242,7 +260,6 @@ func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]
 	if !inTx {
 		b.Queue("COMMIT")
 	}
-	last := time.Now()
 	br := s.db.SendBatch(ctx, b)
 	if !inTx {
 		for range 2 {
@@ -262,15 +279,16 @@ func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]
 		}
 		for rows.Next() {
 			var n int64
-			if rows.RawValues()[1] == nil {
+			var took float64
+			if rows.RawValues()[2] == nil {
 				// Nothing matched: the row carries the withheld count only.
 				skip := make([]any, len(rows.FieldDescriptions()))
-				skip[0] = &n
+				skip[0], skip[1] = &n, &took
 				err = rows.Scan(skip...)
 			} else {
 				var h Hit
 				var id uuid.UUID
-				h.Record, err = scanRecord(rows, &n, &id, &h.BM25, &h.Terms, &h.Similarity)
+				h.Record, err = scanRecord(rows, &n, &took, &id, &h.BM25, &h.Terms, &h.Similarity)
 				out[i].Hits = append(out[i].Hits, h)
 			}
 			if err != nil {
@@ -279,14 +297,13 @@ func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]
 				return nil, fmt.Errorf("search %s: %w", qs[i].Type, err)
 			}
 			out[i].Withheld = int(n)
+			out[i].Elapsed = max(out[i].Elapsed, time.Duration(took*float64(time.Second)))
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			_ = br.Close()
 			return nil, fmt.Errorf("search %s: %w", qs[i].Type, err)
 		}
-		now := time.Now()
-		out[i].Elapsed, last = now.Sub(last), now
 	}
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("search: %w", err)
