@@ -35,14 +35,15 @@ const benchTenants = 100
 // that each row gets its own text.
 const benchWords = `(SELECT string_agg('w' || floor(5000 * power(random(), 3))::int, ' ') FROM generate_series(1, %d + 0 * g))`
 
-// benchSeedSQL inserts records $1 to $2 across the benchmark's tenants (the
-// tenant is g mod 100), in one statement: 40% episodic, 30% semantic, 15%
+// benchSeedSQL inserts records $1 to $2 across the benchmark's tenants
+// (each run of 20 consecutive records, one of every type in proportion,
+// goes to one tenant), in one statement: 40% episodic, 30% semantic, 15%
 // competence, 10% plans, 5% working memory, with texts from the skewed
 // vocabulary, procedures under an os condition, 5% of records high.
 var benchSeedSQL = `
 INSERT INTO records (tenant_id, id, type, status, version, sensitivity, confidence, salience, scope, tags,
 	decay_curve, decay_half_life_seconds, last_reinforced_at, provenance, payload, created_at, updated_at, decay_inherited)
-SELECT 'bench-' || lpad((g % 100)::text, 2, '0'), ('01900000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid,
+SELECT 'bench-' || lpad((g / 20 % 100)::text, 2, '0'), ('01900000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid,
 	t.type, 'active', 1, CASE WHEN g % 20 = 3 THEN 'high' ELSE 'low' END, 0.3 + (g % 7) / 10.0, 0.4 + (g % 6) / 10.0, '', '{}',
 	'exponential', 2592000, now() - (g % 4320) * interval '1 minute',
 	'{"sources": [{"kind": "event", "ref": "evt://seed"}]}',

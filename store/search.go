@@ -2,13 +2,16 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 
+	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 )
 
@@ -212,102 +215,36 @@ const (
 	defaultSearchSize = 50
 )
 
-// Search runs each query (one per layer, say) in a single round trip and
-// returns their results in order. Episodes come with their appended
-// entries; records come without their relations.
+// Search runs each query (one per layer, say) and returns their results in
+// order. On a pool the queries run at once, each on a connection of its
+// own, so that an answer takes as long as its slowest query; inside a
+// caller's transaction they run as one batch. Episodes come with their
+// appended entries; records come without their relations.
 func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]SearchResult, error) {
-	b := &pgx.Batch{}
-	_, inTx := s.db.(pgx.Tx)
-	if !inTx {
-		// These statements have one shape whatever their parameters, and
-		// planning them costs more than running them: a generic plan,
-		// made once per connection, serves every call. Scoped to this
-		// batch's transaction.
-		b.Queue("BEGIN READ ONLY")
-		b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
-	}
-	for _, q := range qs {
+	stmts := make([]statement, len(qs))
+	for i, q := range qs {
 		if !q.Type.Valid() {
 			return nil, fmt.Errorf("search: unknown type %q", q.Type)
 		}
-		if q.Type == memory.Working {
-			b.Queue(searchWorkingSQL, tenant, q.ThreadID, q.MaxSensitivity.Rank())
-			continue
-		}
-		limit := q.Limit
-		if limit <= 0 {
-			limit = defaultSearchSize
-		}
-		limit = min(limit, maxSearchLimit)
-		cond := q.Conditions
-		if cond == nil {
-			cond = map[string]any{}
-		}
-		share := q.CommonTermShare
-		if share <= 0 || share > 1 {
-			share = 1
-		}
-		args := []any{tenant, q.Text, q.Type, q.MaxSensitivity.Rank(), cond, q.At.UTC(), q.Scope, limit}
-		switch {
-		case q.Sparse != nil:
-			b.Queue(searchSparseSQL, append(args, q.Model, q.Sparse, share, q.AgentID, q.ThreadID)...)
-		case q.Dense != nil:
-			b.Queue(searchDenseSQL, append(args, q.Model, q.Dense, share, q.AgentID, q.ThreadID)...)
-		default:
-			b.Queue(searchLexicalSQL, append(args, nil, nil, share, q.AgentID, q.ThreadID)...)
-		}
-	}
-	if !inTx {
-		b.Queue("COMMIT")
-	}
-	br := s.db.SendBatch(ctx, b)
-	if !inTx {
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				_ = br.Close()
-				return nil, fmt.Errorf("search: %w", err)
-			}
-		}
+		stmts[i] = searchStatement(tenant, q)
 	}
 	out := make([]SearchResult, len(qs))
+	if _, inTx := s.db.(pgx.Tx); inTx {
+		if err := runSearches(ctx, s.db, stmts, out, false); err != nil {
+			return nil, err
+		}
+	} else {
+		var wg sync.WaitGroup
+		errs := make([]error, len(qs))
+		for i := range stmts {
+			wg.Go(func() { errs[i] = runSearches(ctx, s.db, stmts[i:i+1], out[i:i+1], true) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
 	var all []memory.Record
-	for i := range qs {
-		rows, err := br.Query()
-		if err != nil {
-			_ = br.Close()
-			return nil, fmt.Errorf("search %s: %w", qs[i].Type, err)
-		}
-		for rows.Next() {
-			var n int64
-			var took float64
-			if rows.RawValues()[2] == nil {
-				// Nothing matched: the row carries the withheld count only.
-				skip := make([]any, len(rows.FieldDescriptions()))
-				skip[0], skip[1] = &n, &took
-				err = rows.Scan(skip...)
-			} else {
-				var h Hit
-				var id uuid.UUID
-				h.Record, err = scanRecord(rows, &n, &took, &id, &h.BM25, &h.Terms, &h.Similarity)
-				out[i].Hits = append(out[i].Hits, h)
-			}
-			if err != nil {
-				rows.Close()
-				_ = br.Close()
-				return nil, fmt.Errorf("search %s: %w", qs[i].Type, err)
-			}
-			out[i].Withheld = int(n)
-			out[i].Elapsed = max(out[i].Elapsed, time.Duration(took*float64(time.Second)))
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			_ = br.Close()
-			return nil, fmt.Errorf("search %s: %w", qs[i].Type, err)
-		}
-	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("search: %w", err)
-	}
 	for i := range out {
 		for _, h := range out[i].Hits {
 			all = append(all, h.Record)
@@ -327,4 +264,105 @@ func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]
 		}
 	}
 	return out, nil
+}
+
+// statement is one search statement with its arguments.
+type statement struct {
+	what memory.Type
+	sql  string
+	args []any
+}
+
+func searchStatement(tenant string, q SearchQuery) statement {
+	if q.Type == memory.Working {
+		return statement{q.Type, searchWorkingSQL, []any{tenant, q.ThreadID, q.MaxSensitivity.Rank()}}
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = defaultSearchSize
+	}
+	limit = min(limit, maxSearchLimit)
+	cond := q.Conditions
+	if cond == nil {
+		cond = map[string]any{}
+	}
+	share := q.CommonTermShare
+	if share <= 0 || share > 1 {
+		share = 1
+	}
+	args := []any{tenant, q.Text, q.Type, q.MaxSensitivity.Rank(), cond, q.At.UTC(), q.Scope, limit}
+	switch {
+	case q.Sparse != nil:
+		return statement{q.Type, searchSparseSQL, append(args, q.Model, q.Sparse, share, q.AgentID, q.ThreadID)}
+	case q.Dense != nil:
+		return statement{q.Type, searchDenseSQL, append(args, q.Model, q.Dense, share, q.AgentID, q.ThreadID)}
+	}
+	return statement{q.Type, searchLexicalSQL, append(args, nil, nil, share, q.AgentID, q.ThreadID)}
+}
+
+// runSearches runs statements as one batch on db and reads their results
+// into out. With genericPlans, the batch is a read-only transaction that
+// plans its statements generically: they have one shape whatever their
+// parameters, and planning them costs more than running them, so a generic
+// plan, made once per connection, serves every call.
+func runSearches(ctx context.Context, db pg.DBTX, stmts []statement, out []SearchResult, genericPlans bool) error {
+	b := &pgx.Batch{}
+	if genericPlans {
+		b.Queue("BEGIN READ ONLY")
+		b.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+	}
+	for _, st := range stmts {
+		b.Queue(st.sql, st.args...)
+	}
+	if genericPlans {
+		b.Queue("COMMIT")
+	}
+	br := db.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	if genericPlans {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("search: %w", err)
+			}
+		}
+	}
+	for i, st := range stmts {
+		if err := readSearch(br, &out[i]); err != nil {
+			return fmt.Errorf("search %s: %w", st.what, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
+	return nil
+}
+
+// readSearch reads one search statement's rows.
+func readSearch(br pgx.BatchResults, out *SearchResult) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n int64
+		var took float64
+		if rows.RawValues()[2] == nil {
+			// Nothing matched: the row carries the withheld count only.
+			skip := make([]any, len(rows.FieldDescriptions()))
+			skip[0], skip[1] = &n, &took
+			err = rows.Scan(skip...)
+		} else {
+			var h Hit
+			var id uuid.UUID
+			h.Record, err = scanRecord(rows, &n, &took, &id, &h.BM25, &h.Terms, &h.Similarity)
+			out.Hits = append(out.Hits, h)
+		}
+		if err != nil {
+			return err
+		}
+		out.Withheld = int(n)
+		out.Elapsed = max(out.Elapsed, time.Duration(took*float64(time.Second)))
+	}
+	return rows.Err()
 }
