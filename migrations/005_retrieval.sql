@@ -134,6 +134,10 @@ CREATE TABLE corpus_stats (
 -- written asynchronously by the embedding backfill job. Type and
 -- sensitivity are copied from the record so that filters run inside the
 -- index scan; losing every row loses nothing but vector similarity.
+-- Partitioned by tenant: one HNSW graph per partition, so that a search,
+-- pruned to its tenant's partition, walks a graph in which a useful share
+-- of the vectors pass its filters (in one graph over every tenant, a small
+-- tenant's search visits thousands of others' vectors for each of its own).
 CREATE TABLE record_vectors (
     tenant_id        text        NOT NULL,
     record_id        uuid        NOT NULL,
@@ -147,10 +151,23 @@ CREATE TABLE record_vectors (
     PRIMARY KEY (tenant_id, record_id, model),
     FOREIGN KEY (tenant_id, record_id) REFERENCES records (tenant_id, id) ON DELETE CASCADE,
     CHECK ((sparse IS NULL) <> (dense IS NULL))
-);
+) PARTITION BY HASH (tenant_id);
+
+-- +goose StatementBegin
+DO $$
+BEGIN
+    FOR i IN 0..15 LOOP
+        EXECUTE format('CREATE TABLE %I PARTITION OF record_vectors FOR VALUES WITH (MODULUS 16, REMAINDER %s)',
+            'record_vectors_' || i, i);
+    END LOOP;
+END;
+$$;
+-- +goose StatementEnd
+
 CREATE INDEX record_vectors_by_tenant ON record_vectors (tenant_id, model, type);
--- The built-in embedder's vectors. Dense models get an index of their own,
--- for their dimension, made by the reindex job.
+-- The built-in embedder's vectors. Dense vectors (an OpenAI-compatible
+-- model) have no index yet: they are compared exactly, a tenant's and
+-- type's at a time.
 CREATE INDEX record_vectors_sparse ON record_vectors USING hnsw (sparse sparsevec_cosine_ops)
     WHERE sparse IS NOT NULL;
 
