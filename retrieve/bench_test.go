@@ -220,7 +220,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // store's batch, no embedding, ranking or gating): the retrieval's cost
 // over the SQL it issues.
 //
-//	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench=Retrieve -benchtime=2000x -timeout=60m ./retrieve/
+//	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench=Retrieve -benchtime=500x -timeout=60m ./retrieve/
 func BenchmarkRetrieve(b *testing.B) {
 	pool := benchDB(b, benchRecords(b))
 	st := store.New(pool)
@@ -301,7 +301,7 @@ func BenchmarkRetrieve(b *testing.B) {
 // selecting candidates (common_term_share 1), so that the lexical half
 // scores every record that holds any of them.
 //
-//	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench=Recall -benchtime=200x -timeout=60m ./retrieve/
+//	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench=Recall -benchtime=100x -timeout=60m ./retrieve/
 func BenchmarkRecall(b *testing.B) {
 	pool := benchDB(b, benchRecords(b))
 	ctx := context.Background()
