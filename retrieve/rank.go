@@ -129,7 +129,7 @@ func applicability(why *Why, conds, ctx memory.Conditions) float64 {
 		return 1
 	}
 	for _, k := range slices.Sorted(maps.Keys(conds)) {
-		if v, ok := ctx[k]; ok && equalScalar(v, conds[k]) {
+		if v, ok := ctx[k]; ok && reflect.DeepEqual(v, conds[k]) {
 			why.MatchedConditions = append(why.MatchedConditions, k)
 		} else {
 			why.UnknownConditions = append(why.UnknownConditions, k)
@@ -140,31 +140,9 @@ func applicability(why *Why, conds, ctx memory.Conditions) float64 {
 	return 0.5 + 0.5*a
 }
 
-// equalScalar compares condition values as the database does (jsonb
-// equality): numbers by value.
-func equalScalar(a, b any) bool {
-	if fa, ok := number(a); ok {
-		fb, ok := number(b)
-		return ok && fa == fb
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	case int:
-		return float64(n), true
-	}
-	return 0, false
-}
-
+// count reads a statistic of a decoded payload (a JSON number).
 func count(v any) int {
-	n, _ := number(v)
+	n, _ := v.(float64)
 	return max(int(n), 0)
 }
 
@@ -181,14 +159,17 @@ func selection(why *Why, successes, failures int, rec memory.Record, now time.Ti
 
 // bestTrigger is the trigger of a procedure that best matches the task:
 // among those whose conditions the task does not contradict (the store
-// returned the procedure because one exists), the one whose signal shares
-// most words with the task's signals and text, then the most specific.
+// returned the procedure because one exists; the SQL
+// engram_conditions_hold is [memory.Conditions.Disjoint] negated), the one
+// whose signal shares most words with the task's signals and text, then
+// the most specific. Condition values on both sides are decoded JSON, so
+// they compare with reflect.DeepEqual, as Disjoint does.
 func bestTrigger(ts []memory.Trigger, t Task) memory.Trigger {
 	want := words(strings.Join(append([]string{t.Text, t.Intent}, t.Signals...), " "))
 	var best memory.Trigger
 	bestScore := -1.0
 	for _, tr := range ts {
-		if contradicts(tr.Conditions, t.Conditions) {
+		if tr.Conditions.Disjoint(t.Conditions) {
 			continue
 		}
 		have := words(tr.Signal)
@@ -204,17 +185,6 @@ func bestTrigger(ts []memory.Trigger, t Task) memory.Trigger {
 		}
 	}
 	return best
-}
-
-// contradicts reports whether the task's context names a key of conds with
-// another value: the SQL engram_conditions_hold, negated.
-func contradicts(conds, ctx memory.Conditions) bool {
-	for k, v := range conds {
-		if w, ok := ctx[k]; ok && !equalScalar(v, w) {
-			return true
-		}
-	}
-	return false
 }
 
 func words(s string) map[string]bool {
@@ -289,7 +259,7 @@ func disambiguate(ranked []candidate, margin float64, ctx map[string]any) (bool,
 		}
 		differ := missing
 		for _, v := range vals[1:] {
-			if !equalScalar(v, vals[0]) {
+			if !reflect.DeepEqual(v, vals[0]) {
 				differ = true
 			}
 		}

@@ -45,7 +45,8 @@ GROUP BY u.lexeme`
 INSERT INTO corpus_stats (tenant_id, docs, avg_len, computed_at)
 SELECT $1, count(*), greatest(coalesce(avg(length(tsv)), 1), 1), $2
 FROM records WHERE tenant_id = $1 AND status IN ('active', 'contested')
-ON CONFLICT (tenant_id) DO UPDATE SET docs = excluded.docs, avg_len = excluded.avg_len, computed_at = excluded.computed_at`
+ON CONFLICT (tenant_id) DO UPDATE SET docs = excluded.docs, avg_len = excluded.avg_len, computed_at = excluded.computed_at
+RETURNING docs`
 )
 
 // LexicalStats are a tenant's BM25 statistics after a refresh.
@@ -70,10 +71,7 @@ func (s *Store) RefreshLexicalStats(ctx context.Context, tenant string, at time.
 			return err
 		}
 		st.Lexemes = tag.RowsAffected()
-		if _, err := tx.Exec(ctx, upsertCorpusStatsSQL, tenant, at.UTC()); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, `SELECT docs FROM corpus_stats WHERE tenant_id = $1`, tenant).Scan(&st.Docs)
+		return tx.QueryRow(ctx, upsertCorpusStatsSQL, tenant, at.UTC()).Scan(&st.Docs)
 	})
 	if err != nil {
 		return st, fmt.Errorf("refresh lexical statistics of %s: %w", tenant, err)

@@ -94,14 +94,9 @@ func (s *Store) PutVectors(ctx context.Context, model string, vs []VectorRow) er
 	for _, v := range vs {
 		b.Queue(putVectorSQL, v.Tenant, v.ID, model, v.Version, v.Sparse, v.Dense)
 	}
-	return s.sendTx(ctx, b, "write vectors")
-}
-
-// sendTx runs a batch in one transaction (the implicit one a batch runs
-// in, or the caller's).
-func (s *Store) sendTx(ctx context.Context, b *pgx.Batch, what string) error {
+	// A batch runs in one implicit transaction (or in the caller's).
 	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fmt.Errorf("write vectors: %w", err)
 	}
 	return nil
 }
