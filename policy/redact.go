@@ -2,8 +2,10 @@ package policy
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -36,6 +38,9 @@ type Redactor struct {
 	detectors []detector // in priority order
 	markers   []string   // "[REDACTED:<label>]" for each detector
 	byLabel   []int      // detector indexes ordered by label: the findings order
+	// Detectors whose markers replace what a secret's key holds: an AWS
+	// secret access key's, and any other's (password_assignment).
+	heldAWS, held int
 }
 
 // detector is one kind of secret or personal datum.
@@ -159,6 +164,12 @@ func NewRedactor(literals []string) (*Redactor, error) {
 	for i, d := range ds {
 		r.markers[i] = "[REDACTED:" + d.label + "]"
 		r.byLabel[i] = i
+		switch d.kind {
+		case detAWSSecretKey:
+			r.heldAWS = i
+		case detPasswordAssignment:
+			r.held = i
+		}
 	}
 	slices.SortFunc(r.byLabel, func(a, b int) int { return strings.Compare(ds[a].label, ds[b].label) })
 	return r, nil
@@ -199,57 +210,126 @@ func (r *Redactor) String(s string) (string, []Finding) {
 	return s, r.findings(found)
 }
 
-// Value redacts every string inside a decoded JSON value (map[string]any,
-// []any, string; also []string and map[string]string), recursively, in place
-// where possible, and returns the new value and the findings. Object keys
-// are left as they are; other types are returned unchanged.
+// Value redacts a decoded JSON value (map[string]any, []any, string,
+// json.Number, float64; also []string and map[string]string), recursively,
+// in place where possible, and returns the new value and the findings.
+//
+// Inside objects, keys count too. A key that holds a secret (a token used
+// as a map key) is renamed to its redacted form, numbered (#2, #3, …) if
+// two keys redact alike. A key that names a secret (see [secretKey]:
+// DB_PASSWORD, api_key, AWS_SECRET_ACCESS_KEY, Authorization) makes every
+// string and number under it a secret: each is replaced whole by a marker
+// (password_assignment, or aws_secret_key under an AWS secret key's name)
+// unless the detectors already redacted all of it, or it is a placeholder
+// such as "${DB_PASSWORD}" or "****". Other values are returned unchanged.
 func (r *Redactor) Value(v any) (any, []Finding) {
 	var found uint64
-	v = r.value(v, &found)
+	v = r.value(v, -1, &found)
 	return v, r.findings(found)
 }
 
-func (r *Redactor) value(v any, found *uint64) any {
+// value redacts v. held is -1, or the detector whose marker replaces v's
+// strings and numbers because a key that names a secret holds v.
+func (r *Redactor) value(v any, held int, found *uint64) any {
 	switch t := v.(type) {
 	case string:
-		s, f := r.redact(t)
-		*found |= f
-		return s
-	case map[string]any:
-		for k, e := range t {
-			if s, ok := e.(string); ok {
-				if s, f := r.redact(s); f != 0 {
-					*found |= f
-					t[k] = s
-				}
-				continue
-			}
-			r.value(e, found) // containers are redacted in place
+		return r.scalar(t, held, found)
+	case json.Number, float64:
+		if held < 0 {
+			return v
 		}
+		*found |= 1 << held
+		return r.markers[held]
+	case map[string]any:
+		var renamed [][2]string
+		for k, e := range t {
+			h := r.heldBy(k, held)
+			switch e := e.(type) {
+			case string:
+				if red := r.scalar(e, h, found); red != e {
+					t[k] = red
+				}
+			case map[string]any:
+				r.value(e, h, found) // in place
+			default:
+				t[k] = r.value(e, h, found)
+			}
+			if red, f := r.redact(k); f != 0 {
+				*found |= f
+				renamed = append(renamed, [2]string{k, red})
+			}
+		}
+		renameKeys(t, renamed)
 		return t
 	case []any:
 		for i, e := range t {
-			t[i] = r.value(e, found)
+			t[i] = r.value(e, held, found)
 		}
 		return t
 	case []string:
 		for i, e := range t {
-			if s, f := r.redact(e); f != 0 {
-				*found |= f
-				t[i] = s
-			}
+			t[i] = r.scalar(e, held, found)
 		}
 		return t
 	case map[string]string:
+		var renamed [][2]string
 		for k, e := range t {
-			if s, f := r.redact(e); f != 0 {
+			if red := r.scalar(e, r.heldBy(k, held), found); red != e {
+				t[k] = red
+			}
+			if red, f := r.redact(k); f != 0 {
 				*found |= f
-				t[k] = s
+				renamed = append(renamed, [2]string{k, red})
 			}
 		}
+		renameKeys(t, renamed)
 		return t
 	default:
 		return v
+	}
+}
+
+// heldBy is the held detector for the value of key k in an object that is
+// itself held by held.
+func (r *Redactor) heldBy(k string, held int) int {
+	switch {
+	case held >= 0:
+		return held
+	case !secretKey(k):
+		return -1
+	case awsSecretName(k):
+		return r.heldAWS
+	}
+	return r.held
+}
+
+// scalar redacts one string; held as in [Redactor.value].
+func (r *Redactor) scalar(s string, held int, found *uint64) string {
+	red, f := r.redact(s)
+	*found |= f
+	if held < 0 || heldPlaceholder(s) || onlyMarkers(red) {
+		return red
+	}
+	*found |= 1 << held
+	return r.markers[held]
+}
+
+// renameKeys moves the values of m's keys to their redacted names, given
+// as {old, new} pairs, in the order of the old names so that the numbering
+// of names redacted alike is the same on every run.
+func renameKeys[V any](m map[string]V, renamed [][2]string) {
+	slices.SortFunc(renamed, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	for _, kv := range renamed {
+		v := m[kv[0]]
+		delete(m, kv[0])
+		name := kv[1]
+		for n := 2; ; n++ {
+			if _, taken := m[name]; !taken {
+				break
+			}
+			name = kv[1] + "#" + strconv.Itoa(n)
+		}
+		m[name] = v
 	}
 }
 

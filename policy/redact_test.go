@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -437,25 +438,23 @@ func TestValue(t *testing.T) {
 	r := newRedactor(t)
 	inner := []any{"ok", "bob@example.com", 42.0, true, nil}
 	v := map[string]any{
-		"tool":            "psql",
-		"arguments":       map[string]any{"dsn": "postgres://app:hunter2@db/app", "password": "ignored-as-key"},
-		"result":          inner,
-		"env":             map[string]string{"TOKEN": githubPAT},
-		"lines":           []string{"fine", "card 4111 1111 1111 1111"},
-		"count":           3.0,
-		"bob@example.com": "keys stay as they are",
+		"tool":      "psql",
+		"arguments": map[string]any{"dsn": "postgres://app:hunter2@db/app", "password": "held-by-its-key"},
+		"result":    inner,
+		"env":       map[string]string{"TOKEN": githubPAT, "HOME": "/home/bob"},
+		"lines":     []string{"fine", "card 4111 1111 1111 1111"},
+		"count":     3.0,
 	}
 	got, fs := r.Value(v)
 	require.Equal(t, map[string]any{
-		"tool":            "psql",
-		"arguments":       map[string]any{"dsn": "postgres://app:[REDACTED:url_password]@db/app", "password": "ignored-as-key"},
-		"result":          []any{"ok", "[REDACTED:email]", 42.0, true, nil},
-		"env":             map[string]string{"TOKEN": "[REDACTED:github_token]"},
-		"lines":           []string{"fine", "card [REDACTED:card_number]"},
-		"count":           3.0,
-		"bob@example.com": "keys stay as they are",
+		"tool":      "psql",
+		"arguments": map[string]any{"dsn": "postgres://app:[REDACTED:url_password]@db/app", "password": "[REDACTED:password_assignment]"},
+		"result":    []any{"ok", "[REDACTED:email]", 42.0, true, nil},
+		"env":       map[string]string{"TOKEN": "[REDACTED:github_token]", "HOME": "/home/bob"},
+		"lines":     []string{"fine", "card [REDACTED:card_number]"},
+		"count":     3.0,
 	}, got)
-	require.Equal(t, []string{"card_number", "email", "github_token", "url_password"}, labels(fs))
+	require.Equal(t, []string{"card_number", "email", "github_token", "password_assignment", "url_password"}, labels(fs))
 	require.Equal(t, "[REDACTED:email]", inner[1], "redacted in place")
 
 	s, fs := r.Value("DB_PASSWORD=hunter2")
@@ -465,6 +464,108 @@ func TestValue(t *testing.T) {
 	n, fs := r.Value(12.5)
 	require.Equal(t, 12.5, n)
 	require.Nil(t, fs)
+}
+
+// Values under keys that name secrets are secrets, whatever they look
+// like; keys that are secrets are renamed (SR-1).
+func TestValueKeys(t *testing.T) {
+	t.Parallel()
+	r := newRedactor(t)
+	v := map[string]any{
+		"environment": map[string]any{
+			"AWS_SECRET_ACCESS_KEY": awsSecret,
+			"DB_PASSWORD":           "hunter2",
+			"PWD":                   "/home/bob/project",
+			"max_tokens":            json.Number("4096"),
+			"pin_count":             json.Number("3"),
+			"author":                "bob",
+		},
+		"arguments": map[string]any{
+			"api_key":       "abc123",
+			"apiKey":        json.Number("12345678"),
+			"Authorization": "Bearer " + jwt,
+			"credentials":   map[string]any{"user": "bob", "pass": "x", "ok": true, "ports": []any{22.0}},
+			"password":      "${DB_PASSWORD}",
+			"client_secret": "****",
+			"token":         "hunter2 bob@example.com",
+			"next_token":    "eyJwYWdlIjoyfQ",
+			"token_count":   7.0,
+		},
+		"conditions": map[string]any{
+			githubPAT:         "a token used as a name",
+			"bob@example.com": "one address",
+			"amy@example.com": "another",
+		},
+	}
+	got, fs := r.Value(v)
+	require.Equal(t, map[string]any{
+		"environment": map[string]any{
+			"AWS_SECRET_ACCESS_KEY": "[REDACTED:aws_secret_key]",
+			"DB_PASSWORD":           "[REDACTED:password_assignment]",
+			"PWD":                   "/home/bob/project",
+			"max_tokens":            json.Number("4096"),
+			"pin_count":             json.Number("3"),
+			"author":                "bob",
+		},
+		"arguments": map[string]any{
+			"api_key":       "[REDACTED:password_assignment]",
+			"apiKey":        "[REDACTED:password_assignment]",
+			"Authorization": "Bearer [REDACTED:jwt]",
+			"credentials":   map[string]any{"user": "[REDACTED:password_assignment]", "pass": "[REDACTED:password_assignment]", "ok": true, "ports": []any{"[REDACTED:password_assignment]"}},
+			"password":      "${DB_PASSWORD}",
+			"client_secret": "****",
+			"token":         "[REDACTED:password_assignment]",
+			"next_token":    "eyJwYWdlIjoyfQ",
+			"token_count":   7.0,
+		},
+		"conditions": map[string]any{
+			"[REDACTED:github_token]": "a token used as a name",
+			"[REDACTED:email]":        "another",
+			"[REDACTED:email]#2":      "one address",
+		},
+	}, got)
+	require.Equal(t, []string{"aws_secret_key", "email", "github_token", "jwt", "password_assignment"}, labels(fs))
+
+	again, fs := r.Value(got)
+	require.Equal(t, got, again)
+	require.Nil(t, fs, "redacting twice finds nothing")
+
+	s, fs := r.Value(map[string]string{"x-api-key": "k-12345", "Cookie": "sid=abc", "sort_key": "name"})
+	require.Equal(t, map[string]string{"x-api-key": "[REDACTED:password_assignment]", "Cookie": "[REDACTED:password_assignment]", "sort_key": "name"}, s)
+	require.Len(t, fs, 1)
+}
+
+// Which keys name a secret: the key's last word decides, so that counts,
+// names, types and paths of secrets, and page cursors, stay readable.
+func TestSecretKeyNames(t *testing.T) {
+	t.Parallel()
+	r := newRedactor(t)
+	secret := []string{
+		"password", "PASSWORD", "DB_PASSWORD", "db-password", "db.password", "dbPassword", "passwd", "passphrase",
+		"DB_PWD", "SMTP_PASS", "secret", "client_secret", "clientSecret", "WEBHOOK_SECRET", "secrets",
+		"token", "access_token", "refreshToken", "x-auth-token", "GITHUB_TOKEN", "aws_session_token", "id_token",
+		"api_key", "apikey", "apiKey", "APIKey", "x-api-key", "API-KEY", "AWS_SECRET_ACCESS_KEY", "SecretAccessKey",
+		"aws_access_key", "private_key", "privateKey", "AccountKey", "APP_KEY", "signing_key", "session_key",
+		"credential", "credentials", "creds", "auth", "basic_auth", "Authorization", "Proxy-Authorization",
+		"cookie", "Set-Cookie", "cookies",
+	}
+	plain := []string{
+		"token_count", "max_tokens", "tokens", "input_tokens", "tokens_limit", "author", "authenticated", "auth_type",
+		"auth_method", "oauth", "secret_name", "password_file", "password_policy", "token_type", "tokenizer",
+		"next_token", "NextToken", "page_token", "continuationToken", "PWD", "OLDPWD", "pass", "bypass",
+		"key", "sort_key", "public_key", "idempotency_key", "primary_key", "private_key_id", "AWS_ACCESS_KEY_ID",
+		"credential_id", "session", "session_id", "cookie_name", "keyboard", "monkey", "passport", "compass",
+	}
+	for _, k := range secret {
+		got, fs := r.Value(map[string]any{k: "s3cr3t-v4lue"})
+		require.NotEqual(t, "s3cr3t-v4lue", got.(map[string]any)[k], "%s holds a secret", k)
+		require.NotEmpty(t, fs, k)
+	}
+	for _, k := range plain {
+		got, fs := r.Value(map[string]any{k: "s3cr3t-v4lue"})
+		require.Equal(t, "s3cr3t-v4lue", got.(map[string]any)[k], "%s names no secret", k)
+		require.Empty(t, fs, k)
+	}
 }
 
 func TestStrings(t *testing.T) {
