@@ -35,6 +35,6 @@ func ExampleValidateRecord() {
 		}
 	}
 	// Output:
-	// /confidence: must be <= 1 but found 1.5
+	// /confidence: must be <= 1
 	// /payload/validity/conditions/project_kind: expected string or number or boolean, but got array
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -148,7 +149,7 @@ func ValidateRecord(doc []byte) error {
 	vs := make([]Violation, 0, len(all))
 	for _, e := range all {
 		if !strings.HasPrefix(e.KeywordLocation, payloadBranches) {
-			vs = append(vs, violation(e))
+			vs = append(vs, violations(e)...)
 		}
 	}
 	if m, ok := v.(map[string]any); ok {
@@ -168,7 +169,7 @@ func ValidateRecord(doc []byte) error {
 		// Only the oneOf failed, which the shipped schemas rule out; never
 		// report an invalid record without saying why.
 		for _, e := range all {
-			vs = append(vs, violation(e))
+			vs = append(vs, violations(e)...)
 		}
 	}
 	return newValidationError(vs)
@@ -199,9 +200,9 @@ func ValidatePayload(t string, payload []byte) error {
 	if err != nil {
 		return fmt.Errorf("validate payload: %w", err)
 	}
-	vs := make([]Violation, len(all))
-	for i, e := range all {
-		vs[i] = violation(e)
+	var vs []Violation
+	for _, e := range all {
+		vs = append(vs, violations(e)...)
 	}
 	return newValidationError(vs)
 }
@@ -227,9 +228,9 @@ func Validate(name string, doc []byte) error {
 	if err != nil {
 		return fmt.Errorf("validate %s: %w", name, err)
 	}
-	vs := make([]Violation, len(all))
-	for i, e := range all {
-		vs[i] = violation(e)
+	var vs []Violation
+	for _, e := range all {
+		vs = append(vs, violations(e)...)
 	}
 	return newValidationError(vs)
 }
@@ -277,8 +278,105 @@ func leaves(err error) ([]*jsonschema.ValidationError, error) {
 	return out, nil
 }
 
-func violation(e *jsonschema.ValidationError) Violation {
-	return Violation{Pointer: e.InstanceLocation, Message: e.Message}
+// violations turns a failed constraint into violations whose messages
+// quote nothing from the document: a property's name or a value may be a
+// secret, and problem responses carry these messages (SR-1). The
+// validator's messages that quote one are rewritten; an unknown property
+// becomes a violation at its own pointer.
+func violations(e *jsonschema.ValidationError) []Violation {
+	at := e.InstanceLocation
+	switch e.KeywordLocation[strings.LastIndexByte(e.KeywordLocation, '/')+1:] {
+	case "additionalProperties":
+		names, ok := unknownProperties(e.Message)
+		if !ok {
+			return []Violation{{Pointer: at, Message: "has properties that are not allowed"}}
+		}
+		vs := make([]Violation, len(names))
+		for i, name := range names {
+			vs[i] = Violation{Pointer: at + "/" + pointerEscaper.Replace(name), Message: "is not a known property"}
+		}
+		return vs
+	case "format":
+		// "'<value>' is not valid '<format>'"
+		if i := strings.LastIndex(e.Message, " is not valid "); i >= 0 {
+			return []Violation{{Pointer: at, Message: "is not a valid " + strings.Trim(e.Message[i+len(" is not valid "):], "'")}}
+		}
+		return []Violation{{Pointer: at, Message: "is not valid in this format"}}
+	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+		// "must be <= 1 but found 1.5"
+		bound, _, _ := strings.Cut(e.Message, " but found ")
+		return []Violation{{Pointer: at, Message: bound}}
+	case "multipleOf":
+		// "<value> not multipleOf <n>"
+		_, n, _ := strings.Cut(e.Message, " not multipleOf ")
+		return []Violation{{Pointer: at, Message: "must be a multiple of " + n}}
+	}
+	return []Violation{{Pointer: at, Message: e.Message}}
+}
+
+// pointerEscaper escapes a property name as a JSON pointer segment (RFC 6901).
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// unknownProperties parses the names out of the validator's message
+// "additionalProperties 'a', 'b' not allowed", in which each name is quoted
+// as Go's %q would with \" unescaped and ' escaped. It reports false for a
+// message of another shape.
+func unknownProperties(msg string) ([]string, bool) {
+	list, ok := strings.CutPrefix(msg, "additionalProperties ")
+	if !ok {
+		return nil, false
+	}
+	if list, ok = strings.CutSuffix(list, " not allowed"); !ok {
+		return nil, false
+	}
+	var names []string
+	for list != "" {
+		if list[0] != '\'' {
+			return nil, false
+		}
+		// A name ends at the first quote no backslash escapes.
+		end := 1
+		for ; end < len(list) && list[end] != '\''; end++ {
+			if list[end] == '\\' {
+				end++
+			}
+		}
+		if end >= len(list) {
+			return nil, false
+		}
+		name, err := unquoteName(list[1:end])
+		if err != nil {
+			return nil, false
+		}
+		names = append(names, name)
+		if list = list[end+1:]; list != "" {
+			if list, ok = strings.CutPrefix(list, ", "); !ok {
+				return nil, false
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, len(names) > 0
+}
+
+// unquoteName undoes the validator's quoting of a property name.
+func unquoteName(q string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		switch c := q[i]; {
+		case c == '\\' && i+1 < len(q):
+			if q[i+1] != '\'' {
+				b.WriteByte(c)
+			}
+			b.WriteByte(q[i+1])
+			i++
+		case c == '"':
+			b.WriteString(`\"`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strconv.Unquote(`"` + b.String() + `"`)
 }
 
 // kindMismatch reports a payload whose kind names a known memory type other

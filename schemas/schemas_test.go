@@ -211,7 +211,7 @@ func TestValidateRecordViolations(t *testing.T) {
 			typ:      "semantic",
 			mutate:   func(r map[string]any) { r["confidence"] = 1.5 },
 			pointers: []string{"/confidence"},
-			contains: "1.5",
+			contains: "must be <= 1",
 		},
 		{
 			name:     "unknown type",
@@ -392,7 +392,31 @@ func TestValidateRecordReportsEveryProblemOnce(t *testing.T) {
 			require.NotContains(t, v.Message, other)
 		}
 	}
-	require.ErrorContains(t, err, "5 violations: /confidence: must be <= 1 but found 1.5; ")
+	require.ErrorContains(t, err, "5 violations: /confidence: must be <= 1; ")
+}
+
+// Messages quote nothing from the document: an unknown property's name or
+// a malformed value may be a secret, and problem responses carry them.
+func TestViolationsQuoteNoInput(t *testing.T) {
+	t.Parallel()
+	token := "ghp_" + "16C7e42F292c6912E7710c838347Ae178B4a"
+	names := []string{token, `it's`, `back\slash "quoted"`, "a/b~c", "é, 'x' not allowed"}
+	ev := map[string]any{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "x", "time": token,
+		"tool": map[string]any{"name": "x", token: 1}}
+	for _, n := range names {
+		ev[n] = 1
+	}
+	err := schemas.Validate("Event", marshal(t, ev))
+	vs := violations(t, err)
+	require.Equal(t, []schemas.Violation{
+		{Pointer: "/a~1b~0c", Message: "is not a known property"},
+		{Pointer: `/back\slash "quoted"`, Message: "is not a known property"},
+		{Pointer: "/" + token, Message: "is not a known property"},
+		{Pointer: "/it's", Message: "is not a known property"},
+		{Pointer: "/time", Message: "is not a valid date-time"},
+		{Pointer: "/tool/" + token, Message: "is not a known property"},
+		{Pointer: "/é, 'x' not allowed", Message: "is not a known property"},
+	}, vs, "the names are in the pointers, which the server redacts, never in the messages")
 }
 
 func TestValidatePayload(t *testing.T) {
