@@ -83,8 +83,13 @@ func (s *Server) feedback(w http.ResponseWriter, r *http.Request) error {
 	if s.decay == nil {
 		return errNoDecay
 	}
+	rd := s.redaction()
 	var req feedbackRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := rd.decode(r, &req); err != nil {
+		return err
+	}
+	ch := rd.change(r, req.Rationale)
+	if err := rd.check(); err != nil {
 		return err
 	}
 	ids := make([]uuid.UUID, len(req.RecordIDs))
@@ -101,7 +106,6 @@ func (s *Server) feedback(w http.ResponseWriter, r *http.Request) error {
 		p.Errors = bad
 		return p
 	}
-	ch := change(r, req.Rationale)
 	ch.Evidence = req.Evidence
 	res, err := s.decay.Feedback(r.Context(), principalOf(r).tenant, decay.FeedbackRequest{
 		RetrievalID: req.RetrievalID, Key: req.Key, RecordIDs: ids, Outcome: req.Outcome,

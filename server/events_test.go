@@ -60,7 +60,7 @@ func setupIngest(t *testing.T, policyYAML string, cfg ingest.Config) *ingestEnv 
 	w := policy.NewWorker(policy.WorkerConfig{DB: db.Pool, Policy: pol, Logger: logger})
 	cfg.Store, cfg.Policy, cfg.Staged = st, w.Policy, w.Notify
 	srv := httptest.NewServer(server.New(server.Config{
-		Store: st, Logger: logger, Ingest: ingest.New(cfg),
+		Store: st, Logger: logger, Ingest: ingest.New(cfg), Policy: w.Policy,
 		Keys: []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}},
 	}))
 	t.Cleanup(srv.Close)
@@ -303,6 +303,20 @@ func TestSecretsRejectedWhenPolicySaysSo(t *testing.T) {
 	p := res.problem(t)
 	require.Equal(t, "urn:engram:problem:secret-leakage", p.Type)
 	require.NotContains(t, string(res.body), "AKIAIOSFODNN7EXAMPLE")
+
+	// Values that only their keys show to be secrets.
+	for name, ev := range map[string]map[string]any{
+		"environment":    event("observation", "t1", map[string]any{"text": "x", "environment": map[string]any{"AWS_SECRET_ACCESS_KEY": "s3cr3t-value-1"}}),
+		"tool arguments": event("tool_call", "t1", map[string]any{"tool": map[string]any{"name": "db", "arguments": map[string]any{"password": "s3cr3t-value-1"}}}),
+		"tool result":    event("tool_output", "t1", map[string]any{"tool": map[string]any{"name": "db", "result": map[string]any{"api_key": "s3cr3t-value-1"}}}),
+		"fact object":    event("fact", "t1", map[string]any{"fact": map[string]any{"subject": "db", "predicate": "login", "object": map[string]any{"DB_PASSWORD": "s3cr3t-value-1"}}}),
+		"fact condition": event("fact", "t1", map[string]any{"fact": map[string]any{"subject": "db", "predicate": "host", "object": "h", "conditions": map[string]any{"token": "s3cr3t-value-1"}}}),
+	} {
+		res := e.do("POST", "/v1/events", acmeKey, ev)
+		require.Equal(t, http.StatusUnprocessableEntity, res.status, "%s: %s", name, res.body)
+		require.Equal(t, "urn:engram:problem:secret-leakage", res.problem(t).Type, name)
+		require.NotContains(t, string(res.body), "s3cr3t-value-1", name)
+	}
 	require.Zero(t, e.count("SELECT count(*) FROM candidates"))
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,10 +68,10 @@ var (
 // writeProblem answers with err as a problem, mapping the store's and the
 // schemas' typed errors to their status codes. Internal errors are logged
 // and answered without detail: nothing from a failed query reaches a
-// client.
+// client. What a problem quotes from the request is redacted (SR-1).
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.toProblem(r, err)
-	p.Instance = r.URL.Path
+	p.Instance = redactPath(s.policy().Redactor(), r.URL.Path)
 	w.Header().Set("Content-Type", "application/problem+json")
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="engram"`)
@@ -83,6 +84,12 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 }
 
 func (s *Server) toProblem(r *http.Request, err error) *Problem {
+	p := s.problemOf(r, err)
+	s.redactProblem(p)
+	return p
+}
+
+func (s *Server) problemOf(r *http.Request, err error) *Problem {
 	var (
 		p        *Problem
 		ve       *schemas.ValidationError
@@ -117,8 +124,11 @@ func (s *Server) toProblem(r *http.Request, err error) *Problem {
 	case errors.Is(err, store.ErrBadCursor):
 		return badParam("cursor", "is not a cursor this server issued")
 	}
+	// A path and an error may quote what the client sent.
+	red := s.policy().Redactor()
+	msg, _ := red.String(err.Error())
 	s.logger.ErrorContext(r.Context(), "request failed", slog.String("method", r.Method),
-		slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+		slog.String("path", redactPath(red, r.URL.Path)), slog.String("error", msg))
 	return problem(http.StatusInternalServerError, "internal", "Internal error", "the request failed; the server log has details")
 }
 
@@ -178,9 +188,14 @@ func decodeProblem(err error, pointer string) error {
 		p.Errors = []FieldError{{Pointer: pointer + "/" + strings.ReplaceAll(typ.Field, ".", "/"), Message: "must be " + jsonType(typ.Type.Kind().String())}}
 		return p
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", "unknown field "+name)
-		p.Errors = []FieldError{{Pointer: pointer + "/" + name, Message: "is not a known field"}}
+		// The name goes in the pointer alone, which toProblem redacts: a
+		// field's name may be a secret.
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		if u, err := strconv.Unquote(name); err == nil {
+			name = u
+		}
+		p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", "a field is not known; see errors")
+		p.Errors = []FieldError{{Pointer: pointer + "/" + pointerEscaper.Replace(name), Message: "is not a known field"}}
 		return p
 	}
 	// A value's own decoder refused it (a malformed id or time).
@@ -188,6 +203,9 @@ func decodeProblem(err error, pointer string) error {
 	p.Errors = []FieldError{{Pointer: pointer, Message: err.Error()}}
 	return p
 }
+
+// pointerEscaper escapes a field's name as a JSON pointer segment (RFC 6901).
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 func jsonType(kind string) string {
 	switch kind {

@@ -16,16 +16,21 @@ import (
 )
 
 func (s *Server) createRecord(w http.ResponseWriter, r *http.Request) error {
+	rd := s.redaction()
 	var raw json.RawMessage
-	if err := decodeJSON(r, &raw); err != nil {
+	if err := rd.decode(r, &raw); err != nil {
 		return err
 	}
 	rec, err := decodeRecord(raw, "")
 	if err != nil {
 		return err
 	}
-	p := principalOf(r)
-	out, err := s.store.Create(r.Context(), p.tenant, rec, change(r, r.URL.Query().Get("rationale")))
+	ch := rd.change(r, r.URL.Query().Get("rationale"))
+	if err := rd.check(); err != nil {
+		return err
+	}
+	rd.raise(&rec)
+	out, err := s.store.Create(r.Context(), principalOf(r).tenant, rec, ch)
 	if err != nil {
 		return err
 	}
@@ -134,8 +139,13 @@ func (s *Server) updateRecord(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	rd := s.redaction()
 	var req updateRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := rd.decode(r, &req); err != nil {
+		return err
+	}
+	ch := rd.change(r, req.Rationale)
+	if err := rd.check(); err != nil {
 		return err
 	}
 	if req.Version == 0 {
@@ -146,7 +156,7 @@ func (s *Server) updateRecord(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Payload) == 0 {
 		return fieldProblem("/payload", "is required")
 	}
-	out, err := s.store.Update(r.Context(), principalOf(r).tenant, id, req.Version, req.Payload, req.Tags, change(r, req.Rationale))
+	out, err := s.store.Update(r.Context(), principalOf(r).tenant, id, req.Version, req.Payload, req.Tags, ch)
 	if err != nil {
 		return err
 	}
@@ -175,7 +185,12 @@ func (s *Server) deleteRecord(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.store.Delete(r.Context(), principalOf(r).tenant, id, change(r, r.URL.Query().Get("rationale")))
+	rd := s.redaction()
+	ch := rd.change(r, r.URL.Query().Get("rationale"))
+	if err := rd.check(); err != nil {
+		return err
+	}
+	out, err := s.store.Delete(r.Context(), principalOf(r).tenant, id, ch)
 	if err != nil {
 		return err
 	}
@@ -205,10 +220,29 @@ type reviseRequest struct {
 	Outcome   string                 `json:"outcome"`
 }
 
-func (req reviseRequest) change(r *http.Request) store.Change {
-	ch := change(r, req.Rationale)
+// decodeRevision reads a revision's body, redacted, and its audit
+// identity.
+func (s *Server) decodeRevision(r *http.Request, req *reviseRequest) (*redaction, store.Change, error) {
+	rd := s.redaction()
+	if r.ContentLength != 0 {
+		if err := rd.decode(r, req); err != nil {
+			return nil, store.Change{}, err
+		}
+	}
+	ch := rd.change(r, req.Rationale)
 	ch.Evidence = req.Evidence
-	return ch
+	return rd, ch, rd.check()
+}
+
+// decodeRecord decodes a record of a revision's body, its sensitivity
+// raised to what redaction found.
+func (rd *redaction) decodeRecord(raw json.RawMessage, pointer string) (memory.Record, error) {
+	rec, err := decodeRecord(raw, pointer)
+	if err != nil {
+		return rec, err
+	}
+	rd.raise(&rec)
+	return rec, nil
 }
 
 // reviseRecord serves POST /v1/records/{id}:{op}.
@@ -223,20 +257,19 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req reviseRequest
-	if r.ContentLength != 0 {
-		if err := decodeJSON(r, &req); err != nil {
-			return err
-		}
+	rd, ch, err := s.decodeRevision(r, &req)
+	if err != nil {
+		return err
 	}
 	tenant, ctx := principalOf(r).tenant, r.Context()
 	var out any
 	switch op {
 	case "supersede":
-		rec, err := decodeRecord(req.Record, "/record")
+		rec, err := rd.decodeRecord(req.Record, "/record")
 		if err != nil {
 			return err
 		}
-		old, next, err := s.store.Supersede(ctx, tenant, id, req.Version, rec, req.change(r))
+		old, next, err := s.store.Supersede(ctx, tenant, id, req.Version, rec, ch)
 		if err != nil {
 			return err
 		}
@@ -244,11 +277,11 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 	case "fork":
 		variants := make([]memory.Record, len(req.Variants))
 		for i, raw := range req.Variants {
-			if variants[i], err = decodeRecord(raw, fmt.Sprintf("/variants/%d", i)); err != nil {
+			if variants[i], err = rd.decodeRecord(raw, fmt.Sprintf("/variants/%d", i)); err != nil {
 				return err
 			}
 		}
-		old, variants, err := s.store.Fork(ctx, tenant, id, req.Version, variants, req.change(r))
+		old, variants, err := s.store.Fork(ctx, tenant, id, req.Version, variants, ch)
 		if err != nil {
 			return err
 		}
@@ -256,19 +289,19 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 	case "contest":
 		var next *memory.Record
 		if len(req.Record) > 0 {
-			rec, err := decodeRecord(req.Record, "/record")
+			rec, err := rd.decodeRecord(req.Record, "/record")
 			if err != nil {
 				return err
 			}
 			next = &rec
 		}
-		recs, err := s.store.Contest(ctx, tenant, append([]uuid.UUID{id}, req.Against...), next, req.change(r))
+		recs, err := s.store.Contest(ctx, tenant, append([]uuid.UUID{id}, req.Against...), next, ch)
 		if err != nil {
 			return err
 		}
 		out = map[string]any{"records": recs}
 	case "retract":
-		rec, err := s.store.Retract(ctx, tenant, id, req.Version, req.change(r))
+		rec, err := s.store.Retract(ctx, tenant, id, req.Version, ch)
 		if err != nil {
 			return err
 		}
@@ -276,15 +309,15 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 	case "append":
 		rec, err := s.store.AppendEpisode(ctx, tenant, id, store.EpisodeAppend{
 			Timeline: req.Timeline, ToolGraph: req.ToolGraph, Artifacts: req.Artifacts, Outcome: req.Outcome,
-		}, req.change(r))
+		}, ch)
 		if err != nil {
 			return err
 		}
 		out = rec
 	case "restore":
-		return s.restoreRecord(w, r, id, req.change(r))
+		return s.restoreRecord(w, r, id, ch)
 	case "purge":
-		if err := s.store.Purge(ctx, tenant, id, req.change(r)); err != nil {
+		if err := s.store.Purge(ctx, tenant, id, ch); err != nil {
 			return err
 		}
 		s.metrics.revisions.WithLabelValues(store.ActionPurge).Inc()
@@ -301,18 +334,19 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) mergeRecords(w http.ResponseWriter, r *http.Request) error {
 	var req reviseRequest
-	if err := decodeJSON(r, &req); err != nil {
+	rd, ch, err := s.decodeRevision(r, &req)
+	if err != nil {
 		return err
 	}
 	var template *memory.Record
 	if len(req.Record) > 0 {
-		rec, err := decodeRecord(req.Record, "/record")
+		rec, err := rd.decodeRecord(req.Record, "/record")
 		if err != nil {
 			return err
 		}
 		template = &rec
 	}
-	rec, err := s.store.Merge(r.Context(), principalOf(r).tenant, req.RecordIDs, template, req.change(r))
+	rec, err := s.store.Merge(r.Context(), principalOf(r).tenant, req.RecordIDs, template, ch)
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,11 @@ func (s *Server) retrieveMemory(w http.ResponseWriter, r *http.Request) error {
 	if s.retrieve == nil {
 		return errNoRetrieve
 	}
+	// The task is redacted as what it is matched against was, and the
+	// retrieval log keeps its agent and thread. It is a read: secrets in
+	// it are redacted, never refused.
 	var req retrieve.Request
-	if err := decodeJSON(r, &req); err != nil {
+	if err := s.redaction().decode(r, &req); err != nil {
 		return err
 	}
 	res, err := s.retrieve.Retrieve(r.Context(), principalOf(r).tenant, req)

@@ -19,6 +19,7 @@ import (
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/jobs"
+	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/store"
 )
@@ -48,6 +49,10 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Ingest stages events (POST /v1/events); nil serves 503 there.
 	Ingest *ingest.Ingester
+	// Policy returns the policy in force, the one the ingester redacts
+	// events with; the records API, feedback, retrieval and problem
+	// responses are redacted with it too. Nil means [policy.Default].
+	Policy func() *policy.Policy
 	// Decay serves feedback, restore, salience statistics and previews;
 	// nil serves 503 there.
 	Decay *decay.Decayer
@@ -69,6 +74,7 @@ type Server struct {
 	maxBody  int64
 	metrics  *metrics
 	ingest   *ingest.Ingester
+	policy   func() *policy.Policy
 	decay    *decay.Decayer
 	jobs     *jobs.Scheduler
 	retrieve *retrieve.Retriever
@@ -89,6 +95,7 @@ func New(cfg Config) *Server {
 		ready:    cfg.Ready,
 		maxBody:  cfg.MaxBodyBytes,
 		ingest:   cfg.Ingest,
+		policy:   cfg.Policy,
 		decay:    cfg.Decay,
 		jobs:     cfg.Jobs,
 		retrieve: cfg.Retrieve,
@@ -96,6 +103,10 @@ func New(cfg Config) *Server {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.policy == nil {
+		p := policy.Default()
+		s.policy = func() *policy.Policy { return p }
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)

@@ -171,6 +171,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		MaxBodyBytes: int64(4*cfg.MaxPayloadBytes + 1<<20),
 		Registry:     reg,
 		Ingest:       ing,
+		Policy:       worker.Policy,
 		Decay:        per.decayer,
 		Jobs:         per.scheduler,
 		Retrieve:     ret.retriever,
