@@ -262,6 +262,10 @@ func (w *Worker) runOne(ctx context.Context, partition int, c store.Candidate) e
 type threadState struct {
 	thread *store.Thread
 	append *store.TimelineAppend
+	// queued: the thread is in the batch's list of appends to write at
+	// its end. An outcome writes its thread's append early; the events
+	// after it start a new append that the same entry of the list writes.
+	queued bool
 }
 
 // apply classifies claimed candidates and writes their records through st,
@@ -343,7 +347,9 @@ func (w *Worker) applyTenant(ctx context.Context, st *store.Store, pol *Policy, 
 		}
 		if ts.append == nil {
 			ts.append = &store.TimelineAppend{EpisodeID: ts.thread.EpisodeID, Sensitivity: d.Sensitivity}
-			order = append(order, ts)
+			if !ts.queued {
+				order, ts.queued = append(order, ts), true
+			}
 		}
 		a := ts.append
 		a.Sensitivity = a.Sensitivity.Max(d.Sensitivity)
