@@ -44,9 +44,10 @@ type Config struct {
 	// MaxPayloadBytes caps a record's encoded payload. yaml
 	// max_payload_bytes, ENGRAM_MAX_PAYLOAD_BYTES, --max-payload-bytes.
 	MaxPayloadBytes int `yaml:"max_payload_bytes"`
-	// APIKeys map bearer tokens to tenants. yaml api_keys, ENGRAM_API_KEYS
-	// as "tenant:key[,tenant:key…]". With none, engramd generates one for
-	// tenant "default" at start-up and prints it.
+	// APIKeys are the bearer keys: a tenant's, or an operator's (see
+	// [APIKey]). yaml api_keys, ENGRAM_API_KEYS as "tenant:key[,…]", where
+	// "*:key" is an operator key. With none, engramd generates a key for
+	// tenant "default" and an operator key at start-up and prints them.
 	APIKeys []APIKey `yaml:"api_keys"`
 	// ShutdownTimeout bounds a graceful stop. yaml shutdown_timeout,
 	// ENGRAM_SHUTDOWN_TIMEOUT, --shutdown-timeout.
@@ -116,13 +117,27 @@ type Ingest struct {
 	MaxAttempts int `yaml:"max_attempts"`
 }
 
-// APIKey gives its bearer access to one tenant. Name identifies the key in
-// audit entries and logs; the key itself is never logged or stored.
+// APIKey gives its bearer access to one tenant's memory (role tenant, the
+// default), or to what works across every tenant, the periodic jobs, and no
+// tenant's memory (role operator, with no tenant). Name identifies the key
+// in audit entries and logs; the key itself is never logged or stored.
 type APIKey struct {
 	Tenant string `yaml:"tenant"`
 	Key    string `yaml:"key"`
 	Name   string `yaml:"name"`
+	// Role is tenant or operator; empty means tenant.
+	Role string `yaml:"role"`
 }
+
+// Key roles (yaml api_keys[].role).
+const (
+	RoleTenant   = "tenant"
+	RoleOperator = "operator"
+)
+
+// operatorTenant stands for the tenant of an operator key in
+// ENGRAM_API_KEYS: "*:key". No tenant can be called "*".
+const operatorTenant = "*"
 
 // Default returns the configuration with every default set.
 func Default() Config {
@@ -225,9 +240,13 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 		for i, pair := range strings.Split(v, ",") {
 			tenant, key, ok := strings.Cut(strings.TrimSpace(pair), ":")
 			if !ok {
-				return fmt.Errorf("ENGRAM_API_KEYS: entry %d is not tenant:key", i+1)
+				return fmt.Errorf("ENGRAM_API_KEYS: entry %d is not tenant:key or *:key", i+1)
 			}
-			c.APIKeys = append(c.APIKeys, APIKey{Tenant: tenant, Key: key, Name: fmt.Sprintf("%s-env-%d", tenant, i+1)})
+			k := APIKey{Tenant: tenant, Key: key, Name: fmt.Sprintf("%s-env-%d", tenant, i+1)}
+			if tenant == operatorTenant {
+				k = APIKey{Key: key, Name: fmt.Sprintf("operator-env-%d", i+1), Role: RoleOperator}
+			}
+			c.APIKeys = append(c.APIKeys, k)
 		}
 	}
 	return nil
@@ -303,7 +322,13 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for i, k := range c.APIKeys {
 		switch {
-		case !tenantID(k.Tenant):
+		case k.Role != "" && k.Role != RoleTenant && k.Role != RoleOperator:
+			return fmt.Errorf("api_keys[%d].role: %q is not tenant or operator", i, k.Role)
+		case k.Role == RoleOperator && k.Tenant != "":
+			return fmt.Errorf("api_keys[%d].tenant: an operator key has no tenant: it works across every tenant", i)
+		case k.Role != RoleOperator && k.Tenant == "":
+			return fmt.Errorf("api_keys[%d].tenant: a tenant key needs a tenant (role: operator makes an operator key)", i)
+		case k.Role != RoleOperator && !tenantID(k.Tenant):
 			return fmt.Errorf("api_keys[%d].tenant: %q must be 1-63 of a-z, 0-9, '_', '.', '-', starting with a letter or digit", i, k.Tenant)
 		case len(k.Key) < 16:
 			return fmt.Errorf("api_keys[%d].key: must be at least 16 characters", i)
