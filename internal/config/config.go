@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -70,7 +71,7 @@ type Config struct {
 	Decay decay.Config `yaml:"decay"`
 	// Jobs are the cron schedules of the periodic jobs by name, such as
 	// decay_sweep: "*/15 * * * *"; "off" runs a job only when asked. yaml
-	// jobs. Reloaded on SIGHUP.
+	// jobs, over [DefaultJobs]. Reloaded on SIGHUP.
 	Jobs map[string]string `yaml:"jobs"`
 	// Retrieve tunes retrieval: ranking weights, the default budget and
 	// trust gating (see [retrieve.Config]). yaml retrieve.
@@ -82,7 +83,7 @@ type Config struct {
 
 // Embedding chooses the embedder (yaml embedding.*): the built-in lexical
 // one (the default: no network, no model), an OpenAI-compatible endpoint,
-// or none (retrieval is lexical only).
+// or none (retrieval is lexical only, and there are no embedding jobs).
 type Embedding struct {
 	Provider string `yaml:"provider"`
 	// OpenAI configures provider openai; its api_key may come from
@@ -152,15 +153,26 @@ func Default() Config {
 			AgentRate: 5000, AgentBurst: 10000, MaxBacklog: 1_000_000, MaxSkew: 5 * time.Minute,
 			Partitions: 2, BatchSize: 1000, MaxAttempts: 5,
 		},
-		Decay: decay.DefaultConfig(),
-		Jobs: map[string]string{
-			decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule,
-			retrieve.StatsJob: retrieve.DefaultStatsSchedule, embedding.BackfillJob: embedding.DefaultBackfillSchedule,
-			embedding.ReindexJob: jobs.Off,
-		},
+		Decay:     decay.DefaultConfig(),
+		Jobs:      DefaultJobs(EmbeddingLexical),
 		Retrieve:  retrieve.DefaultConfig(),
 		Embedding: Embedding{Provider: EmbeddingLexical, BatchSize: embedding.DefaultBackfillBatch},
 	}
+}
+
+// DefaultJobs is the schedule of each periodic job engramd has with the
+// embedding provider given. With provider none there is no embedder, so no
+// embedding_backfill or embedding_reindex job.
+func DefaultJobs(provider string) map[string]string {
+	j := map[string]string{
+		decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule,
+		retrieve.StatsJob: retrieve.DefaultStatsSchedule,
+	}
+	if provider != EmbeddingNone {
+		j[embedding.BackfillJob] = embedding.DefaultBackfillSchedule
+		j[embedding.ReindexJob] = jobs.Off
+	}
+	return j
 }
 
 // Load builds the configuration from defaults, the YAML file named by
@@ -185,6 +197,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 
 	c := Default()
+	// The file's schedules, over the defaults of the embedder it chooses
+	// (below).
+	c.Jobs = nil
 	if *path != "" {
 		b, err := os.ReadFile(*path)
 		if err != nil {
@@ -199,6 +214,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if err := c.fromEnv(getenv); err != nil {
 		return Config{}, err
 	}
+	schedules := DefaultJobs(c.Embedding.Provider)
+	maps.Copy(schedules, c.Jobs)
+	c.Jobs = schedules
 	setIf(&c.Listen, *listen)
 	setIf(&c.DatabaseURL, *dbURL)
 	setIf(&c.LogLevel, *level)
@@ -313,6 +331,13 @@ func (c Config) Validate() error {
 	}
 	if c.Embedding.BatchSize < 1 || c.Embedding.BatchSize > 10000 {
 		return fmt.Errorf("embedding.batch_size: %d is outside 1..10000", c.Embedding.BatchSize)
+	}
+	if c.Embedding.Provider == EmbeddingNone {
+		for _, name := range []string{embedding.BackfillJob, embedding.ReindexJob} {
+			if _, ok := c.Jobs[name]; ok {
+				return fmt.Errorf("jobs.%s: there is no such job with embedding.provider none: remove it, or choose an embedder", name)
+			}
+		}
 	}
 	for name, spec := range c.Jobs {
 		if err := jobs.ParseSchedule(spec); err != nil {

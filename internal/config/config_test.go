@@ -104,3 +104,26 @@ api_keys:
 		{Key: "ops-key-0123456789", Name: "operator-env-2", Role: config.RoleOperator},
 	}, c.APIKeys)
 }
+
+// With embedding.provider none there are no embedding jobs: the defaults
+// schedule none, and a file that schedules one is refused with both fields
+// named.
+func TestEmbeddingProviderNone(t *testing.T) {
+	t.Parallel()
+	c, err := loadFile(t, "embedding: {provider: none}\n")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{
+		"decay_sweep": "*/15 * * * *", "decay_purge": "17 * * * *", "retrieval_stats": "@every 5m",
+	}, c.Jobs)
+
+	c, err = loadFile(t, "embedding: {provider: lexical}\njobs: {decay_sweep: \"@hourly\"}\n")
+	require.NoError(t, err)
+	require.Equal(t, "@hourly", c.Jobs["decay_sweep"])
+	require.Equal(t, "@every 1m", c.Jobs["embedding_backfill"], "the file's schedules over the defaults")
+	require.Equal(t, "off", c.Jobs["embedding_reindex"])
+
+	for _, job := range []string{"embedding_backfill", "embedding_reindex"} {
+		_, err = loadFile(t, "embedding: {provider: none}\njobs: {"+job+": \"@hourly\"}\n")
+		require.ErrorContains(t, err, "jobs."+job+": there is no such job with embedding.provider none")
+	}
+}
