@@ -1,7 +1,11 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -88,14 +92,108 @@ func (e Event) Summary() string {
 	default:
 		s = e.Text
 	}
-	const max = 240
-	if len(s) > max {
-		// Cut on a rune boundary.
-		for i := max; i > 0; i-- {
-			if s[i]&0xC0 != 0x80 {
-				return s[:i] + "…"
-			}
-		}
+	if cut := truncate(s, 240); len(cut) < len(s) {
+		return cut + "…"
 	}
 	return s
+}
+
+// Limits of what an event brings to its episode.
+const (
+	// MaxEventSearchBytes is how much of an event's text lexical search
+	// indexes: its first 8 KiB, cut on a rune boundary.
+	MaxEventSearchBytes = 8 << 10
+	// MaxEpisodeTags bounds the tags an episode gathers from its events
+	// (its own thread: and agent: tags count): later new tags are dropped.
+	MaxEpisodeTags = 64
+)
+
+// SearchText is the text of the event that lexical search matches (issue 9:
+// every word an agent reported, not only its timeline summary): its text,
+// the tool's name, arguments and result, the error, the fact, the outcome,
+// the environment's values and the tags, at most [MaxEventSearchBytes].
+// JSON values contribute their strings and numbers, keys in sorted order.
+func (e Event) SearchText() string {
+	var b strings.Builder
+	add := func(parts ...string) {
+		for _, p := range parts {
+			if p == "" || b.Len() >= MaxEventSearchBytes {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(p)
+		}
+	}
+	addJSON := func(raw json.RawMessage) {
+		if len(raw) == 0 {
+			return
+		}
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if dec.Decode(&v) == nil {
+			walkStrings(v, func(s string) { add(s) })
+		}
+	}
+	add(e.Text)
+	if e.Tool != nil {
+		add(e.Tool.Name)
+		addJSON(e.Tool.Arguments)
+		addJSON(e.Tool.Result)
+	}
+	if e.Error != nil {
+		add(e.Error.Message, e.Error.Code, e.Error.Tool)
+	}
+	if e.Fact != nil {
+		add(e.Fact.Subject, e.Fact.Predicate)
+		addJSON(e.Fact.Object)
+	}
+	if e.Outcome != nil {
+		add(e.Outcome.Status, e.Outcome.Summary)
+	}
+	walkStrings(map[string]any(e.Environment), func(s string) { add(s) })
+	add(e.Tags...)
+	return truncate(b.String(), MaxEventSearchBytes)
+}
+
+// walkStrings calls f with every string and number in v, map keys in
+// sorted order.
+func walkStrings(v any, f func(string)) {
+	switch x := v.(type) {
+	case string:
+		f(x)
+	case json.Number:
+		f(x.String())
+	case float64:
+		f(strconv.FormatFloat(x, 'g', -1, 64))
+	case bool:
+	case []any:
+		for _, e := range x {
+			walkStrings(e, f)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			walkStrings(x[k], f)
+		}
+	}
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for i := n; i > 0; i-- {
+		if s[i]&0xC0 != 0x80 {
+			return s[:i]
+		}
+	}
+	return ""
 }

@@ -262,6 +262,10 @@ func (w *Worker) runOne(ctx context.Context, partition int, c store.Candidate) e
 type threadState struct {
 	thread *store.Thread
 	append *store.TimelineAppend
+	// queued: the thread is in the batch's list of appends to write at
+	// its end. An outcome writes its thread's append early; the events
+	// after it start a new append that the same entry of the list writes.
+	queued bool
 }
 
 // apply classifies claimed candidates and writes their records through st,
@@ -343,12 +347,16 @@ func (w *Worker) applyTenant(ctx context.Context, st *store.Store, pol *Policy, 
 		}
 		if ts.append == nil {
 			ts.append = &store.TimelineAppend{EpisodeID: ts.thread.EpisodeID, Sensitivity: d.Sensitivity}
-			order = append(order, ts)
+			if !ts.queued {
+				order, ts.queued = append(order, ts), true
+			}
 		}
 		a := ts.append
 		a.Sensitivity = a.Sensitivity.Max(d.Sensitivity)
 		ref := "evt://" + c.ID.String()
 		a.Entries = append(a.Entries, memory.TimelineEntry{T: ev.Time, EventKind: string(ev.Kind), Ref: ref, Summary: ev.Summary()})
+		a.Texts = append(a.Texts, ev.SearchText())
+		a.Tags = append(a.Tags, ev.Tags...)
 		if ev.Tool != nil {
 			a.ToolGraph = append(a.ToolGraph, map[string]any{"ref": ref, "kind": string(ev.Kind), "tool": ev.Tool.Name, "call_id": ev.Tool.CallID})
 		}
@@ -487,9 +495,15 @@ func newEpisode(ev memory.Event, c store.Candidate, d Decision) memory.Record {
 		p["environment"] = ev.Environment
 	}
 	payload, _ := json.Marshal(p)
+	tags := []string{"thread:" + ev.ThreadID, "agent:" + ev.AgentID}
+	for _, t := range ev.Tags {
+		if len(tags) < memory.MaxEpisodeTags && !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
 	return memory.Record{
 		Type: memory.Episodic, Sensitivity: d.Sensitivity, Confidence: 1, Salience: memory.DefaultSalience,
-		Scope: d.Scope, Tags: []string{"thread:" + ev.ThreadID, "agent:" + ev.AgentID}, Payload: payload,
+		Scope: d.Scope, Tags: tags, Payload: payload,
 		Visibility: memory.Visibility(d.Visibility), AgentID: ev.AgentID, ThreadID: ev.ThreadID,
 		Provenance: memory.Provenance{Sources: []memory.Source{{Kind: "event", Ref: "evt://" + c.ID.String()}}, CreatedBy: "policy:" + ClassifierVersion},
 	}

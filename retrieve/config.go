@@ -115,7 +115,7 @@ func DefaultConfig() Config {
 			LayerWorking: 1, LayerSemantic: 6, LayerCompetence: 3, LayerPlan: 2, LayerEpisodic: 3,
 		},
 		Trust: TrustConfig{
-			DefaultClearance:         memory.Low,
+			DefaultClearance:         memory.Medium,
 			UnauthenticatedClearance: memory.Public,
 			Environments:             map[string]memory.Sensitivity{"shared_screen": memory.Low, "ci": memory.Medium},
 			AtLimit: map[memory.Sensitivity]Gating{

@@ -64,7 +64,7 @@ func setupDecay(t *testing.T) *decayEnv {
 	t.Cleanup(func() { require.NoError(t, sched.Stop(context.Background())) })
 	srv := httptest.NewServer(server.New(server.Config{
 		Store: st, Decay: dec, Jobs: sched, Now: clk.Now,
-		Keys: []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}, {Tenant: "other", Name: "other-test", Secret: otherKey}},
+		Keys: testKeys,
 	}))
 	t.Cleanup(srv.Close)
 	return &decayEnv{env: &env{t: t, url: srv.URL, db: db}, clock: clk, decayer: dec, jobs: sched}
@@ -82,7 +82,7 @@ func (e *decayEnv) createEpisode() memory.Record {
 // runJob runs a job through the API and waits for its run to end.
 func (e *decayEnv) runJob(name string) jobs.RunInfo {
 	e.t.Helper()
-	res := e.do("POST", "/v1/jobs/"+name+":run", acmeKey, nil)
+	res := e.do("POST", "/v1/jobs/"+name+":run", opsKey, nil)
 	require.Equal(e.t, http.StatusAccepted, res.status, string(res.body))
 	var started struct{ Run jobs.RunInfo }
 	res.decode(e.t, &started)
@@ -269,7 +269,7 @@ func TestJobsAPI(t *testing.T) {
 	require.Equal(t, jobs.StatusSucceeded, run.Status)
 	require.Equal(t, jobs.TriggerManual, run.Trigger)
 
-	res := e.do("GET", "/v1/jobs", acmeKey, nil)
+	res := e.do("GET", "/v1/jobs", opsKey, nil)
 	require.Equal(t, http.StatusOK, res.status)
 	var ov jobs.Overview
 	res.decode(t, &ov)
@@ -278,9 +278,9 @@ func TestJobsAPI(t *testing.T) {
 	require.Equal(t, run.ID, ov.Jobs[0].LastRun.ID)
 	require.Nil(t, ov.Jobs[1].LastRun)
 
-	res = e.do("POST", "/v1/jobs/nope:run", acmeKey, nil)
+	res = e.do("POST", "/v1/jobs/nope:run", opsKey, nil)
 	require.Equal(t, http.StatusNotFound, res.status)
-	res = e.do("POST", "/v1/jobs/decay_sweep", acmeKey, nil)
+	res = e.do("POST", "/v1/jobs/decay_sweep", opsKey, nil)
 	require.Equal(t, http.StatusNotFound, res.status)
 	res = e.do("GET", "/v1/jobs", "", nil)
 	require.Equal(t, http.StatusUnauthorized, res.status)
@@ -290,8 +290,8 @@ func TestJobsAPI(t *testing.T) {
 func TestDecayNotConfigured(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	for _, path := range []string{"/v1/feedback", "/v1/decay/preview", "/v1/jobs/decay_sweep:run"} {
-		res := e.do("POST", path, acmeKey, map[string]any{})
+	for path, key := range map[string]string{"/v1/feedback": acmeKey, "/v1/decay/preview": acmeKey, "/v1/jobs/decay_sweep:run": opsKey} {
+		res := e.do("POST", path, key, map[string]any{})
 		require.Equal(t, http.StatusServiceUnavailable, res.status, path)
 	}
 }

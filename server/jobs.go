@@ -12,8 +12,8 @@ import (
 var errNoJobs = problem(http.StatusServiceUnavailable, "not-configured", "Not configured",
 	"this server runs no periodic jobs")
 
-// listJobs serves GET /v1/jobs. Jobs work across tenants and their runs
-// hold counts, never content, so any API key may see them.
+// listJobs serves GET /v1/jobs to operator keys: jobs work across every
+// tenant, and their runs' counts are every tenant's.
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if s.jobs == nil {
 		return errNoJobs
@@ -26,8 +26,9 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// runJob serves POST /v1/jobs/{name}:run: a run now, on this daemon, whether
-// it leads or not. It answers when the run has started.
+// runJob serves POST /v1/jobs/{name}:run to operator keys: a run now, on
+// this daemon, whether it leads or not. It answers when the run has
+// started.
 func (s *Server) runJob(w http.ResponseWriter, r *http.Request) error {
 	if s.jobs == nil {
 		return errNoJobs

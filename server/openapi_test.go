@@ -51,6 +51,7 @@ type openAPIOperation struct {
 	Security    *[]map[string][]string     `json:"security"`
 	Parameters  []json.RawMessage          `json:"parameters"`
 	Responses   map[string]json.RawMessage `json:"responses"`
+	Roles       []Role                     `json:"x-engram-roles"`
 }
 
 // operations returns every operation of the document by "METHOD path", as
@@ -92,6 +93,22 @@ func TestOpenAPIIsOpenAPI31(t *testing.T) {
 	require.Equal(t, indented.String(), string(OpenAPI), "server/openapi.json must be indented with 2 spaces, as json.Indent does")
 }
 
+// documented is the operations the document gives route: its pattern, or
+// for {idop} and {nameop} (the custom methods) a path for each method.
+func (rt route) documented() []string {
+	if prefix, ok := strings.CutSuffix(rt.pattern, "/{idop}"); ok {
+		var ops []string
+		for _, op := range revisionOps {
+			ops = append(ops, prefix+"/{id}:"+op)
+		}
+		return ops
+	}
+	if prefix, ok := strings.CutSuffix(rt.pattern, "/{nameop}"); ok {
+		return []string{prefix + "/{name}:run"}
+	}
+	return []string{rt.pattern}
+}
+
 // Every route is documented, with the custom methods of {idop} (and
 // {nameop}, the jobs' run) as paths of their own, and every documented
 // operation is a route.
@@ -99,20 +116,57 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	t.Parallel()
 	want := slices.Clone(publicRoutes)
 	for _, rt := range (&Server{}).routes() {
-		if prefix, ok := strings.CutSuffix(rt.pattern, "/{idop}"); ok {
-			for _, op := range revisionOps {
-				want = append(want, prefix+"/{id}:"+op)
-			}
-			continue
-		}
-		if prefix, ok := strings.CutSuffix(rt.pattern, "/{nameop}"); ok {
-			want = append(want, prefix+"/{name}:run")
-			continue
-		}
-		want = append(want, rt.pattern)
+		want = append(want, rt.documented()...)
 	}
 	got := slices.Collect(maps.Keys(parseOpenAPI(t, OpenAPI).operations(t)))
 	require.ElementsMatch(t, want, got, "documented operations (right) must be exactly the server's routes (left)")
+}
+
+// Each operation names the roles whose keys may call it (x-engram-roles),
+// as its route admits them; one that refuses a role documents the 403, and
+// the bearer scheme explains the two kinds of key.
+func TestOpenAPIRoles(t *testing.T) {
+	t.Parallel()
+	d := parseOpenAPI(t, OpenAPI)
+	ops := d.operations(t)
+	for _, rt := range (&Server{}).routes() {
+		for _, name := range rt.documented() {
+			op := ops[name]
+			require.Equal(t, rt.roles, op.Roles, "%s: x-engram-roles", name)
+			var ref struct {
+				Ref string `json:"$ref"`
+			}
+			forbidden, ok := op.Responses["403"]
+			switch {
+			case slices.Equal(rt.roles, anyRole):
+				require.False(t, ok, "%s admits every key but documents a 403", name)
+				continue
+			case slices.Equal(rt.roles, operatorRoles):
+				require.True(t, ok, "%s is operator-only but documents no 403", name)
+				require.NoError(t, json.Unmarshal(forbidden, &ref))
+				require.Equal(t, "#/components/responses/OperatorOnly", ref.Ref, name)
+				require.Contains(t, op.Description, "operator key", name)
+			default:
+				require.True(t, ok, "%s refuses operator keys but documents no 403", name)
+				require.NoError(t, json.Unmarshal(forbidden, &ref))
+				require.Equal(t, "#/components/responses/TenantOnly", ref.Ref, name)
+			}
+		}
+	}
+	for _, name := range publicRoutes {
+		require.Nil(t, ops[name].Roles, "%s needs no key", name)
+	}
+	var doc struct {
+		Components struct {
+			SecuritySchemes map[string]struct {
+				Description string `json:"description"`
+			} `json:"securitySchemes"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(OpenAPI, &doc))
+	desc := doc.Components.SecuritySchemes["bearerAuth"].Description
+	require.Contains(t, desc, "operator key")
+	require.Contains(t, desc, "x-engram-roles")
 }
 
 // Every operation says what it does and what it answers: a success, and a

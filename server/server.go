@@ -1,14 +1,17 @@
 // Package server is engramd's HTTP API: routing under /v1, bearer-key
-// authentication that puts every request in one tenant, RFC 9457
+// authentication that puts every request in one tenant (or, for the
+// operator's routes, in none), RFC 9457
 // problem+json errors, the OpenAPI document, health and Prometheus metrics.
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	_ "embed"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,11 +32,16 @@ import (
 //go:embed openapi.json
 var OpenAPI []byte
 
-// Key is one API key the server accepts, already resolved to its tenant.
+// Key is one API key the server accepts: a tenant's, resolved to its
+// tenant, or an operator's, which has none.
 type Key struct {
+	// Tenant is the tenant a tenant key reads and writes; empty for an
+	// operator key.
 	Tenant string
 	Name   string
 	Secret string
+	// Role is what the key may call; empty means [RoleTenant].
+	Role Role
 }
 
 // Config is what a [Server] needs.
@@ -82,8 +90,10 @@ type Server struct {
 	handler  http.Handler
 }
 
+// principal is who a request's key speaks for.
 type principal struct {
 	tenant, name string
+	role         Role
 }
 
 // New returns a server for cfg.
@@ -117,7 +127,7 @@ func New(cfg Config) *Server {
 	for _, k := range cfg.Keys {
 		// Keys are held only as hashes, so a heap dump or a debug print of
 		// the server does not show them.
-		s.keys[sha256.Sum256([]byte(k.Secret))] = principal{tenant: k.Tenant, name: k.Name}
+		s.keys[sha256.Sum256([]byte(k.Secret))] = principal{tenant: k.Tenant, name: k.Name, role: cmp.Or(k.Role, RoleTenant)}
 	}
 	reg := cfg.Registry
 	if reg == nil {
@@ -137,48 +147,58 @@ func New(cfg Config) *Server {
 	})
 
 	for _, rt := range s.routes() {
-		mux.Handle(rt.pattern, s.authenticated(rt.handle, rt.stream))
+		mux.Handle(rt.pattern, s.authenticated(rt))
 	}
 	s.handler = s.observe(problemOnMiss(mux, s))
 	return s
 }
 
-// route is one authenticated API endpoint. A stream's body has no size
-// limit: it is read a bounded line at a time.
+// route is one authenticated API endpoint, and the roles whose keys may
+// call it. A stream's body has no size limit: it is read a bounded line at a
+// time.
 type route struct {
 	pattern string
 	handle  func(http.ResponseWriter, *http.Request) error
+	roles   []Role
 	stream  bool
 }
 
-// routes lists the API under /v1; the OpenAPI document describes each one.
+// routes lists the API under /v1; the OpenAPI document describes each one,
+// and its x-engram-roles the roles that may call it. A tenant's data is
+// served to its tenant's keys only; what works across every tenant (the
+// jobs) to operator keys only.
 func (s *Server) routes() []route {
 	return []route{
-		{"POST /v1/records", s.createRecord, false},
-		{"GET /v1/records", s.listRecords, false},
-		{"POST /v1/records:merge", s.mergeRecords, false},
-		{"GET /v1/records/{id}", s.getRecord, false},
-		{"PATCH /v1/records/{id}", s.updateRecord, false},
-		{"DELETE /v1/records/{id}", s.deleteRecord, false},
+		{"POST /v1/records", s.createRecord, tenantRoles, false},
+		{"GET /v1/records", s.listRecords, tenantRoles, false},
+		{"POST /v1/records:merge", s.mergeRecords, tenantRoles, false},
+		{"GET /v1/records/{id}", s.getRecord, tenantRoles, false},
+		{"PATCH /v1/records/{id}", s.updateRecord, tenantRoles, false},
+		{"DELETE /v1/records/{id}", s.deleteRecord, tenantRoles, false},
 		// Custom methods in the style of Google's AIP-136:
 		// POST /v1/records/{id}:supersede and the like.
-		{"POST /v1/records/{idop}", s.reviseRecord, false},
-		{"GET /v1/records/{id}/history", s.recordHistory, false},
-		{"GET /v1/records/{id}/audit", s.recordAudit, false},
-		{"GET /v1/records/{id}/relations", s.recordRelations, false},
-		{"POST /v1/artifacts", s.putArtifact, false},
-		{"GET /v1/artifacts/{sha256}", s.getArtifact, false},
-		{"POST /v1/events", s.postEvents, false},
-		{"POST /v1/events:stream", s.streamEvents, true},
-		{"GET /v1/candidates", s.listCandidates, false},
-		{"GET /v1/threads/{thread_id}", s.getThread, false},
-		{"POST /v1/policy:explain", s.explainPolicy, false},
-		{"POST /v1/retrieve", s.retrieveMemory, false},
-		{"POST /v1/feedback", s.feedback, false},
-		{"GET /v1/stats/salience", s.salienceStats, false},
-		{"POST /v1/decay/preview", s.decayPreview, false},
-		{"GET /v1/jobs", s.listJobs, false},
-		{"POST /v1/jobs/{nameop}", s.runJob, false},
+		{"POST /v1/records/{idop}", s.reviseRecord, tenantRoles, false},
+		{"GET /v1/records/{id}/history", s.recordHistory, tenantRoles, false},
+		{"GET /v1/records/{id}/audit", s.recordAudit, tenantRoles, false},
+		{"GET /v1/records/{id}/relations", s.recordRelations, tenantRoles, false},
+		{"POST /v1/artifacts", s.putArtifact, tenantRoles, false},
+		{"GET /v1/artifacts/{sha256}", s.getArtifact, tenantRoles, false},
+		{"POST /v1/events", s.postEvents, tenantRoles, false},
+		{"POST /v1/events:stream", s.streamEvents, tenantRoles, true},
+		{"GET /v1/candidates", s.listCandidates, tenantRoles, false},
+		{"GET /v1/threads/{thread_id}", s.getThread, tenantRoles, false},
+		// The policy is the operator's and explaining it reads no tenant's
+		// data.
+		{"POST /v1/policy:explain", s.explainPolicy, anyRole, false},
+		{"POST /v1/retrieve", s.retrieveMemory, tenantRoles, false},
+		{"POST /v1/feedback", s.feedback, tenantRoles, false},
+		// Statistics and previews read the caller's tenant only.
+		{"GET /v1/stats/salience", s.salienceStats, tenantRoles, false},
+		{"POST /v1/decay/preview", s.decayPreview, tenantRoles, false},
+		// Jobs walk every tenant, and their runs' counts are every
+		// tenant's.
+		{"GET /v1/jobs", s.listJobs, operatorRoles, false},
+		{"POST /v1/jobs/{nameop}", s.runJob, operatorRoles, false},
 	}
 }
 
@@ -200,9 +220,10 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 
 type principalKey struct{}
 
-// authenticated resolves the bearer key to its tenant, caps the body and
-// turns a handler's error into a problem response.
-func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error, stream bool) http.Handler {
+// authenticated resolves the bearer key to its principal, refuses a key
+// whose role the route does not admit before reading anything, caps the
+// body and turns a handler's error into a problem response.
+func (s *Server) authenticated(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		p, known := s.keys[sha256.Sum256([]byte(strings.TrimSpace(token)))]
@@ -210,11 +231,15 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error,
 			s.writeProblem(w, r, errUnauthorized)
 			return
 		}
+		if !slices.Contains(rt.roles, p.role) {
+			s.writeProblem(w, r, forbidden(rt.roles))
+			return
+		}
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
-		if !stream {
+		if !rt.stream {
 			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
 		}
-		if err := h(w, r); err != nil {
+		if err := rt.handle(w, r); err != nil {
 			s.writeProblem(w, r, err)
 		}
 	})

@@ -22,7 +22,15 @@ import (
 const (
 	acmeKey  = "acme-key-0123456789"
 	otherKey = "other-key-0123456789"
+	opsKey   = "operator-key-0123456789"
 )
+
+// testKeys are two tenants' keys and an operator's.
+var testKeys = []server.Key{
+	{Tenant: "acme", Name: "acme-test", Secret: acmeKey},
+	{Tenant: "other", Name: "other-test", Secret: otherKey},
+	{Name: "ops-test", Secret: opsKey, Role: server.RoleOperator},
+}
 
 type env struct {
 	t   *testing.T
@@ -39,7 +47,7 @@ func setup(t *testing.T) *env {
 	}
 	srv := httptest.NewServer(server.New(server.Config{
 		Store: st,
-		Keys:  []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}, {Tenant: "other", Name: "other-test", Secret: otherKey}},
+		Keys:  testKeys,
 		Ready: db.Pool.Ping,
 	}))
 	t.Cleanup(srv.Close)

@@ -11,16 +11,18 @@ import (
 )
 
 // staleLexicalTenantsSQL lists the tenants whose BM25 statistics are
-// missing or older than their latest record change.
+// missing or older than their latest record change or episode entry.
 const staleLexicalTenantsSQL = `
 SELECT t.id FROM tenants t
 LEFT JOIN corpus_stats c ON c.tenant_id = t.id
 WHERE c.computed_at IS NULL
 	OR EXISTS (SELECT 1 FROM records r WHERE r.tenant_id = t.id AND r.updated_at >= c.computed_at)
+	OR (SELECT max(seq) FROM episode_entries e WHERE e.tenant_id = t.id) > c.entries_seq
 ORDER BY t.id`
 
 // StaleLexicalTenants lists the tenants whose lexical statistics need a
-// refresh: never computed, or older than a record change.
+// refresh: never computed, or older than a record change or an episode's
+// newest entry.
 func (s *Store) StaleLexicalTenants(ctx context.Context) ([]string, error) {
 	rows, err := s.db.Query(ctx, staleLexicalTenantsSQL)
 	if err != nil {
@@ -35,24 +37,40 @@ func (s *Store) StaleLexicalTenants(ctx context.Context) ([]string, error) {
 
 const (
 	deleteLexemeStatsSQL = `DELETE FROM lexeme_stats WHERE tenant_id = $1`
-	insertLexemeStatsSQL = `
+	// passagesSQL are the tenant's passages: its live records, and the
+	// timeline entries of its live episodes, which lexical search matches
+	// one by one (migration 007).
+	passagesSQL = `
+WITH passages AS (
+	SELECT r.tsv FROM records r WHERE r.tenant_id = $1 AND r.status IN ('active', 'contested')
+	UNION ALL
+	SELECT e.tsv FROM episode_entries e
+	JOIN records r ON r.tenant_id = e.tenant_id AND r.id = e.record_id AND r.status IN ('active', 'contested')
+	WHERE e.tenant_id = $1 AND e.tsv IS NOT NULL
+)`
+	insertLexemeStatsSQL = passagesSQL + `
 INSERT INTO lexeme_stats (tenant_id, lexeme, df)
 SELECT $1, u.lexeme, count(*)
-FROM records r, unnest(tsvector_to_array(r.tsv)) AS u(lexeme)
-WHERE r.tenant_id = $1 AND r.status IN ('active', 'contested')
+FROM passages p, unnest(tsvector_to_array(p.tsv)) AS u(lexeme)
 GROUP BY u.lexeme`
-	upsertCorpusStatsSQL = `
-INSERT INTO corpus_stats (tenant_id, docs, avg_len, computed_at)
-SELECT $1, count(*), greatest(coalesce(avg(length(tsv)), 1), 1), $2
-FROM records WHERE tenant_id = $1 AND status IN ('active', 'contested')
-ON CONFLICT (tenant_id) DO UPDATE SET docs = excluded.docs, avg_len = excluded.avg_len, computed_at = excluded.computed_at
-RETURNING docs`
+	// The newest entry is read first: one appended while the statistics
+	// are counted makes them stale at once rather than never.
+	upsertCorpusStatsSQL = passagesSQL + `
+INSERT INTO corpus_stats (tenant_id, docs, passages, avg_len, entries_seq, computed_at)
+SELECT $1, (SELECT count(*) FROM records WHERE tenant_id = $1 AND status IN ('active', 'contested')),
+	count(*), greatest(coalesce(avg(length(tsv)), 1), 1), $3, $2
+FROM passages
+ON CONFLICT (tenant_id) DO UPDATE SET docs = excluded.docs, passages = excluded.passages, avg_len = excluded.avg_len,
+	entries_seq = excluded.entries_seq, computed_at = excluded.computed_at
+RETURNING docs, passages`
+	newestEntrySQL = `SELECT coalesce(max(seq), 0) FROM episode_entries WHERE tenant_id = $1`
 )
 
 // LexicalStats are a tenant's BM25 statistics after a refresh.
 type LexicalStats struct {
-	Docs    int64
-	Lexemes int64
+	Docs     int64 // live records
+	Passages int64 // live records and their episodes' entries
+	Lexemes  int64
 }
 
 // RefreshLexicalStats recomputes a tenant's BM25 statistics from its active
@@ -63,6 +81,10 @@ type LexicalStats struct {
 func (s *Store) RefreshLexicalStats(ctx context.Context, tenant string, at time.Time) (LexicalStats, error) {
 	var st LexicalStats
 	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		var newest int64
+		if err := tx.QueryRow(ctx, newestEntrySQL, tenant).Scan(&newest); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, deleteLexemeStatsSQL, tenant); err != nil {
 			return err
 		}
@@ -71,7 +93,7 @@ func (s *Store) RefreshLexicalStats(ctx context.Context, tenant string, at time.
 			return err
 		}
 		st.Lexemes = tag.RowsAffected()
-		return tx.QueryRow(ctx, upsertCorpusStatsSQL, tenant, at.UTC()).Scan(&st.Docs)
+		return tx.QueryRow(ctx, upsertCorpusStatsSQL, tenant, at.UTC(), newest).Scan(&st.Docs, &st.Passages)
 	})
 	if err != nil {
 		return st, fmt.Errorf("refresh lexical statistics of %s: %w", tenant, err)

@@ -79,14 +79,17 @@ type SearchResult struct {
 // inverse document frequencies from the tenant's statistics (every term
 // alike when there are none yet), and two tsqueries OR-ing them: rare, the
 // rarest eight terms among those held by at most a share ($11) of the
-// tenant's records (in a tenant of fewer than 1,000 records, any term; with
-// a share of 1, every term), and every, all of them.
+// tenant's passages (in a tenant of fewer than 1,000 passages, any term;
+// with a share of 1, every term), and every, all of them. A passage is a
+// record, or one timeline entry of an episode (migration 007); docs is the
+// number of live records.
 const searchTermsSQL = `
 WITH c AS (
-	SELECT coalesce(max(docs), 0) AS docs, coalesce(max(avg_len), 1) AS avg_len FROM corpus_stats WHERE tenant_id = $1
+	SELECT coalesce(max(docs), 0) AS docs, coalesce(max(passages), 0) AS n, coalesce(max(avg_len), 1) AS avg_len
+	FROM corpus_stats WHERE tenant_id = $1
 ), q AS (
-	SELECT t.lexeme, ln(1 + (greatest(c.docs - coalesce(s.df, 0), 0) + 0.5) / (coalesce(s.df, 0) + 0.5)) AS idf,
-		c.docs < 1000 OR coalesce(s.df, 0) <= $11 * c.docs AS selective,
+	SELECT t.lexeme, ln(1 + (greatest(c.n - coalesce(s.df, 0), 0) + 0.5) / (coalesce(s.df, 0) + 0.5)) AS idf,
+		c.n < 1000 OR coalesce(s.df, 0) <= $11 * c.n AS selective,
 		row_number() OVER (ORDER BY coalesce(s.df, 0), t.lexeme) AS rarity,
 		'''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted,
 		('''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery AS term
@@ -111,35 +114,51 @@ const searchFilter = `
 
 // searchLexical finds the tenant's records of the type that hold the
 // query's lexemes, on the records_search index (its search_key is tenant
-// and type). The rare terms select the candidates; only when they bring
-// fewer than the limit ($8) do the others select too: a query of common
-// words would otherwise make nearly every record a candidate, and the
-// records only common words bring score lowest. Every term scores every
-// candidate with BM25 (k1 = 1.2, b = 0.75; a record's length is its number
-// of distinct lexemes), its term frequency counted as presence: records
-// are short structured texts in which a term seldom repeats, and reading a
-// term's positions takes a set-returning call per record, which costs more
-// than the whole search otherwise does. Each (candidate, term) pair is one
-// tsvector match. lex ranks the candidates at or below the caller's
-// sensitivity ($4); withheld counts those above it that would have ranked
-// among them.
+// and type), and, for episodes, the timeline entries that hold them, on
+// episode_entries_search: an episode's passages are its own text and each
+// of its entries, and it ranks by its best one, so that a running task is
+// found by the words of its latest event without its text ever being
+// rewritten (issue 9; substrate RFC §5). The rare terms select the
+// candidates; only when they bring fewer records than the limit ($8) do the
+// others select too: a query of common words would otherwise make nearly
+// every record a candidate, and the records only common words bring score
+// lowest. Every term scores every candidate passage with BM25 (k1 = 1.2,
+// b = 0.75; a passage's length is its number of distinct lexemes), its term
+// frequency counted as presence: passages are short texts in which a term
+// seldom repeats, and reading a term's positions takes a set-returning call
+// per passage, which costs more than the whole search otherwise does. Each
+// (passage, term) pair is one tsvector match. lex ranks the candidates at
+// or below the caller's sensitivity ($4); withheld counts those above it
+// that would have ranked among them.
 const searchLexical = `, rare AS MATERIALIZED (
-	SELECT r.id, r.tsv, length(r.tsv) AS len, r.sensitivity_rank <= $4 AS allowed
+	SELECT r.id, 0::bigint AS pid, r.tsv, length(r.tsv) AS len, r.sensitivity_rank <= $4 AS allowed
 	FROM records r, tq
 	WHERE r.search_key = $1 || '/' || $3 AND r.tsv @@ tq.rare AND ` + searchFilter + `
+	UNION ALL
+	SELECT r.id, e.seq, e.tsv, length(e.tsv), r.sensitivity_rank <= $4
+	FROM tq, episode_entries e JOIN records r ON r.tenant_id = e.tenant_id AND r.id = e.record_id
+	WHERE $3::text = 'episodic' AND e.tenant_id = $1 AND e.tsv @@ tq.rare AND r.type = 'episodic' AND ` + searchFilter + `
+), few AS (
+	SELECT count(DISTINCT id) < $8 AS yes FROM rare WHERE allowed
 ), matched AS (
 	SELECT * FROM rare
 	UNION ALL
-	SELECT r.id, r.tsv, length(r.tsv), r.sensitivity_rank <= $4
-	FROM records r, tq
-	WHERE (SELECT count(*) FROM rare WHERE allowed) < $8
-		AND r.search_key = $1 || '/' || $3 AND r.tsv @@ tq.every AND NOT coalesce(r.tsv @@ tq.rare, false)
+	SELECT r.id, 0, r.tsv, length(r.tsv), r.sensitivity_rank <= $4
+	FROM records r, tq, few
+	WHERE few.yes AND r.search_key = $1 || '/' || $3 AND r.tsv @@ tq.every AND NOT coalesce(r.tsv @@ tq.rare, false)
 		AND ` + searchFilter + `
-), scored AS (
+	UNION ALL
+	SELECT r.id, e.seq, e.tsv, length(e.tsv), r.sensitivity_rank <= $4
+	FROM tq, few, episode_entries e JOIN records r ON r.tenant_id = e.tenant_id AND r.id = e.record_id
+	WHERE few.yes AND $3::text = 'episodic' AND e.tenant_id = $1 AND e.tsv @@ tq.every AND NOT coalesce(e.tsv @@ tq.rare, false)
+		AND r.type = 'episodic' AND ` + searchFilter + `
+), passages AS (
 	SELECT m.id, m.allowed, array_agg(q.lexeme ORDER BY q.lexeme) AS terms,
 		sum(q.idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * m.len / c.avg_len))) AS bm25
 	FROM matched m CROSS JOIN c JOIN q ON m.tsv @@ q.term
-	GROUP BY m.id, m.allowed
+	GROUP BY m.id, m.pid, m.allowed
+), scored AS (
+	SELECT DISTINCT ON (id) id, allowed, terms, bm25 FROM passages ORDER BY id, bm25 DESC
 ), lex AS (
 	SELECT id, bm25, terms FROM scored WHERE allowed ORDER BY bm25 DESC, id LIMIT $8
 ), withheld AS (

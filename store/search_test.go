@@ -107,25 +107,47 @@ func TestSearchWeighsRareTerms(t *testing.T) {
 	require.Equal(t, rare.ID, res[0].Hits[0].Record.ID)
 }
 
-// An episode is searchable by its appended events once its outcome closes
-// it.
-func TestSearchFindsClosedEpisodesByTheirEvents(t *testing.T) {
+// An episode is searchable by its appended events at once, open or closed
+// (issue 9: it was only once an outcome closed it), and ranks by its best
+// passage; entries count in the BM25 statistics, and a new entry makes
+// them stale.
+func TestSearchFindsEpisodesByTheirEventsAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	e := b.create(t, episode())
+	other := b.create(t, episode())
 	_, err := b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{Timeline: []memory.TimelineEntry{
 		{T: time.Now(), EventKind: "error", Ref: "evt://1", Summary: "terraform state lock timeout"}}}, b.ch)
 	require.NoError(t, err)
+	require.NoError(t, b.store.AppendTimelines(b.ctx, b.tenant, []store.TimelineAppend{{
+		EpisodeID: other.ID,
+		Entries:   []memory.TimelineEntry{{T: time.Now(), EventKind: "observation", Ref: "evt://2", Summary: "a short summary"}},
+		Texts:     []string{"a short summary of a much longer text that mentions terraform once"},
+	}}, b.ch))
 	q := []store.SearchQuery{{Type: memory.Episodic, Text: "terraform lock", MaxSensitivity: memory.Hyper, At: time.Now()}}
 	res, err := b.store.Search(b.ctx, b.tenant, q)
 	require.NoError(t, err)
-	require.Empty(t, res[0].Hits)
+	require.Equal(t, []uuid.UUID{e.ID, other.ID}, ids(res[0].Hits), "the entry holding both terms ranks first")
+	require.Equal(t, []string{"lock", "terraform"}, res[0].Hits[0].Terms)
+
+	st, err := b.store.RefreshLexicalStats(b.ctx, b.tenant, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, store.LexicalStats{Docs: 2, Passages: 4, Lexemes: st.Lexemes}, st, "two episodes, two entries")
+	stale, err := b.store.StaleLexicalTenants(b.ctx)
+	require.NoError(t, err)
+	require.NotContains(t, stale, b.tenant)
 
 	_, err = b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{Outcome: "failure"}, b.ch)
 	require.NoError(t, err)
+	_, err = b.store.AppendEpisode(b.ctx, b.tenant, other.ID, store.EpisodeAppend{Timeline: []memory.TimelineEntry{
+		{T: time.Now(), EventKind: "error", Ref: "evt://3", Summary: "plan failed"}}}, b.ch)
+	require.NoError(t, err)
+	stale, err = b.store.StaleLexicalTenants(b.ctx)
+	require.NoError(t, err)
+	require.Contains(t, stale, b.tenant)
 	res, err = b.store.Search(b.ctx, b.tenant, q)
 	require.NoError(t, err)
-	require.Equal(t, []uuid.UUID{e.ID}, ids(res[0].Hits))
+	require.Equal(t, []uuid.UUID{e.ID, other.ID}, ids(res[0].Hits))
 }
 
 // A record private to an agent or thread must name it; a replacement keeps

@@ -96,35 +96,53 @@ func (s *Store) StartThread(ctx context.Context, tenant, threadID, agentID strin
 
 // TimelineAppend is what one batch adds to one episode.
 type TimelineAppend struct {
-	EpisodeID   uuid.UUID
-	Entries     []memory.TimelineEntry
-	ToolGraph   []map[string]any
+	EpisodeID uuid.UUID
+	Entries   []memory.TimelineEntry
+	// Texts are what lexical search matches each of Entries on (an event's
+	// full text, say); with none, an entry is matched on its summary.
+	Texts     []string
+	ToolGraph []map[string]any
+	// Tags are added to the episode's, once each, up to
+	// [memory.MaxEpisodeTags].
+	Tags        []string
 	Outcome     string             // set once, when the batch closes the episode
 	Sensitivity memory.Sensitivity // the episode's sensitivity rises to at least this
 }
 
 // insertEntriesSQL appends timeline and tool-graph entries to episodes that
-// are open (live), in the order given.
+// are open (live), in the order given, each timeline entry with the
+// tsvector of its text (stripped: lexical search counts presence, never
+// positions).
 const insertEntriesSQL = `
-INSERT INTO episode_entries (tenant_id, record_id, part, entry)
-SELECT $1, u.record_id, u.part, u.entry
-FROM unnest($2::uuid[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS u(record_id, part, entry, ord)
+INSERT INTO episode_entries (tenant_id, record_id, part, entry, tsv)
+SELECT $1, u.record_id, u.part, u.entry,
+	CASE WHEN u.part = 'timeline' THEN nullif(strip(to_tsvector('english', u.text)), '') END
+FROM unnest($2::uuid[], $3::text[], $4::jsonb[], $5::text[]) WITH ORDINALITY AS u(record_id, part, entry, text, ord)
 JOIN records r ON r.tenant_id = $1 AND r.id = u.record_id AND r.type = 'episodic' AND r.status IN ('active', 'contested')
 ORDER BY u.ord`
 
-// reviseEpisodesSQL sets the outcome of the episodes a batch closes and
-// raises the sensitivity of those that received more sensitive events: a
-// revision, with its version and snapshot, only where something changed.
+// reviseEpisodesSQL sets the outcome of the episodes a batch closes, raises
+// the sensitivity of those that received more sensitive events and adds the
+// tags they brought ($6: a JSON array per episode) that the episode lacks,
+// up to $7 in all: a revision, with its version and snapshot, only where
+// something changed.
 const reviseEpisodesSQL = `
+WITH u AS (
+	SELECT u.id, u.outcome, u.sensitivity, array_position($5::text[], u.sensitivity) - 1 > r.sensitivity_rank AS raise,
+		ARRAY(SELECT j.tag FROM jsonb_array_elements_text(u.tags) WITH ORDINALITY AS j(tag, ord)
+			WHERE j.tag <> ALL (r.tags) GROUP BY j.tag ORDER BY min(j.ord)
+			LIMIT greatest($7 - cardinality(r.tags), 0)) AS added
+	FROM unnest($2::uuid[], $3::text[], $4::text[], $6::jsonb[]) AS u(id, outcome, sensitivity, tags)
+	JOIN records r ON r.tenant_id = $1 AND r.id = u.id AND r.type = 'episodic'
+)
 UPDATE records r SET
 	payload = CASE WHEN u.outcome <> '' THEN r.payload || jsonb_build_object('outcome', u.outcome) ELSE r.payload END,
-	sensitivity = CASE WHEN array_position($5::text[], u.sensitivity) - 1 > r.sensitivity_rank
-		THEN u.sensitivity ELSE r.sensitivity END,
+	sensitivity = CASE WHEN u.raise THEN u.sensitivity ELSE r.sensitivity END,
+	tags = r.tags || u.added,
 	version = r.version + 1,
 	updated_at = clock_timestamp()
-FROM unnest($2::uuid[], $3::text[], $4::text[]) AS u(id, outcome, sensitivity)
-WHERE r.tenant_id = $1 AND r.id = u.id AND r.type = 'episodic'
-	AND (u.outcome <> '' OR array_position($5::text[], u.sensitivity) - 1 > r.sensitivity_rank)`
+FROM u
+WHERE r.tenant_id = $1 AND r.id = u.id AND (u.outcome <> '' OR u.raise OR cardinality(u.added) > 0)`
 
 const auditAppendsSQL = `
 INSERT INTO audit_log (tenant_id, record_id, action, actor, rationale)
@@ -132,7 +150,7 @@ SELECT $1, u.id, 'append', $3, $4 FROM unnest($2::uuid[]) AS u(id)`
 
 // AppendTimelines extends many episodes at once, for the policy plane's
 // batches: one statement for the entries, one for the episodes whose
-// outcome or sensitivity changes, one for the audit entries.
+// outcome, sensitivity or tags change, one for the audit entries.
 func (s *Store) AppendTimelines(ctx context.Context, tenant string, appends []TimelineAppend, ch Change) error {
 	if len(appends) == 0 {
 		return nil
@@ -142,34 +160,41 @@ func (s *Store) AppendTimelines(ctx context.Context, tenant string, appends []Ti
 	}
 	var (
 		ids, eids             []uuid.UUID
-		parts                 []string
-		entries               []json.RawMessage
+		parts, texts          []string
+		entries, tags         []json.RawMessage
 		outcomes, sensitivity []string
 	)
 	for _, a := range appends {
-		ids = append(ids, a.EpisodeID)
+		if a.Texts != nil && len(a.Texts) != len(a.Entries) {
+			return fmt.Errorf("append to episode %s: %d texts for %d entries", a.EpisodeID, len(a.Texts), len(a.Entries))
+		}
+		t, err := json.Marshal(nonNil(a.Tags))
+		if err != nil {
+			return fmt.Errorf("encode tags: %w", err)
+		}
+		ids, tags = append(ids, a.EpisodeID), append(tags, t)
 		outcomes, sensitivity = append(outcomes, a.Outcome), append(sensitivity, string(a.Sensitivity))
-		for _, e := range a.Entries {
+		for i, e := range a.Entries {
 			b, err := json.Marshal(e)
 			if err != nil {
 				return fmt.Errorf("encode timeline: %w", err)
 			}
-			eids, parts, entries = append(eids, a.EpisodeID), append(parts, "timeline"), append(entries, b)
+			text := e.Summary
+			if a.Texts != nil {
+				text = a.Texts[i]
+			}
+			eids, parts, entries, texts = append(eids, a.EpisodeID), append(parts, "timeline"), append(entries, b), append(texts, text)
 		}
 		for _, t := range a.ToolGraph {
 			b, err := json.Marshal(t)
 			if err != nil {
 				return fmt.Errorf("encode tool graph: %w", err)
 			}
-			eids, parts, entries = append(eids, a.EpisodeID), append(parts, "tool_graph"), append(entries, b)
+			eids, parts, entries, texts = append(eids, a.EpisodeID), append(parts, "tool_graph"), append(entries, b), append(texts, "")
 		}
 	}
-	return s.appendEntries(ctx, tenant, ids, eids, parts, entries, outcomes, sensitivity, ch)
-}
-
-func (s *Store) appendEntries(ctx context.Context, tenant string, ids, eids []uuid.UUID, parts []string, entries []json.RawMessage, outcomes, sensitivity []string, ch Change) error {
 	if len(entries) > 0 {
-		tag, err := s.db.Exec(ctx, insertEntriesSQL, tenant, eids, parts, entries)
+		tag, err := s.db.Exec(ctx, insertEntriesSQL, tenant, eids, parts, entries, texts)
 		if err != nil {
 			return fmt.Errorf("append to episodes: %w", err)
 		}
@@ -181,7 +206,7 @@ func (s *Store) appendEntries(ctx context.Context, tenant string, ids, eids []uu
 	for i, l := range memory.Sensitivities {
 		levels[i] = string(l)
 	}
-	if _, err := s.db.Exec(ctx, reviseEpisodesSQL, tenant, ids, outcomes, sensitivity, levels); err != nil {
+	if _, err := s.db.Exec(ctx, reviseEpisodesSQL, tenant, ids, outcomes, sensitivity, levels, tags, memory.MaxEpisodeTags); err != nil {
 		return s.writeError(ctx, tenant, memory.Record{}, err)
 	}
 	if _, err := s.db.Exec(ctx, auditAppendsSQL, tenant, ids, ch.Actor, ch.Rationale); err != nil {

@@ -24,6 +24,10 @@ func newClient(base, key, actor string) *client {
 	return &client{base: base, key: key, actor: actor, http: &http.Client{Timeout: time.Minute}}
 }
 
+// problemForbidden is the type of the API's refusal of a key of the wrong
+// kind: an operator key on a tenant's data, or a tenant's key on the jobs.
+const problemForbidden = "urn:engram:problem:forbidden"
+
 // problemError is an RFC 9457 problem the API answered with.
 type problemError struct {
 	Type      string       `json:"type"`

@@ -34,7 +34,7 @@ func setupDecay(t *testing.T) *env {
 	t.Cleanup(func() { require.NoError(t, sched.Stop(context.Background())) })
 	srv := httptest.NewServer(server.New(server.Config{
 		Store: st, Decay: dec, Jobs: sched,
-		Keys: []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}},
+		Keys: []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}, {Name: "ops", Secret: opsKey, Role: server.RoleOperator}},
 	}))
 	t.Cleanup(srv.Close)
 	return &env{t: t, url: srv.URL, environ: map[string]string{"ENGRAM_URL": srv.URL, "ENGRAM_API_KEY": testKey}, dir: t.TempDir()}
@@ -92,9 +92,13 @@ decay:
 	require.Regexp(t, `semantic\s+2(\s+0)+\s+2\s+0\s+1.00\s+0`, stats)
 }
 
+// opsKey is the operator's key of setupDecay.
+const opsKey = "operator-key-0123456789"
+
 func TestJobsCommands(t *testing.T) {
 	t.Parallel()
 	e := setupDecay(t)
+	e.environ["ENGRAM_API_KEY"] = opsKey
 	out := e.ok("jobs", "run", "decay_sweep", "--wait")
 	require.Regexp(t, `^run \d+ of decay_sweep succeeded in \S+: materialised=0 scanned=0 stamped=0\n$`, out)
 	out = e.ok("jobs", "run", "decay_purge")
@@ -110,4 +114,21 @@ func TestJobsCommands(t *testing.T) {
 	require.Contains(t, r.stderr, `no job named "nope"`)
 	r = e.run("", "jobs", "sprint")
 	require.Equal(t, 2, exitCode(r.err))
+}
+
+// The jobs take an operator key and the tenant's commands a tenant's key;
+// the wrong one is refused with what to use instead.
+func TestWrongKeyKind(t *testing.T) {
+	t.Parallel()
+	e := setupDecay(t)
+	for _, args := range [][]string{{"jobs", "list"}, {"jobs", "run", "decay_sweep"}} {
+		r := e.run("", args...)
+		require.Equal(t, 1, exitCode(r.err), args)
+		require.Contains(t, r.stderr, "engram: Forbidden (HTTP 403): this operation works across every tenant and needs an operator key", args)
+		require.Contains(t, r.stderr, "\n  ENGRAM_API_KEY (or --api-key) picks the key: engram jobs takes an operator key", args)
+	}
+	r := e.run("", "decay", "stats", "--api-key", opsKey)
+	require.Equal(t, 1, exitCode(r.err))
+	require.Contains(t, r.stderr, "engram: Forbidden (HTTP 403): an operator key reads and writes no tenant's memory")
+	require.Contains(t, r.stderr, "the other commands a tenant's key")
 }

@@ -96,7 +96,7 @@ func TestRecall(t *testing.T) {
 	out := e.ok("recall", "which", "language", "does", "the", "user", "prefer", "--cond", "project_kind=backend", "--thread", "task-42")
 	m := recallHeader.FindStringSubmatch(out)
 	require.NotNil(t, m, out)
-	require.Equal(t, "low", m[2])
+	require.Equal(t, "medium", m[2])
 	require.Equal(t, "2", m[3])
 	require.Equal(t, "0", m[4])
 	require.Regexp(t, `\nworking\n  \d\.\d\d  `+taskID+`  executing: choosing a language\n`, out)
@@ -145,7 +145,7 @@ func TestRecallTrust(t *testing.T) {
 
 	m := recallHeader.FindStringSubmatch(e.ok("recall", "user prefers language"))
 	require.NotNil(t, m)
-	require.Equal(t, []string{"low", "0", "1"}, m[2:])
+	require.Equal(t, []string{"medium", "0", "1"}, m[2:])
 
 	out := e.ok("recall", "user prefers language", "--clearance", "high")
 	require.Regexp(t, `\nsemantic\n  \d\.\d\d  `+id+`  user prefers_language = \[WITHHELD\]  \(summarised\)\n`, out)

@@ -90,10 +90,11 @@ Decay and jobs:
   decay stats                             salience of the active set by type, now
   jobs list                               the periodic jobs, their schedules and last runs
   jobs run NAME [--wait]                  run a job now (decay_sweep, decay_purge); --wait follows it
+                                          (jobs work across every tenant: they take an operator key)
 
 Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
-  --api-key KEY   the API key (ENGRAM_API_KEY)
+  --api-key KEY   the API key (ENGRAM_API_KEY): a tenant's, or for jobs an operator's
   --actor NAME    the agent you act for, kept in the audit trail (ENGRAM_ACTOR)
   --json          print the API's JSON as it comes; list --all prints one page of every record
 
@@ -289,6 +290,9 @@ func report(w io.Writer, err error) {
 		}
 		if len(p.RecordIDs) > 0 {
 			fmt.Fprintf(w, "  records: %s\n", strings.Join(p.RecordIDs, ", "))
+		}
+		if p.Type == problemForbidden {
+			fmt.Fprintln(w, "  ENGRAM_API_KEY (or --api-key) picks the key: engram jobs takes an operator key, the other commands a tenant's key")
 		}
 	case errors.As(err, &u):
 		fmt.Fprintf(w, "engram: %s\nRun 'engram help' for usage.\n", u.msg)

@@ -26,7 +26,10 @@ import (
 	"github.com/engram-dev/engram/policy"
 )
 
-const testKey = "crash-test-key-0123456789"
+const (
+	testKey = "crash-test-key-0123456789"
+	opsKey  = "crash-test-operator-0123456789"
+)
 
 // TestMain keeps SIGHUP from terminating the test binary: the reload test
 // sends it to this process, maybe before its handler has registered.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -109,6 +110,83 @@ func TestUnknownJobRefusedAtStart(t *testing.T) {
 	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retrieval_stats)")
 }
 
+// With embedding.provider none engramd has no embedding jobs, and its
+// default schedules name none.
+func TestProviderNoneHasNoEmbeddingJobs(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t)
+	path := filepath.Join(t.TempDir(), "engram.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("embedding: {provider: none}\n"), 0o600))
+	cfg, err := config.Load([]string{"--config", path}, func(string) string { return "" })
+	require.NoError(t, err)
+	st, settings, err := newStore(db.Pool, cfg)
+	require.NoError(t, err)
+	ret, err := newRetrieval(cfg, st, nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	p, err := startPeriodic(context.Background(), cfg, nil, db.Pool, st, settings, ret, nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { p.stop(context.Background(), 10*time.Second) })
+	require.Equal(t, []string{"decay_purge", "decay_sweep", "retrieval_stats"}, p.scheduler.Names())
+}
+
+// engramd starts with embedding.provider none and retrieves lexically.
+func TestProviderNoneStartsAndRetrieves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a daemon")
+	}
+	t.Parallel()
+	db := pgtest.NewSchema(t)
+	bin := buildEngramd(t)
+	cfg := filepath.Join(t.TempDir(), "engram.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("embedding: {provider: none}\n"), 0o600))
+	var log syncBuffer
+	d := startWithConfig(t, bin, db.URL, cfg, &log)
+
+	call := func(method, path, key, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+d.addr+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(b)
+	}
+	status, body := call("POST", "/v1/records", testKey, `{"type": "semantic", "payload": {"kind": "semantic",
+		"subject": "deploy", "predicate": "command", "object": "kubectl apply -k overlays/prod", "validity": {"mode": "global"}}}`)
+	require.Equal(t, http.StatusCreated, status, body)
+
+	status, body = call("POST", "/v1/retrieve", testKey, `{"task": {"text": "how do we deploy with kubectl"}}`)
+	require.Equal(t, http.StatusOK, status, body)
+	var res struct {
+		LexicalOnly bool `json:"lexical_only"`
+		Layers      []struct {
+			Items []struct {
+				Record struct {
+					Payload struct{ Object string }
+				}
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &res))
+	require.True(t, res.LexicalOnly, body)
+	var found bool
+	for _, l := range res.Layers {
+		for _, it := range l.Items {
+			found = found || it.Record.Payload.Object == "kubectl apply -k overlays/prod"
+		}
+	}
+	require.True(t, found, body)
+
+	status, body = call("GET", "/v1/jobs", opsKey, "")
+	require.Equal(t, http.StatusOK, status, body)
+	require.NotContains(t, body, "embedding_")
+	require.Contains(t, body, "retrieval_stats")
+}
+
 // startWithConfig starts an engramd with a configuration file; its log goes
 // to log.
 func startWithConfig(t *testing.T, bin, dbURL, config string, log io.Writer) *daemon {
@@ -116,7 +194,7 @@ func startWithConfig(t *testing.T, bin, dbURL, config string, log io.Writer) *da
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "run")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr, "ENGRAM_CONFIG="+config,
-		"ENGRAM_API_KEYS=acme:"+testKey, "ENGRAM_LOG_LEVEL=info")
+		"ENGRAM_API_KEYS=acme:"+testKey+",*:"+opsKey, "ENGRAM_LOG_LEVEL=info")
 	cmd.Stdout, cmd.Stderr = io.Discard, log
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })

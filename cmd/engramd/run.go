@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -39,7 +40,8 @@ Flags (each also settable in the YAML file and as ENGRAM_* environment variables
   --shutdown-timeout D       graceful stop deadline (ENGRAM_SHUTDOWN_TIMEOUT, default 15s)
   --log-level LEVEL          debug, info, warn, error (ENGRAM_LOG_LEVEL)
   --log-format FORMAT        text or json (ENGRAM_LOG_FORMAT)
-API keys: ENGRAM_API_KEYS=tenant:key[,tenant:key] or api_keys in the file.
+API keys: ENGRAM_API_KEYS=tenant:key[,tenant:key] or api_keys in the file;
+  *:key is an operator key (the periodic jobs, across every tenant).
 `
 
 // run is engramd's whole life: it returns when ctx is cancelled (a signal)
@@ -138,6 +140,9 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return err
 	}
 	for _, k := range keys {
+		if k.Role != server.RoleTenant {
+			continue // an operator key has no tenant
+		}
 		if err := st.EnsureTenant(ctx, k.Tenant); err != nil {
 			return err
 		}
@@ -205,35 +210,56 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	return nil
 }
 
-// apiKeys returns the configured keys, or generates one for the default
-// tenant and prints it: the one place a key is ever shown.
+// apiKeys returns the configured keys, or generates a key for the default
+// tenant and an operator key and prints them: the one place a key is ever
+// shown.
 func apiKeys(cfg config.Config, stdout io.Writer) ([]server.Key, error) {
 	var keys []server.Key
 	for _, k := range cfg.APIKeys {
-		name := k.Name
-		if name == "" {
-			name = k.Tenant
+		role := server.RoleTenant
+		if k.Role == config.RoleOperator {
+			role = server.RoleOperator
 		}
-		keys = append(keys, server.Key{Tenant: k.Tenant, Name: name, Secret: k.Key})
+		name := cmp.Or(k.Name, k.Tenant, string(role))
+		keys = append(keys, server.Key{Tenant: k.Tenant, Name: name, Secret: k.Key, Role: role})
 	}
 	if len(keys) > 0 {
 		return keys, nil
 	}
+	tenant, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	operator, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "engramd: no API keys configured; this run accepts tenant %q with key:\n\n    %s\n\n"+
+		"  export ENGRAM_API_KEY=%s\n\n"+
+		"and an operator key, for the periodic jobs across every tenant (engram jobs list):\n\n    %s\n\n"+
+		"  (set ENGRAM_API_KEYS=%s:<key>,*:<operator key> to choose lasting ones)\n\n",
+		config.DefaultTenant, tenant, tenant, operator, config.DefaultTenant)
+	return []server.Key{
+		{Tenant: config.DefaultTenant, Name: "generated", Secret: tenant, Role: server.RoleTenant},
+		{Name: "generated-operator", Secret: operator, Role: server.RoleOperator},
+	}, nil
+}
+
+// newSecret returns a new random API key.
+func newSecret() (string, error) {
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
-		return nil, fmt.Errorf("generate api key: %w", err)
+		return "", fmt.Errorf("generate api key: %w", err)
 	}
-	secret := "ek_" + hex.EncodeToString(b)
-	fmt.Fprintf(stdout, "engramd: no API keys configured; this run accepts tenant %q with key:\n\n    %s\n\n"+
-		"  export ENGRAM_API_KEY=%s\n  (set ENGRAM_API_KEYS=%s:<key> to choose a lasting one)\n\n",
-		config.DefaultTenant, secret, secret, config.DefaultTenant)
-	return []server.Key{{Tenant: config.DefaultTenant, Name: "generated", Secret: secret}}, nil
+	return "ek_" + hex.EncodeToString(b), nil
 }
 
 func countTenants(keys []server.Key) int {
 	seen := map[string]bool{}
 	for _, k := range keys {
-		seen[k.Tenant] = true
+		if k.Tenant != "" {
+			seen[k.Tenant] = true
+		}
 	}
 	return len(seen)
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -44,9 +45,10 @@ type Config struct {
 	// MaxPayloadBytes caps a record's encoded payload. yaml
 	// max_payload_bytes, ENGRAM_MAX_PAYLOAD_BYTES, --max-payload-bytes.
 	MaxPayloadBytes int `yaml:"max_payload_bytes"`
-	// APIKeys map bearer tokens to tenants. yaml api_keys, ENGRAM_API_KEYS
-	// as "tenant:key[,tenant:key…]". With none, engramd generates one for
-	// tenant "default" at start-up and prints it.
+	// APIKeys are the bearer keys: a tenant's, or an operator's (see
+	// [APIKey]). yaml api_keys, ENGRAM_API_KEYS as "tenant:key[,…]", where
+	// "*:key" is an operator key. With none, engramd generates a key for
+	// tenant "default" and an operator key at start-up and prints them.
 	APIKeys []APIKey `yaml:"api_keys"`
 	// ShutdownTimeout bounds a graceful stop. yaml shutdown_timeout,
 	// ENGRAM_SHUTDOWN_TIMEOUT, --shutdown-timeout.
@@ -69,7 +71,7 @@ type Config struct {
 	Decay decay.Config `yaml:"decay"`
 	// Jobs are the cron schedules of the periodic jobs by name, such as
 	// decay_sweep: "*/15 * * * *"; "off" runs a job only when asked. yaml
-	// jobs. Reloaded on SIGHUP.
+	// jobs, over [DefaultJobs]. Reloaded on SIGHUP.
 	Jobs map[string]string `yaml:"jobs"`
 	// Retrieve tunes retrieval: ranking weights, the default budget and
 	// trust gating (see [retrieve.Config]). yaml retrieve.
@@ -81,7 +83,7 @@ type Config struct {
 
 // Embedding chooses the embedder (yaml embedding.*): the built-in lexical
 // one (the default: no network, no model), an OpenAI-compatible endpoint,
-// or none (retrieval is lexical only).
+// or none (retrieval is lexical only, and there are no embedding jobs).
 type Embedding struct {
 	Provider string `yaml:"provider"`
 	// OpenAI configures provider openai; its api_key may come from
@@ -116,13 +118,27 @@ type Ingest struct {
 	MaxAttempts int `yaml:"max_attempts"`
 }
 
-// APIKey gives its bearer access to one tenant. Name identifies the key in
-// audit entries and logs; the key itself is never logged or stored.
+// APIKey gives its bearer access to one tenant's memory (role tenant, the
+// default), or to what works across every tenant, the periodic jobs, and no
+// tenant's memory (role operator, with no tenant). Name identifies the key
+// in audit entries and logs; the key itself is never logged or stored.
 type APIKey struct {
 	Tenant string `yaml:"tenant"`
 	Key    string `yaml:"key"`
 	Name   string `yaml:"name"`
+	// Role is tenant or operator; empty means tenant.
+	Role string `yaml:"role"`
 }
+
+// Key roles (yaml api_keys[].role).
+const (
+	RoleTenant   = "tenant"
+	RoleOperator = "operator"
+)
+
+// operatorTenant stands for the tenant of an operator key in
+// ENGRAM_API_KEYS: "*:key". No tenant can be called "*".
+const operatorTenant = "*"
 
 // Default returns the configuration with every default set.
 func Default() Config {
@@ -137,15 +153,26 @@ func Default() Config {
 			AgentRate: 5000, AgentBurst: 10000, MaxBacklog: 1_000_000, MaxSkew: 5 * time.Minute,
 			Partitions: 2, BatchSize: 1000, MaxAttempts: 5,
 		},
-		Decay: decay.DefaultConfig(),
-		Jobs: map[string]string{
-			decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule,
-			retrieve.StatsJob: retrieve.DefaultStatsSchedule, embedding.BackfillJob: embedding.DefaultBackfillSchedule,
-			embedding.ReindexJob: jobs.Off,
-		},
+		Decay:     decay.DefaultConfig(),
+		Jobs:      DefaultJobs(EmbeddingLexical),
 		Retrieve:  retrieve.DefaultConfig(),
 		Embedding: Embedding{Provider: EmbeddingLexical, BatchSize: embedding.DefaultBackfillBatch},
 	}
+}
+
+// DefaultJobs is the schedule of each periodic job engramd has with the
+// embedding provider given. With provider none there is no embedder, so no
+// embedding_backfill or embedding_reindex job.
+func DefaultJobs(provider string) map[string]string {
+	j := map[string]string{
+		decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule,
+		retrieve.StatsJob: retrieve.DefaultStatsSchedule,
+	}
+	if provider != EmbeddingNone {
+		j[embedding.BackfillJob] = embedding.DefaultBackfillSchedule
+		j[embedding.ReindexJob] = jobs.Off
+	}
+	return j
 }
 
 // Load builds the configuration from defaults, the YAML file named by
@@ -170,6 +197,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 
 	c := Default()
+	// The file's schedules, over the defaults of the embedder it chooses
+	// (below).
+	c.Jobs = nil
 	if *path != "" {
 		b, err := os.ReadFile(*path)
 		if err != nil {
@@ -184,6 +214,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if err := c.fromEnv(getenv); err != nil {
 		return Config{}, err
 	}
+	schedules := DefaultJobs(c.Embedding.Provider)
+	maps.Copy(schedules, c.Jobs)
+	c.Jobs = schedules
 	setIf(&c.Listen, *listen)
 	setIf(&c.DatabaseURL, *dbURL)
 	setIf(&c.LogLevel, *level)
@@ -225,9 +258,13 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 		for i, pair := range strings.Split(v, ",") {
 			tenant, key, ok := strings.Cut(strings.TrimSpace(pair), ":")
 			if !ok {
-				return fmt.Errorf("ENGRAM_API_KEYS: entry %d is not tenant:key", i+1)
+				return fmt.Errorf("ENGRAM_API_KEYS: entry %d is not tenant:key or *:key", i+1)
 			}
-			c.APIKeys = append(c.APIKeys, APIKey{Tenant: tenant, Key: key, Name: fmt.Sprintf("%s-env-%d", tenant, i+1)})
+			k := APIKey{Tenant: tenant, Key: key, Name: fmt.Sprintf("%s-env-%d", tenant, i+1)}
+			if tenant == operatorTenant {
+				k = APIKey{Key: key, Name: fmt.Sprintf("operator-env-%d", i+1), Role: RoleOperator}
+			}
+			c.APIKeys = append(c.APIKeys, k)
 		}
 	}
 	return nil
@@ -295,6 +332,13 @@ func (c Config) Validate() error {
 	if c.Embedding.BatchSize < 1 || c.Embedding.BatchSize > 10000 {
 		return fmt.Errorf("embedding.batch_size: %d is outside 1..10000", c.Embedding.BatchSize)
 	}
+	if c.Embedding.Provider == EmbeddingNone {
+		for _, name := range []string{embedding.BackfillJob, embedding.ReindexJob} {
+			if _, ok := c.Jobs[name]; ok {
+				return fmt.Errorf("jobs.%s: there is no such job with embedding.provider none: remove it, or choose an embedder", name)
+			}
+		}
+	}
 	for name, spec := range c.Jobs {
 		if err := jobs.ParseSchedule(spec); err != nil {
 			return fmt.Errorf("jobs.%s: %w", name, err)
@@ -303,7 +347,13 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for i, k := range c.APIKeys {
 		switch {
-		case !tenantID(k.Tenant):
+		case k.Role != "" && k.Role != RoleTenant && k.Role != RoleOperator:
+			return fmt.Errorf("api_keys[%d].role: %q is not tenant or operator", i, k.Role)
+		case k.Role == RoleOperator && k.Tenant != "":
+			return fmt.Errorf("api_keys[%d].tenant: an operator key has no tenant: it works across every tenant", i)
+		case k.Role != RoleOperator && k.Tenant == "":
+			return fmt.Errorf("api_keys[%d].tenant: a tenant key needs a tenant (role: operator makes an operator key)", i)
+		case k.Role != RoleOperator && !tenantID(k.Tenant):
 			return fmt.Errorf("api_keys[%d].tenant: %q must be 1-63 of a-z, 0-9, '_', '.', '-', starting with a letter or digit", i, k.Tenant)
 		case len(k.Key) < 16:
 			return fmt.Errorf("api_keys[%d].key: must be at least 16 characters", i)

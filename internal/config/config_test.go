@@ -52,15 +52,19 @@ func TestValidateNamesTheBadField(t *testing.T) {
 		env  map[string]string
 		args []string
 	}{
-		"max_payload_bytes":    {env: map[string]string{"ENGRAM_MAX_PAYLOAD_BYTES": "10"}},
-		"ENGRAM_MAX_PAYLOAD":   {env: map[string]string{"ENGRAM_MAX_PAYLOAD_BYTES": "lots"}},
-		"log_level":            {args: []string{"--log-level", "chatty"}},
-		"log_format":           {file: "log_format: xml\n"},
-		"api_keys[0].key":      {file: "api_keys: [{tenant: acme, key: short}]\n"},
-		"api_keys[0].tenant":   {file: "api_keys: [{tenant: Acme!, key: long-enough-key-0123}]\n"},
-		"ENGRAM_API_KEYS":      {env: map[string]string{"ENGRAM_API_KEYS": "no-colon"}},
-		"field nope not found": {file: "nope: 1\n"},
-		"shutdown_timeout":     {file: "shutdown_timeout: -1s\n"},
+		"max_payload_bytes":  {env: map[string]string{"ENGRAM_MAX_PAYLOAD_BYTES": "10"}},
+		"ENGRAM_MAX_PAYLOAD": {env: map[string]string{"ENGRAM_MAX_PAYLOAD_BYTES": "lots"}},
+		"log_level":          {args: []string{"--log-level", "chatty"}},
+		"log_format":         {file: "log_format: xml\n"},
+		"api_keys[0].key":    {file: "api_keys: [{tenant: acme, key: short}]\n"},
+		"api_keys[0].tenant": {file: "api_keys: [{tenant: Acme!, key: long-enough-key-0123}]\n"},
+		"ENGRAM_API_KEYS":    {env: map[string]string{"ENGRAM_API_KEYS": "no-colon"}},
+		"api_keys[1].role":   {file: "api_keys: [{tenant: acme, key: long-enough-key-0123}, {key: long-enough-key-4567, role: admin}]\n"},
+		"api_keys[0].tenant: an operator key has no tenant": {file: "api_keys: [{tenant: acme, key: long-enough-key-0123, role: operator}]\n"},
+		"api_keys[0].tenant: a tenant key needs a tenant":   {file: "api_keys: [{key: long-enough-key-0123}]\n"},
+		"api_keys[1].key: must be at least 16":              {env: map[string]string{"ENGRAM_API_KEYS": "acme:long-enough-key-0123,*:short"}},
+		"field nope not found":                              {file: "nope: 1\n"},
+		"shutdown_timeout":                                  {file: "shutdown_timeout: -1s\n"},
 	}
 	for want, c := range cases {
 		args := c.args
@@ -71,5 +75,55 @@ func TestValidateNamesTheBadField(t *testing.T) {
 		}
 		_, err := config.Load(args, env(c.env))
 		require.ErrorContains(t, err, want)
+	}
+}
+
+// An operator key has role operator and no tenant; in ENGRAM_API_KEYS it is
+// "*:key".
+func TestOperatorKeys(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "engram.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+api_keys:
+  - {tenant: acme, key: file-key-0123456789, name: acme-ci}
+  - {name: ops, key: ops-key-0123456789, role: operator}
+  - {tenant: globex, key: globex-key-0123456789, role: tenant}
+`), 0o600))
+	c, err := config.Load([]string{"--config", path}, env(nil))
+	require.NoError(t, err)
+	require.Equal(t, []config.APIKey{
+		{Tenant: "acme", Key: "file-key-0123456789", Name: "acme-ci"},
+		{Key: "ops-key-0123456789", Name: "ops", Role: config.RoleOperator},
+		{Tenant: "globex", Key: "globex-key-0123456789", Role: config.RoleTenant},
+	}, c.APIKeys)
+
+	c, err = config.Load(nil, env(map[string]string{"ENGRAM_API_KEYS": "acme:env-key-0123456789, *:ops-key-0123456789"}))
+	require.NoError(t, err)
+	require.Equal(t, []config.APIKey{
+		{Tenant: "acme", Key: "env-key-0123456789", Name: "acme-env-1"},
+		{Key: "ops-key-0123456789", Name: "operator-env-2", Role: config.RoleOperator},
+	}, c.APIKeys)
+}
+
+// With embedding.provider none there are no embedding jobs: the defaults
+// schedule none, and a file that schedules one is refused with both fields
+// named.
+func TestEmbeddingProviderNone(t *testing.T) {
+	t.Parallel()
+	c, err := loadFile(t, "embedding: {provider: none}\n")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{
+		"decay_sweep": "*/15 * * * *", "decay_purge": "17 * * * *", "retrieval_stats": "@every 5m",
+	}, c.Jobs)
+
+	c, err = loadFile(t, "embedding: {provider: lexical}\njobs: {decay_sweep: \"@hourly\"}\n")
+	require.NoError(t, err)
+	require.Equal(t, "@hourly", c.Jobs["decay_sweep"])
+	require.Equal(t, "@every 1m", c.Jobs["embedding_backfill"], "the file's schedules over the defaults")
+	require.Equal(t, "off", c.Jobs["embedding_reindex"])
+
+	for _, job := range []string{"embedding_backfill", "embedding_reindex"} {
+		_, err = loadFile(t, "embedding: {provider: none}\njobs: {"+job+": \"@hourly\"}\n")
+		require.ErrorContains(t, err, "jobs."+job+": there is no such job with embedding.provider none")
 	}
 }
