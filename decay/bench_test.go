@@ -16,7 +16,7 @@ import (
 
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/internal/pgtest"
-	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/revise"
 )
 
 // seedSQL inserts records $2 to $3 for tenant $1 in one statement, as an import
@@ -118,8 +118,7 @@ func BenchmarkSweep(b *testing.B) {
 	seed(b, db, "acme", n)
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(b, err)
-	st := store.New(db.Pool)
-	dec := decay.New(st, settings, decay.WithBatchTimeout(time.Minute))
+	dec := decay.New(db.Pool, revise.New(db.Pool, revise.Config{Defaults: settings.Defaults}), settings, decay.WithBatchTimeout(time.Minute))
 
 	// The cursor carries from one sweep to the next, as job_cursors does.
 	var cursor []byte
@@ -170,8 +169,7 @@ func BenchmarkFeedback(b *testing.B) {
 	seed(b, db, "acme", max(8*n, benchRecords(b)))
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(b, err)
-	st := store.New(db.Pool)
-	dec := decay.New(st, settings)
+	dec := decay.New(db.Pool, revise.New(db.Pool, revise.Config{Defaults: settings.Defaults}), settings)
 	ctx := context.Background()
 	ids := func(typ string) []uuid.UUID {
 		rows, err := db.Pool.Query(ctx, "SELECT id FROM records WHERE type = $1 AND status = 'active' ORDER BY id LIMIT $2", typ, n)
@@ -190,7 +188,7 @@ func BenchmarkFeedback(b *testing.B) {
 		recs := ids(tc.typ)
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
-				res, err := dec.Feedback(ctx, "acme", decay.FeedbackRequest{RecordIDs: recs, Outcome: tc.outcome}, store.Change{Actor: "bench"})
+				res, err := dec.Feedback(ctx, "acme", decay.FeedbackRequest{RecordIDs: recs, Outcome: tc.outcome}, revise.Change{Actor: "bench"})
 				if err != nil {
 					b.Fatal(err)
 				}

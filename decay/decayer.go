@@ -7,7 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/revise"
 )
 
 // DefaultBatchTimeout bounds each batch of a sweep or purge.
@@ -30,7 +31,8 @@ const (
 // materialise salience and expire what has faded, the purge, feedback,
 // restore, and the operator's previews and statistics.
 type Decayer struct {
-	store        *store.Store
+	db           pg.DBTX
+	writer       *revise.Writer
 	settings     *Settings
 	logger       *slog.Logger
 	now          func() time.Time
@@ -56,10 +58,12 @@ func WithRegistry(reg prometheus.Registerer) Option {
 // WithBatchTimeout bounds each batch of a sweep or purge.
 func WithBatchTimeout(t time.Duration) Option { return func(d *Decayer) { d.batchTimeout = t } }
 
-// New returns a decayer over st that reads its configuration from settings.
-func New(st *store.Store, settings *Settings, opts ...Option) *Decayer {
+// New returns a decayer that reads records from db, writes them through
+// writer and reads its configuration from settings.
+func New(db pg.DBTX, writer *revise.Writer, settings *Settings, opts ...Option) *Decayer {
 	d := &Decayer{
-		store:        st,
+		db:           db,
+		writer:       writer,
 		settings:     settings,
 		logger:       slog.New(slog.DiscardHandler),
 		now:          time.Now,

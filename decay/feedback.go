@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
@@ -103,7 +104,7 @@ func (req FeedbackRequest) scope() string {
 // revision. Unknown records (or another tenant's) refuse the whole call;
 // records that left the active set, and records that already had feedback
 // in this scope, are left as they are.
-func (d *Decayer) Feedback(ctx context.Context, tenant string, req FeedbackRequest, ch store.Change) (FeedbackResult, error) {
+func (d *Decayer) Feedback(ctx context.Context, tenant string, req FeedbackRequest, ch revise.Change) (FeedbackResult, error) {
 	if err := req.check(); err != nil {
 		return FeedbackResult{}, err
 	}
@@ -116,21 +117,29 @@ func (d *Decayer) Feedback(ctx context.Context, tenant string, req FeedbackReque
 	}
 	cfg := d.settings.Config()
 	now := d.clock()
-	fb := store.Feedback{Scope: req.scope(), RecordIDs: req.RecordIDs, Outcome: string(req.Outcome)}
-	res, err := d.store.Feedback(ctx, tenant, fb, now, ch, func(recs []memory.Record) ([]store.Reinforcement, error) {
-		out := make([]store.Reinforcement, len(recs))
-		for i, rec := range recs {
-			out[i] = store.Reinforcement{ID: rec.ID, Salience: reinforce(rec, cfg.Profiles[rec.Type], req.Outcome, now)}
+	fb := revise.Feedback{Scope: req.scope(), RecordIDs: req.RecordIDs, Outcome: string(req.Outcome)}
+	var res revise.FeedbackResult
+	err := d.writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
+		todo, r, err := tx.FeedbackTargets(ctx, tenant, fb, now)
+		if err != nil || len(todo) == 0 {
+			res = r
+			return err
+		}
+		reinf := make([]revise.Reinforcement, len(todo))
+		for i, rec := range todo {
+			reinf[i] = revise.Reinforcement{ID: rec.ID, Salience: reinforce(rec, cfg.Profiles[rec.Type], req.Outcome, now)}
 			if req.Outcome == Unused || (rec.Type != memory.Competence && rec.Type != memory.PlanGraph) {
 				continue
 			}
 			field, value, err := countOutcome(rec, req.Outcome, now)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			out[i].Field, out[i].Value = field, value
+			reinf[i].Field, reinf[i].Value = field, value
 		}
-		return out, nil
+		r.Applied, err = tx.Reinforce(ctx, tenant, todo, reinf, now, ch)
+		res = r
+		return err
 	})
 	if err != nil {
 		return FeedbackResult{}, err
@@ -217,7 +226,7 @@ func countOutcome(rec memory.Record, o Outcome, now time.Time) (string, json.Raw
 // those it returned, or the ones the request names, which must be among
 // them.
 func (d *Decayer) retrieved(ctx context.Context, tenant string, req FeedbackRequest) ([]uuid.UUID, error) {
-	r, err := d.store.GetRetrieval(ctx, tenant, uuid.MustParse(req.RetrievalID))
+	r, err := store.GetRetrieval(ctx, d.db, tenant, uuid.MustParse(req.RetrievalID))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/retrieval_id", Message: "no such retrieval"}}}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
@@ -93,7 +94,7 @@ func TestFeedbackRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	mine := b.create(t, fact("mine"))
-	theirs, err := b.store.Create(b.ctx, "other", fact("theirs"), b.ch)
+	theirs, err := b.w.Create(b.ctx, "other", fact("theirs"), b.ch)
 	require.NoError(t, err)
 	b.clock.Advance(30 * day)
 
@@ -126,7 +127,7 @@ func TestFeedbackRefusesBadInput(t *testing.T) {
 	}
 	require.Equal(t, 1.0, b.get(t, mine.ID).Salience)
 	require.Equal(t, 0, b.count(t, "SELECT count(*) FROM feedback"))
-	rec, err := b.store.Get(b.ctx, "other", theirs.ID)
+	rec, err := store.Get(b.ctx, b.db.Pool, "other", theirs.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1.0, rec.Salience)
 }
@@ -136,7 +137,7 @@ func TestFeedbackSkipsRecordsNotLive(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	gone, here := b.create(t, fact("gone")), b.create(t, fact("here"))
-	_, err := b.store.Retract(b.ctx, b.tenant, gone.ID, 0, b.ch)
+	_, err := b.w.Retract(b.ctx, b.tenant, gone.ID, 0, b.ch)
 	require.NoError(t, err)
 	res, err := b.decayer.Feedback(b.ctx, b.tenant, decay.FeedbackRequest{RecordIDs: []uuid.UUID{gone.ID, here.ID}, Outcome: decay.UsedFailure}, b.ch)
 	require.NoError(t, err)
@@ -155,7 +156,7 @@ func TestFeedbackCountsOutcomesOfProceduresAndPlans(t *testing.T) {
 	_, err := b.decayer.Feedback(b.ctx, b.tenant, decay.FeedbackRequest{RecordIDs: ids, Outcome: decay.UsedSuccess, Key: "1"}, b.ch)
 	require.NoError(t, err)
 	b.clock.Advance(day)
-	res, err := b.decayer.Feedback(b.ctx, b.tenant, decay.FeedbackRequest{RecordIDs: ids, Outcome: decay.UsedFailure, Key: "2"}, store.Change{Actor: "agent-7", Rationale: "the build still failed"})
+	res, err := b.decayer.Feedback(b.ctx, b.tenant, decay.FeedbackRequest{RecordIDs: ids, Outcome: decay.UsedFailure, Key: "2"}, revise.Change{Actor: "agent-7", Rationale: "the build still failed"})
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Applied[0].Version)
 	_, err = b.decayer.Feedback(b.ctx, b.tenant, decay.FeedbackRequest{RecordIDs: ids, Outcome: decay.Unused, Key: "3"}, b.ch)
@@ -182,10 +183,10 @@ func TestFeedbackCountsOutcomesOfProceduresAndPlans(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, schemas.ValidateRecord(doc))
 	}
-	audit, err := b.store.Audit(b.ctx, b.tenant, c.ID)
+	audit, err := store.Audit(b.ctx, b.db.Pool, b.tenant, c.ID)
 	require.NoError(t, err)
 	last := audit[len(audit)-1]
-	require.Equal(t, store.ActionFeedback, last.Action)
+	require.Equal(t, revise.ActionFeedback, last.Action)
 	require.Equal(t, "agent-7", last.Actor)
 	require.Equal(t, "the build still failed", last.Rationale)
 	require.Equal(t, 3, b.count(t, "SELECT count(*) FROM record_versions WHERE record_id = $1", c.ID))

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -68,7 +69,7 @@ func (d *Decayer) Sweep(ctx context.Context, p Progress) error {
 	}
 	if c.Pass.IsZero() {
 		c.Pass = d.clock()
-		filled, err := d.store.AnyMaterialised(ctx)
+		filled, err := store.AnyMaterialised(ctx, d.db)
 		if err != nil {
 			return err
 		}
@@ -100,7 +101,7 @@ func (d *Decayer) Sweep(ctx context.Context, p Progress) error {
 func (d *Decayer) sweepBatch(ctx context.Context, cfg Config, c sweepCursor, p Progress) (store.Key, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.batchTimeout)
 	defer cancel()
-	rows, err := d.store.ScanLive(ctx, "", c.After, cfg.BatchSize)
+	rows, err := store.ScanLive(ctx, d.db, "", c.After, cfg.BatchSize)
 	if err != nil {
 		return c.After, 0, err
 	}
@@ -137,14 +138,14 @@ func (d *Decayer) sweepBatch(ctx context.Context, cfg Config, c sweepCursor, p P
 			values = append(values, store.Salience{Key: row.Key(), Type: rec.Type, Value: cur})
 		}
 	}
-	if err := d.store.StampProfiles(ctx, stamps); err != nil {
+	if err := d.writer.StampProfiles(ctx, stamps); err != nil {
 		return c.After, 0, err
 	}
-	expired, err := d.store.Expire(ctx, expiry, Actor, now)
+	expired, err := d.writer.Expire(ctx, expiry, Actor, now)
 	if err != nil {
 		return c.After, 0, err
 	}
-	if err := d.store.MaterialiseSalience(ctx, values, now); err != nil {
+	if err := store.MaterialiseSalience(ctx, d.db, values, now); err != nil {
 		return c.After, 0, err
 	}
 	last := c.After
@@ -222,7 +223,7 @@ func (d *Decayer) Purge(ctx context.Context, p Progress) error {
 		cfg := d.settings.Config()
 		cutoff := d.clock().Add(-time.Duration(cfg.PurgeGrace))
 		bctx, cancel := context.WithTimeout(ctx, d.batchTimeout)
-		res, err := d.store.PurgeExpired(bctx, cutoff, purgeBatch, Actor)
+		res, err := d.writer.PurgeExpired(bctx, cutoff, purgeBatch, Actor)
 		cancel()
 		if err != nil {
 			return err
@@ -248,18 +249,24 @@ func (d *Decayer) Purge(ctx context.Context, p Progress) error {
 // does not expire it again. A record whose expires_at has passed is not
 // restored: that time is the client's and is never extended (OpenWOP
 // memory §E).
-func (d *Decayer) Restore(ctx context.Context, tenant string, id uuid.UUID, ch store.Change) (memory.Record, error) {
+func (d *Decayer) Restore(ctx context.Context, tenant string, id uuid.UUID, ch revise.Change) (memory.Record, error) {
 	cfg := d.settings.Config()
 	now := d.clock()
-	rec, err := d.store.Restore(ctx, tenant, id, ch, func(r *memory.Record) error {
+	var rec memory.Record
+	err := d.writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
+		r, err := tx.LockExpired(ctx, tenant, id)
+		if err != nil {
+			return err
+		}
 		if exp := r.Lifecycle.ExpiresAt; exp != nil && !now.Before(*exp) {
-			return &store.ConflictError{Code: store.CodeNotAllowed, RecordIDs: []uuid.UUID{r.ID},
+			return &revise.ConflictError{Code: revise.CodeNotAllowed, RecordIDs: []uuid.UUID{r.ID},
 				Detail: fmt.Sprintf("record %s expired at its expires_at %s, which is never extended", r.ID, exp.UTC().Format(time.RFC3339))}
 		}
-		gain := gainOf(*r, cfg.Profiles[r.Type])
+		gain := gainOf(r, cfg.Profiles[r.Type])
 		r.Salience = max(r.Salience, min(MaxSalience, cfg.PruneThreshold+gain))
 		r.Lifecycle.LastReinforcedAt = now
-		return nil
+		rec, err = tx.Restore(ctx, tenant, r, ch)
+		return err
 	})
 	if err != nil {
 		return rec, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -39,28 +40,28 @@ func TestPruneThenRestore(t *testing.T) {
 	require.Equal(t, memory.Expired, got.Status)
 	require.Equal(t, 2, got.Version)
 	require.Equal(t, memory.Active, b.get(t, keep.ID).Status)
-	page, err := b.store.List(b.ctx, b.tenant, store.Filter{})
+	page, err := store.List(b.ctx, b.db.Pool, b.tenant, store.Filter{})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 1, "an expired record leaves the active set")
-	audit, err := b.store.Audit(b.ctx, b.tenant, f.ID)
+	audit, err := store.Audit(b.ctx, b.db.Pool, b.tenant, f.ID)
 	require.NoError(t, err)
 	last := audit[len(audit)-1]
-	require.Equal(t, store.ActionExpire, last.Action)
+	require.Equal(t, revise.ActionExpire, last.Action)
 	require.Equal(t, decay.Actor, last.Actor)
 	require.Equal(t, "salience 0.0312 fell below the prune threshold 0.05", last.Rationale)
 	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM record_salience"), "only the live record is materialised")
 	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM records WHERE status = 'expired' AND expired_at = $1", b.clock.Now()))
 
-	restored, err := b.decayer.Restore(b.ctx, b.tenant, f.ID, store.Change{Actor: "operator", Rationale: "still true"})
+	restored, err := b.decayer.Restore(b.ctx, b.tenant, f.ID, revise.Change{Actor: "operator", Rationale: "still true"})
 	require.NoError(t, err)
 	require.Equal(t, memory.Active, restored.Status)
 	require.Equal(t, 3, restored.Version)
 	require.Equal(t, 1.0, restored.Salience, "decay restarts from the salience of the last reinforcement")
 	require.Equal(t, b.clock.Now(), restored.Lifecycle.LastReinforcedAt)
 	require.Equal(t, 0, b.count(t, "SELECT count(*) FROM records WHERE expired_at IS NOT NULL"))
-	audit, err = b.store.Audit(b.ctx, b.tenant, f.ID)
+	audit, err = store.Audit(b.ctx, b.db.Pool, b.tenant, f.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.ActionRestore, audit[len(audit)-1].Action)
+	require.Equal(t, revise.ActionRestore, audit[len(audit)-1].Action)
 	require.Equal(t, "operator", audit[len(audit)-1].Actor)
 
 	counts = b.sweep(t)
@@ -69,9 +70,9 @@ func TestPruneThenRestore(t *testing.T) {
 
 	// Only expired records are restored.
 	_, err = b.decayer.Restore(b.ctx, b.tenant, f.ID, b.ch)
-	var ce *store.ConflictError
+	var ce *revise.ConflictError
 	require.ErrorAs(t, err, &ce)
-	require.Equal(t, store.CodeNotAllowed, ce.Code)
+	require.Equal(t, revise.CodeNotAllowed, ce.Code)
 }
 
 // A contested record comes back contested; a fact whose place another
@@ -80,7 +81,7 @@ func TestRestoreReturnsToThePreviousStatus(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	a, c := b.create(t, fact("x")), b.create(t, fact("y"))
-	_, err := b.store.Contest(b.ctx, b.tenant, []uuid.UUID{a.ID, c.ID}, nil, b.ch)
+	_, err := b.w.Contest(b.ctx, b.tenant, []uuid.UUID{a.ID, c.ID}, nil, b.ch)
 	require.NoError(t, err)
 	g := b.create(t, fact("z"))
 	b.clock.Advance(500 * day)
@@ -92,9 +93,9 @@ func TestRestoreReturnsToThePreviousStatus(t *testing.T) {
 
 	newer := b.create(t, fact("z"))
 	_, err = b.decayer.Restore(b.ctx, b.tenant, g.ID, b.ch)
-	var ce *store.ConflictError
+	var ce *revise.ConflictError
 	require.ErrorAs(t, err, &ce)
-	require.Equal(t, store.CodeActiveFactExists, ce.Code)
+	require.Equal(t, revise.CodeActiveFactExists, ce.Code)
 	require.Equal(t, []uuid.UUID{newer.ID}, ce.RecordIDs)
 	require.Equal(t, memory.Expired, b.get(t, g.ID).Status, "nothing changed")
 }
@@ -107,7 +108,7 @@ func TestPruneThenPurgeAfterGrace(t *testing.T) {
 	b := setup(t)
 	only, shared := b.artifact(t, "log only the old episode has"), b.artifact(t, "log both episodes have")
 	old := b.create(t, episode(only, shared))
-	_, err := b.store.AppendEpisode(b.ctx, b.tenant, old.ID, store.EpisodeAppend{Timeline: []memory.TimelineEntry{
+	_, err := b.w.AppendEpisode(b.ctx, b.tenant, old.ID, revise.EpisodeAppend{Timeline: []memory.TimelineEntry{
 		{T: b.clock.Now(), EventKind: "tool_output", Ref: "evt://1"}}}, b.ch)
 	require.NoError(t, err)
 	pinned := episode(shared)
@@ -127,20 +128,20 @@ func TestPruneThenPurgeAfterGrace(t *testing.T) {
 	require.Equal(t, int64(1), counts["purged"])
 	require.Equal(t, int64(1), counts["artifacts_purged"])
 
-	_, err = b.store.Get(b.ctx, b.tenant, old.ID)
+	_, err = store.Get(b.ctx, b.db.Pool, b.tenant, old.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.Equal(t, 0, b.count(t, "SELECT count(*) FROM record_versions WHERE record_id = $1", old.ID))
 	require.Equal(t, 0, b.count(t, "SELECT count(*) FROM episode_entries WHERE record_id = $1", old.ID))
-	audit, err := b.store.Audit(b.ctx, b.tenant, old.ID)
+	audit, err := store.Audit(b.ctx, b.db.Pool, b.tenant, old.ID)
 	require.NoError(t, err)
 	last := audit[len(audit)-1]
-	require.Equal(t, store.ActionPurge, last.Action)
+	require.Equal(t, revise.ActionPurge, last.Action)
 	require.NotContains(t, last.Rationale, "log")
 	require.Empty(t, last.Evidence)
 
-	_, _, err = b.store.GetArtifact(b.ctx, b.tenant, only)
+	_, _, err = store.GetArtifact(b.ctx, b.db.Pool, b.tenant, only)
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, _, err = b.store.GetArtifact(b.ctx, b.tenant, shared)
+	_, _, err = store.GetArtifact(b.ctx, b.db.Pool, b.tenant, shared)
 	require.NoError(t, err, "another episode still references it")
 	require.Equal(t, memory.Active, b.get(t, survivor.ID).Status)
 
@@ -150,7 +151,7 @@ func TestPruneThenPurgeAfterGrace(t *testing.T) {
 
 func (b *bundle) artifact(t *testing.T, content string) string {
 	t.Helper()
-	a, err := b.store.PutArtifact(b.ctx, b.tenant, "text/plain", []byte(content))
+	a, err := b.w.PutArtifact(b.ctx, b.tenant, "text/plain", []byte(content))
 	require.NoError(t, err)
 	sum := sha256.Sum256([]byte(content))
 	require.Equal(t, hex.EncodeToString(sum[:]), a.SHA256)
@@ -185,10 +186,10 @@ func TestPinnedNeverAndManualOnlySurvive(t *testing.T) {
 	}
 	require.Equal(t, 3, b.count(t, "SELECT count(*) FROM record_salience"), "survivors are still materialised")
 
-	_, err := b.store.Delete(b.ctx, b.tenant, manual.ID, store.Change{Actor: "operator"})
+	_, err := b.w.Delete(b.ctx, b.tenant, manual.ID, revise.Change{Actor: "operator"})
 	require.NoError(t, err, "an operator may delete a manual_only record")
-	_, err = b.store.Delete(b.ctx, b.tenant, never.ID, store.Change{Actor: "operator"})
-	var ce *store.ConflictError
+	_, err = b.w.Delete(b.ctx, b.tenant, never.ID, revise.Change{Actor: "operator"})
+	var ce *revise.ConflictError
 	require.ErrorAs(t, err, &ce, "never means never")
 }
 
@@ -216,7 +217,7 @@ func TestMaxAgeAndExpiresAt(t *testing.T) {
 	require.Equal(t, memory.Expired, b.get(t, short.ID).Status)
 
 	_, err = b.decayer.Restore(b.ctx, b.tenant, ttl.ID, b.ch)
-	var ce *store.ConflictError
+	var ce *revise.ConflictError
 	require.ErrorAs(t, err, &ce)
 	require.Contains(t, ce.Detail, "never extended")
 	_, err = b.decayer.Restore(b.ctx, b.tenant, short.ID, b.ch)
@@ -312,7 +313,7 @@ func TestSweepMaterialisesSalience(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(b.ctx, "SELECT salience FROM record_salience WHERE record_id = $1", f.ID).Scan(&fs))
 	require.InDelta(t, decay.Current(b.get(t, f.ID), b.clock.Now()), fs, 1e-12)
 
-	_, err = b.store.Retract(b.ctx, b.tenant, f.ID, 0, b.ch)
+	_, err = b.w.Retract(b.ctx, b.tenant, f.ID, 0, b.ch)
 	require.NoError(t, err)
 	require.Equal(t, 0, b.count(t, "SELECT count(*) FROM record_salience WHERE record_id = $1", f.ID), "by trigger, at once")
 
@@ -329,13 +330,13 @@ func TestExpireSkipsRecordsChangedSinceRead(t *testing.T) {
 	b := setup(t)
 	f := b.create(t, fact("f"))
 	b.clock.Advance(500 * day)
-	rows, err := b.store.ScanLive(b.ctx, "", store.Key{}, 10)
+	rows, err := store.ScanLive(b.ctx, b.db.Pool, "", store.Key{}, 10)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	_, err = b.decayer.Feedback(b.ctx, b.tenant, decay.FeedbackRequest{RecordIDs: []uuid.UUID{f.ID}, Outcome: decay.UsedSuccess}, b.ch)
 	require.NoError(t, err)
 	r := rows[0].Record
-	expired, err := b.store.Expire(b.ctx, []store.Expiry{{Key: rows[0].Key(), Version: r.Version, Salience: r.Salience,
+	expired, err := b.w.Expire(b.ctx, []store.Expiry{{Key: rows[0].Key(), Version: r.Version, Salience: r.Salience,
 		LastReinforcedAt: r.Lifecycle.LastReinforcedAt, Rationale: "stale"}}, decay.Actor, b.clock.Now())
 	require.NoError(t, err)
 	require.Empty(t, expired)
@@ -347,7 +348,7 @@ func TestRestoreEpisodeKeepsItsTimeline(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	e := b.create(t, episode())
-	_, err := b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{Timeline: []memory.TimelineEntry{
+	_, err := b.w.AppendEpisode(b.ctx, b.tenant, e.ID, revise.EpisodeAppend{Timeline: []memory.TimelineEntry{
 		{T: b.clock.Now(), EventKind: "tool_call", Ref: "evt://1"}, {T: b.clock.Now(), EventKind: "tool_output", Ref: "evt://2"}}}, b.ch)
 	require.NoError(t, err)
 	b.clock.Advance(60 * day)

@@ -96,8 +96,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *collector) collect(ctx context.Context) ([]prometheus.Metric, error) {
-	st := c.decayer.store
-	counts, err := st.CountRecords(ctx)
+	db := c.decayer.db
+	counts, err := store.CountRecords(ctx, db)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (c *collector) collect(ctx context.Context) ([]prometheus.Metric, error) {
 	for _, rc := range counts {
 		out = append(out, prometheus.MustNewConstMetric(recordsDesc, prometheus.GaugeValue, float64(rc.N), string(rc.Type), string(rc.Status)))
 	}
-	hist, err := st.MaterialisedSalience(ctx, Bounds)
+	hist, err := store.MaterialisedSalience(ctx, db, Bounds)
 	if err != nil {
 		return nil, err
 	}

@@ -177,7 +177,7 @@ func (d *Decayer) eachLive(ctx context.Context, tenant string, batch int, f func
 	var after store.Key
 	for {
 		bctx, cancel := context.WithTimeout(ctx, d.batchTimeout)
-		rows, err := d.store.ScanLive(bctx, tenant, after, batch)
+		rows, err := store.ScanLive(bctx, d.db, tenant, after, batch)
 		cancel()
 		if err != nil {
 			return err

@@ -38,7 +38,7 @@ func (s *Settings) Set(cfg Config) error {
 }
 
 // Defaults is the lifecycle a new record of type t gets when it names none
-// (for [store.WithLifecycleDefaults]).
+// (for [revise.Config] Defaults).
 func (s *Settings) Defaults(t memory.Type) (memory.Decay, memory.DeletionPolicy) {
 	p, ok := s.Config().Profiles[t]
 	if !ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -39,10 +40,10 @@ type bundle struct {
 	db       *pgtest.Schema
 	clock    *clock
 	settings *decay.Settings
-	store    *store.Store
+	w        *revise.Writer
 	decayer  *decay.Decayer
 	tenant   string
-	ch       store.Change
+	ch       revise.Change
 	// sweepCursor is kept from one sweep to the next, as job_cursors does.
 	sweepCursor json.RawMessage
 }
@@ -60,28 +61,28 @@ func setup(t *testing.T, edit ...func(*decay.Config)) *bundle {
 	}
 	settings, err := decay.NewSettings(cfg)
 	require.NoError(t, err)
-	st := store.New(db.Pool, store.WithClock(clk.Now), store.WithLifecycleDefaults(settings.Defaults))
+	w := revise.New(db.Pool, revise.Config{Now: clk.Now, Defaults: settings.Defaults})
 	ctx := context.Background()
 	for _, tenant := range []string{"acme", "other"} {
-		require.NoError(t, st.EnsureTenant(ctx, tenant))
+		require.NoError(t, store.EnsureTenant(ctx, db.Pool, tenant))
 	}
 	return &bundle{
-		ctx: ctx, db: db, clock: clk, settings: settings, store: st,
-		decayer: decay.New(st, settings, decay.WithClock(clk.Now)),
-		tenant:  "acme", ch: store.Change{Actor: "test"},
+		ctx: ctx, db: db, clock: clk, settings: settings, w: w,
+		decayer: decay.New(db.Pool, w, settings, decay.WithClock(clk.Now)),
+		tenant:  "acme", ch: revise.Change{Actor: "test"},
 	}
 }
 
 func (b *bundle) create(t *testing.T, rec memory.Record) memory.Record {
 	t.Helper()
-	out, err := b.store.Create(b.ctx, b.tenant, rec, b.ch)
+	out, err := b.w.Create(b.ctx, b.tenant, rec, b.ch)
 	require.NoError(t, err)
 	return out
 }
 
 func (b *bundle) get(t *testing.T, id uuid.UUID) memory.Record {
 	t.Helper()
-	rec, err := b.store.Get(b.ctx, b.tenant, id)
+	rec, err := store.Get(b.ctx, b.db.Pool, b.tenant, id)
 	require.NoError(t, err)
 	return rec
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -31,7 +32,7 @@ type Progress interface {
 // asynchronously (substrate RFC §15.3: the index follows the store, never
 // the other way round).
 type Backfiller struct {
-	store    *store.Store
+	db       pg.DBTX
 	embedder Embedder
 	batch    int
 	logger   *slog.Logger
@@ -39,14 +40,14 @@ type Backfiller struct {
 
 // NewBackfiller returns a backfiller of e's vectors; batch ≤ 0 means
 // [DefaultBackfillBatch].
-func NewBackfiller(st *store.Store, e Embedder, batch int, logger *slog.Logger) *Backfiller {
+func NewBackfiller(db pg.DBTX, e Embedder, batch int, logger *slog.Logger) *Backfiller {
 	if batch <= 0 {
 		batch = DefaultBackfillBatch
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Backfiller{store: st, embedder: e, batch: batch, logger: logger}
+	return &Backfiller{db: db, embedder: e, batch: batch, logger: logger}
 }
 
 type backfillCursor struct {
@@ -61,12 +62,12 @@ type backfillCursor struct {
 // it, so the next starts over and finds what changed.
 func (b *Backfiller) Backfill(ctx context.Context, p Progress) error {
 	model := b.embedder.Model()
-	other, err := b.store.OtherModels(ctx, model)
+	other, err := store.OtherModels(ctx, b.db, model)
 	if err != nil {
 		return err
 	}
 	if other {
-		n, err := b.store.DropVectors(ctx, model, true)
+		n, err := store.DropVectors(ctx, b.db, model, true)
 		if err != nil {
 			return err
 		}
@@ -81,7 +82,7 @@ func (b *Backfiller) Backfill(ctx context.Context, p Progress) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		recs, err := b.store.ScanToEmbed(ctx, model, c.After, b.batch)
+		recs, err := store.ScanToEmbed(ctx, b.db, model, c.After, b.batch)
 		if err != nil {
 			return err
 		}
@@ -103,7 +104,7 @@ func (b *Backfiller) Backfill(ctx context.Context, p Progress) error {
 // embeds the active set again: after a change of the lexical embedder's
 // corpus large enough that its IDF weights drifted, or on demand.
 func (b *Backfiller) Reindex(ctx context.Context, p Progress) error {
-	n, err := b.store.DropVectors(ctx, b.embedder.Model(), false)
+	n, err := store.DropVectors(ctx, b.db, b.embedder.Model(), false)
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func (b *Backfiller) embed(ctx context.Context, model string, recs []store.ToEmb
 	for i, r := range todo {
 		rows[i] = store.VectorRow{Key: r.Key, Version: r.Version, Sparse: vecs[i].Sparse, Dense: vecs[i].Dense}
 	}
-	if err := b.store.PutVectors(ctx, model, rows); err != nil {
+	if err := store.PutVectors(ctx, b.db, model, rows); err != nil {
 		return err
 	}
 	p.Add("embedded", int64(len(rows)))
@@ -173,13 +174,13 @@ func (b *Backfiller) lexical(ctx context.Context, lex *Lexical, model string, to
 			}
 		}
 		if len(fresh) > 0 {
-			if err := b.store.AddFeatureDF(ctx, tenant, model, fresh); err != nil {
+			if err := store.AddFeatureDF(ctx, b.db, tenant, model, fresh); err != nil {
 				return nil, err
 			}
 		}
 		slices.Sort(all)
 		all = slices.Compact(all)
-		df, docs, err := b.store.FeatureDF(ctx, tenant, model, all)
+		df, docs, err := store.FeatureDF(ctx, b.db, tenant, model, all)
 		if err != nil {
 			return nil, err
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/schemas"
@@ -46,7 +47,8 @@ const (
 
 // Config configures an [Ingester].
 type Config struct {
-	Store *store.Store
+	// DB is where events are staged.
+	DB pg.DBTX
 	// Policy returns the policy in force (it may be reloaded).
 	Policy func() *policy.Policy
 	// Staged is called after events were staged, to wake the policy plane.
@@ -262,7 +264,7 @@ func (in *Ingester) stage(ctx context.Context, tenant string, cands []store.Cand
 	if err := in.admit(ctx, tenant, cands); err != nil {
 		return nil, err
 	}
-	staged, err := in.cfg.Store.Stage(ctx, tenant, cands)
+	staged, err := store.Stage(ctx, in.cfg.DB, tenant, cands)
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +338,7 @@ func (in *Ingester) pending(ctx context.Context) (int64, error) {
 	if time.Since(in.backlog.at) < time.Second {
 		return in.backlog.n, nil
 	}
-	n, oldest, err := in.cfg.Store.Backlog(ctx)
+	n, oldest, err := store.Backlog(ctx, in.cfg.DB)
 	if err != nil {
 		return 0, err
 	}

@@ -150,9 +150,8 @@ func indexBench(b *testing.B, pool *pgxpool.Pool) {
 	_, err := pool.Exec(ctx, "DROP INDEX IF EXISTS record_vectors_sparse")
 	require.NoError(b, err)
 	t := time.Now()
-	st := store.New(pool)
 	p := &progress{}
-	require.NoError(b, embedding.NewBackfiller(st, embedding.NewLexical(), 2000, nil).Backfill(ctx, p))
+	require.NoError(b, embedding.NewBackfiller(pool, embedding.NewLexical(), 2000, nil).Backfill(ctx, p))
 	b.Logf("embedded %d records in %s", p.counts["embedded"], time.Since(t).Round(time.Second))
 	t = time.Now()
 	_, err = pool.Exec(ctx, `SET maintenance_work_mem = '4GB'; SET max_parallel_maintenance_workers = 2;
@@ -162,7 +161,7 @@ func indexBench(b *testing.B, pool *pgxpool.Pool) {
 	t = time.Now()
 	settings, err := retrieve.NewSettings(retrieve.DefaultConfig())
 	require.NoError(b, err)
-	require.NoError(b, retrieve.New(st, settings).RefreshStats(ctx, &progress{}))
+	require.NoError(b, retrieve.New(pool, settings).RefreshStats(ctx, &progress{}))
 	for _, table := range []string{"records", "record_vectors", "lexeme_stats"} {
 		_, err = pool.Exec(ctx, "VACUUM ANALYZE "+table)
 		require.NoError(b, err)
@@ -223,11 +222,10 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 //	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench=Retrieve -benchtime=500x -timeout=60m ./retrieve/
 func BenchmarkRetrieve(b *testing.B) {
 	pool := benchDB(b, benchRecords(b))
-	st := store.New(pool)
 	settings, err := retrieve.NewSettings(retrieve.DefaultConfig())
 	require.NoError(b, err)
 	lex := embedding.NewLexical()
-	r := retrieve.New(st, settings, retrieve.WithEmbedder(lex))
+	r := retrieve.New(pool, settings, retrieve.WithEmbedder(lex))
 	ctx := context.Background()
 
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -274,7 +272,7 @@ func BenchmarkRetrieve(b *testing.B) {
 			}
 		}
 		t := time.Now()
-		res, err := st.Search(ctx, tenant, qs)
+		res, err := store.Search(ctx, pool, tenant, qs)
 		require.NoError(b, err)
 		var ids []uuid.UUID
 		for _, l := range res {
@@ -282,7 +280,7 @@ func BenchmarkRetrieve(b *testing.B) {
 				ids = append(ids, h.Record.ID)
 			}
 		}
-		require.NoError(b, st.LogRetrieval(ctx, tenant, store.Retrieval{ID: uuid.New(), At: time.Now(), RecordIDs: ids[:min(len(ids), 14)]}))
+		require.NoError(b, store.LogRetrieval(ctx, pool, tenant, store.Retrieval{ID: uuid.New(), At: time.Now(), RecordIDs: ids[:min(len(ids), 14)]}))
 		bare = append(bare, time.Since(t))
 	}
 	p50, p99, sql50 := percentile(took, 0.5), percentile(took, 0.99), percentile(bare, 0.5)
@@ -327,8 +325,8 @@ func BenchmarkRecall(b *testing.B) {
 	exactSettings, err := retrieve.NewSettings(rc)
 	require.NoError(b, err)
 	lex := embedding.NewLexical()
-	approx := retrieve.New(store.New(pool), settings, retrieve.WithEmbedder(lex))
-	exact := retrieve.New(store.New(exactPool), exactSettings, retrieve.WithEmbedder(lex))
+	approx := retrieve.New(pool, settings, retrieve.WithEmbedder(lex))
+	exact := retrieve.New(exactPool, exactSettings, retrieve.WithEmbedder(lex))
 	rng := rand.New(rand.NewPCG(3, 4))
 	tokens := retrieve.MaxTokens
 	var found, want float64

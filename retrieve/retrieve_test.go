@@ -8,14 +8,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/embedding"
-	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
@@ -23,31 +22,30 @@ import (
 type bundle struct {
 	ctx       context.Context
 	db        *pgtest.Schema
-	store     *store.Store
+	w         *revise.Writer
 	retriever *retrieve.Retriever
 	backfill  *embedding.Backfiller
 	tenant    string
-	ch        store.Change
+	ch        revise.Change
 }
 
 func setup(t *testing.T, opts ...retrieve.Option) *bundle {
 	t.Helper()
 	db := pgtest.NewSchema(t)
 	ctx := context.Background()
-	st := store.New(db.Pool)
-	require.NoError(t, st.EnsureTenant(ctx, "acme"))
-	require.NoError(t, st.EnsureTenant(ctx, "globex"))
+	require.NoError(t, store.EnsureTenant(ctx, db.Pool, "acme"))
+	require.NoError(t, store.EnsureTenant(ctx, db.Pool, "globex"))
 	settings, err := retrieve.NewSettings(retrieve.DefaultConfig())
 	require.NoError(t, err)
 	lex := embedding.NewLexical()
-	r := retrieve.New(st, settings, append([]retrieve.Option{retrieve.WithEmbedder(lex)}, opts...)...)
-	return &bundle{ctx: ctx, db: db, store: st, retriever: r, backfill: embedding.NewBackfiller(st, lex, 100, nil),
-		tenant: "acme", ch: store.Change{Actor: "test"}}
+	r := retrieve.New(db.Pool, settings, append([]retrieve.Option{retrieve.WithEmbedder(lex)}, opts...)...)
+	return &bundle{ctx: ctx, db: db, w: revise.New(db.Pool, revise.Config{}), retriever: r, backfill: embedding.NewBackfiller(db.Pool, lex, 100, nil),
+		tenant: "acme", ch: revise.Change{Actor: "test"}}
 }
 
 func (b *bundle) create(t *testing.T, r memory.Record) memory.Record {
 	t.Helper()
-	out, err := b.store.Create(b.ctx, b.tenant, r, b.ch)
+	out, err := b.w.Create(b.ctx, b.tenant, r, b.ch)
 	require.NoError(t, err)
 	return out
 }
@@ -147,16 +145,17 @@ func episode(outcome string, summaries ...string) memory.Record {
 func (b *bundle) startThread(t *testing.T, thread, summary string) memory.Record {
 	t.Helper()
 	var w memory.Record
-	err := pg.WithTx(b.ctx, b.db.Pool, func(ctx context.Context, tx pgx.Tx) error {
-		th, err := store.New(tx).StartThread(ctx, b.tenant, thread, "coder",
-			memory.Record{Type: memory.Episodic, Payload: payload(map[string]any{"kind": "episodic", "timeline": []any{}})},
-			memory.Record{Type: memory.Working, Payload: payload(map[string]any{
-				"kind": "working", "thread_id": thread, "state": "executing", "context_summary": summary})}, b.ch)
+	err := b.w.InTx(b.ctx, func(ctx context.Context, tx *revise.Tx) error {
+		ep, err := tx.Create(ctx, b.tenant, memory.Record{Type: memory.Episodic, Payload: payload(map[string]any{"kind": "episodic", "timeline": []any{}})}, b.ch)
 		if err != nil {
 			return err
 		}
-		w.ID = *th.WorkingID
-		return nil
+		if w, err = tx.Create(ctx, b.tenant, memory.Record{Type: memory.Working, Payload: payload(map[string]any{
+			"kind": "working", "thread_id": thread, "state": "executing", "context_summary": summary})}, b.ch); err != nil {
+			return err
+		}
+		_, err = store.InsertThread(ctx, tx.Exec(), b.tenant, thread, "coder", ep.ID, w.ID)
+		return err
 	})
 	require.NoError(t, err)
 	return w
@@ -333,7 +332,7 @@ func TestTrustGating(t *testing.T) {
 	require.NoError(t, json.Unmarshal(got.Record.Payload, &p))
 	require.Equal(t, "deploy", p["subject"])
 	require.Equal(t, retrieve.Withheld, p["object"])
-	stored, err := b.store.Get(b.ctx, b.tenant, s.ID)
+	stored, err := store.Get(b.ctx, b.db.Pool, b.tenant, s.ID)
 	require.NoError(t, err)
 	require.Contains(t, string(stored.Payload), "vault kv get")
 
@@ -380,7 +379,7 @@ func TestRetrievalWithoutVectors(t *testing.T) {
 		}}
 	settings, err := retrieve.NewSettings(retrieve.DefaultConfig())
 	require.NoError(t, err)
-	r := retrieve.New(b.store, settings, retrieve.WithEmbedder(down))
+	r := retrieve.New(b.db.Pool, settings, retrieve.WithEmbedder(down))
 	res, err = r.Retrieve(b.ctx, b.tenant, task)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{f.ID}, layerIDs(layer(res, retrieve.LayerSemantic)))
@@ -454,11 +453,11 @@ func TestRetrievalsAreLogged(t *testing.T) {
 	f := b.create(t, fact("redis", "eviction_policy", "allkeys-lru", nil))
 	b.index(t)
 	res := b.retrieve(t, retrieve.Request{Task: retrieve.Task{Text: "redis eviction", AgentID: "coder", ThreadID: "t1"}})
-	logged, err := b.store.GetRetrieval(b.ctx, b.tenant, res.RetrievalID)
+	logged, err := store.GetRetrieval(b.ctx, b.db.Pool, b.tenant, res.RetrievalID)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{f.ID}, logged.RecordIDs)
 	require.Equal(t, "coder", logged.AgentID)
-	_, err = b.store.GetRetrieval(b.ctx, "globex", res.RetrievalID)
+	_, err = store.GetRetrieval(b.ctx, b.db.Pool, "globex", res.RetrievalID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 

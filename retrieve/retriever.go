@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/engram-dev/engram/embedding"
+	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/store"
@@ -119,7 +120,7 @@ func (s *Settings) Config() Config { return *s.cfg.Load() }
 
 // Retriever answers retrieval requests from the store.
 type Retriever struct {
-	store    *store.Store
+	db       pg.DBTX
 	embedder embedding.Embedder
 	settings *Settings
 	redactor *policy.Redactor
@@ -151,8 +152,8 @@ func WithRegistry(reg prometheus.Registerer) Option {
 func WithClock(now func() time.Time) Option { return func(r *Retriever) { r.now = now } }
 
 // New returns a retriever over st with the settings in force.
-func New(st *store.Store, settings *Settings, opts ...Option) *Retriever {
-	r := &Retriever{store: st, settings: settings, logger: slog.New(slog.DiscardHandler), now: time.Now}
+func New(db pg.DBTX, settings *Settings, opts ...Option) *Retriever {
+	r := &Retriever{db: db, settings: settings, logger: slog.New(slog.DiscardHandler), now: time.Now}
 	for _, o := range opts {
 		o(r)
 	}
@@ -193,7 +194,7 @@ func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (R
 			queries[i].Model, queries[i].Sparse, queries[i].Dense = model, sparse, dense
 		}
 	}
-	found, err := r.store.Search(ctx, tenant, queries)
+	found, err := store.Search(ctx, r.db, tenant, queries)
 	if err != nil && (sparse != nil || dense != nil) && ctx.Err() == nil {
 		// The vector index is advisory (§15.3): without it, answer
 		// lexically and say so.
@@ -203,7 +204,7 @@ func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (R
 			queries[i].Model, queries[i].Sparse, queries[i].Dense = "", nil, nil
 		}
 		sparse, dense = nil, nil
-		found, err = r.store.Search(ctx, tenant, queries)
+		found, err = store.Search(ctx, r.db, tenant, queries)
 	}
 	if err != nil {
 		return Result{}, err
@@ -251,7 +252,7 @@ func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (R
 		res.Layers = append(res.Layers, out)
 	}
 
-	err = r.store.LogRetrieval(ctx, tenant, store.Retrieval{
+	err = store.LogRetrieval(ctx, r.db, tenant, store.Retrieval{
 		ID: id, At: now, AgentID: req.Task.AgentID, ThreadID: req.Task.ThreadID,
 		RecordIDs: returned, Withheld: res.Withheld, LexicalOnly: res.LexicalOnly,
 	})

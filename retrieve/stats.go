@@ -3,6 +3,8 @@ package retrieve
 import (
 	"context"
 	"log/slog"
+
+	"github.com/engram-dev/engram/store"
 )
 
 // The periodic job that keeps BM25's statistics.
@@ -24,7 +26,7 @@ type Progress interface {
 // they were last computed, one tenant per transaction. Until a tenant has
 // them, its terms are weighted alike.
 func (r *Retriever) RefreshStats(ctx context.Context, p Progress) error {
-	tenants, err := r.store.StaleLexicalTenants(ctx)
+	tenants, err := store.StaleLexicalTenants(ctx, r.db)
 	if err != nil {
 		return err
 	}
@@ -35,7 +37,7 @@ func (r *Retriever) RefreshStats(ctx context.Context, p Progress) error {
 		// Taken before reading: a record changed while the refresh reads
 		// makes the statistics stale again.
 		at := r.now()
-		st, err := r.store.RefreshLexicalStats(ctx, t, at)
+		st, err := store.RefreshLexicalStats(ctx, r.db, t, at)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -133,7 +134,7 @@ func orEmpty(ids []uuid.UUID) []uuid.UUID {
 }
 
 // restoreRecord serves POST /v1/records/{id}:restore.
-func (s *Server) restoreRecord(w http.ResponseWriter, r *http.Request, id uuid.UUID, ch store.Change) error {
+func (s *Server) restoreRecord(w http.ResponseWriter, r *http.Request, id uuid.UUID, ch revise.Change) error {
 	if s.decay == nil {
 		return errNoDecay
 	}
@@ -141,7 +142,7 @@ func (s *Server) restoreRecord(w http.ResponseWriter, r *http.Request, id uuid.U
 	if err != nil {
 		return err
 	}
-	s.metrics.revisions.WithLabelValues(store.ActionRestore).Inc()
+	s.metrics.revisions.WithLabelValues(revise.ActionRestore).Inc()
 	writeJSON(w, http.StatusOK, rec)
 	return nil
 }

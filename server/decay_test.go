@@ -14,6 +14,7 @@ import (
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
@@ -52,18 +53,18 @@ func setupDecay(t *testing.T) *decayEnv {
 	clk := &testClock{t: time.Now().UTC().Truncate(time.Microsecond)}
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(t, err)
-	st := store.New(db.Pool, store.WithClock(clk.Now), store.WithLifecycleDefaults(settings.Defaults))
+	wr := revise.New(db.Pool, revise.Config{Now: clk.Now, Defaults: settings.Defaults})
 	for _, tenant := range []string{"acme", "other"} {
-		require.NoError(t, st.EnsureTenant(context.Background(), tenant))
+		require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, tenant))
 	}
-	dec := decay.New(st, settings, decay.WithClock(clk.Now))
+	dec := decay.New(db.Pool, wr, settings, decay.WithClock(clk.Now))
 	sched := jobs.New(jobs.Config{Pool: db.Pool, LeaderInterval: 20 * time.Millisecond})
 	require.NoError(t, sched.Register(jobs.Job{Name: decay.SweepJob, Schedule: jobs.Off, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }}))
 	require.NoError(t, sched.Register(jobs.Job{Name: decay.PurgeJob, Schedule: jobs.Off, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }}))
 	require.NoError(t, sched.Start(context.Background()))
 	t.Cleanup(func() { require.NoError(t, sched.Stop(context.Background())) })
 	srv := httptest.NewServer(server.New(server.Config{
-		Store: st, Decay: dec, Jobs: sched, Now: clk.Now,
+		DB: db.Pool, Writer: wr, Decay: dec, Jobs: sched, Now: clk.Now,
 		Keys: testKeys,
 	}))
 	t.Cleanup(srv.Close)

@@ -297,7 +297,7 @@ func (s *Server) listCandidates(w http.ResponseWriter, r *http.Request) error {
 		}
 		after = n
 	}
-	cands, err := s.store.Candidates(r.Context(), principalOf(r).tenant, status, after, limit)
+	cands, err := store.Candidates(r.Context(), s.db, principalOf(r).tenant, status, after, limit)
 	if err != nil {
 		return err
 	}
@@ -312,7 +312,7 @@ func (s *Server) listCandidates(w http.ResponseWriter, r *http.Request) error {
 // generation, with the ids of its episode and working memory — the record a
 // runtime updates with PATCH /v1/records/{id}.
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.store.LatestThread(r.Context(), principalOf(r).tenant, r.PathValue("thread_id"))
+	t, err := store.LatestThread(r.Context(), s.db, principalOf(r).tenant, r.PathValue("thread_id"))
 	if err != nil {
 		return err
 	}

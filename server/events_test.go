@@ -20,13 +20,14 @@ import (
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/policy"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
 
 type ingestEnv struct {
 	*env
-	worker *policy.Worker
+	worker *ingest.Worker
 	logs   *syncBuffer
 }
 
@@ -51,16 +52,16 @@ func setupIngest(t *testing.T, policyYAML string, cfg ingest.Config) *ingestEnv 
 	t.Helper()
 	db := pgtest.NewSchema(t)
 	ctx := context.Background()
-	st := store.New(db.Pool)
-	require.NoError(t, st.EnsureTenant(ctx, "acme"))
+	wr := revise.New(db.Pool, revise.Config{})
+	require.NoError(t, store.EnsureTenant(ctx, db.Pool, "acme"))
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pol, err := policy.Parse([]byte(policyYAML), "test")
 	require.NoError(t, err)
-	w := policy.NewWorker(policy.WorkerConfig{DB: db.Pool, Policy: pol, Logger: logger})
-	cfg.Store, cfg.Policy, cfg.Staged = st, w.Policy, w.Notify
+	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool, Policy: pol, Logger: logger})
+	cfg.DB, cfg.Policy, cfg.Staged = db.Pool, w.Policy, w.Notify
 	srv := httptest.NewServer(server.New(server.Config{
-		Store: st, Logger: logger, Ingest: ingest.New(cfg), Policy: w.Policy,
+		DB: db.Pool, Writer: wr, Logger: logger, Ingest: ingest.New(cfg), Policy: w.Policy,
 		Keys: []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}},
 	}))
 	t.Cleanup(srv.Close)
@@ -71,7 +72,7 @@ func (e *ingestEnv) drain() {
 	e.t.Helper()
 	for range 100 {
 		total := 0
-		for p := range policy.DefaultPartitions {
+		for p := range ingest.DefaultPartitions {
 			n, err := e.worker.RunOnce(context.Background(), p)
 			require.NoError(e.t, err)
 			total += n

@@ -15,8 +15,8 @@ import (
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
-	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
@@ -27,16 +27,16 @@ import (
 func setupAgent(t *testing.T) *ingestEnv {
 	t.Helper()
 	db := pgtest.NewSchema(t)
-	st := store.New(db.Pool)
-	require.NoError(t, st.EnsureTenant(context.Background(), "acme"))
-	w := policy.NewWorker(policy.WorkerConfig{DB: db.Pool})
+	wr := revise.New(db.Pool, revise.Config{})
+	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "acme"))
+	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool})
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(t, err)
 	rs, err := retrieve.NewSettings(retrieve.DefaultConfig())
 	require.NoError(t, err)
 	srv := httptest.NewServer(server.New(server.Config{
-		Store: st, Logger: slog.New(slog.DiscardHandler), Decay: decay.New(st, settings), Retrieve: retrieve.New(st, rs),
-		Ingest: ingest.New(ingest.Config{Store: st, Policy: w.Policy, Staged: w.Notify}),
+		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler), Decay: decay.New(db.Pool, wr, settings), Retrieve: retrieve.New(db.Pool, rs),
+		Ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
 		Keys:   []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}},
 	}))
 	t.Cleanup(srv.Close)

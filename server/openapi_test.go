@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
@@ -374,10 +375,10 @@ func resolvePointer(v any, pointer string) (any, error) {
 func TestOpenAPIServed(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewSchema(t)
-	st := store.New(db.Pool)
-	require.NoError(t, st.EnsureTenant(t.Context(), "acme"))
+	wr := revise.New(db.Pool, revise.Config{})
+	require.NoError(t, store.EnsureTenant(t.Context(), db.Pool, "acme"))
 	srv := httptest.NewServer(New(Config{
-		Store: st,
+		DB: db.Pool, Writer: wr,
 		Keys:  []Key{{Tenant: "acme", Name: "test", Secret: "0123456789abcdef"}},
 		Ready: db.Pool.Ping,
 	}))

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
@@ -93,8 +94,8 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 	var (
 		p        *Problem
 		ve       *schemas.ValidationError
-		ce       *store.ConflictError
-		tl       *store.TooLargeError
+		ce       *revise.ConflictError
+		tl       *revise.TooLargeError
 		maxBytes *http.MaxBytesError
 	)
 	switch {

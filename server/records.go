@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -30,11 +31,11 @@ func (s *Server) createRecord(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rd.raise(&rec)
-	out, err := s.store.Create(r.Context(), principalOf(r).tenant, rec, ch)
+	out, err := s.writer.Create(r.Context(), principalOf(r).tenant, rec, ch)
 	if err != nil {
 		return err
 	}
-	s.metrics.revisions.WithLabelValues(store.ActionCreate).Inc()
+	s.metrics.revisions.WithLabelValues(revise.ActionCreate).Inc()
 	w.Header().Set("Location", "/v1/records/"+out.ID.String())
 	writeJSON(w, http.StatusCreated, out)
 	return nil
@@ -52,9 +53,9 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
 	tenant := principalOf(r).tenant
 	var rec memory.Record
 	if asOf != nil {
-		rec, err = s.store.GetAsOf(r.Context(), tenant, id, *asOf)
+		rec, err = store.GetAsOf(r.Context(), s.db, tenant, id, *asOf)
 	} else {
-		rec, err = s.store.Get(r.Context(), tenant, id)
+		rec, err = store.Get(r.Context(), s.db, tenant, id)
 	}
 	if err != nil {
 		return err
@@ -115,7 +116,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f.AsOf = asOf
-	page, err := s.store.List(r.Context(), principalOf(r).tenant, f)
+	page, err := store.List(r.Context(), s.db, principalOf(r).tenant, f)
 	if err != nil {
 		return err
 	}
@@ -156,11 +157,11 @@ func (s *Server) updateRecord(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Payload) == 0 {
 		return fieldProblem("/payload", "is required")
 	}
-	out, err := s.store.Update(r.Context(), principalOf(r).tenant, id, req.Version, req.Payload, req.Tags, ch)
+	out, err := s.writer.Update(r.Context(), principalOf(r).tenant, id, req.Version, req.Payload, req.Tags, ch)
 	if err != nil {
 		return err
 	}
-	s.metrics.revisions.WithLabelValues(store.ActionUpdate).Inc()
+	s.metrics.revisions.WithLabelValues(revise.ActionUpdate).Inc()
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -190,11 +191,11 @@ func (s *Server) deleteRecord(w http.ResponseWriter, r *http.Request) error {
 	if err := rd.check(); err != nil {
 		return err
 	}
-	out, err := s.store.Delete(r.Context(), principalOf(r).tenant, id, ch)
+	out, err := s.writer.Delete(r.Context(), principalOf(r).tenant, id, ch)
 	if err != nil {
 		return err
 	}
-	s.metrics.revisions.WithLabelValues(store.ActionDelete).Inc()
+	s.metrics.revisions.WithLabelValues(revise.ActionDelete).Inc()
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -222,11 +223,11 @@ type reviseRequest struct {
 
 // decodeRevision reads a revision's body, redacted, and its audit
 // identity.
-func (s *Server) decodeRevision(r *http.Request, req *reviseRequest) (*redaction, store.Change, error) {
+func (s *Server) decodeRevision(r *http.Request, req *reviseRequest) (*redaction, revise.Change, error) {
 	rd := s.redaction()
 	if r.ContentLength != 0 {
 		if err := rd.decode(r, req); err != nil {
-			return nil, store.Change{}, err
+			return nil, revise.Change{}, err
 		}
 	}
 	ch := rd.change(r, req.Rationale)
@@ -269,7 +270,7 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		old, next, err := s.store.Supersede(ctx, tenant, id, req.Version, rec, ch)
+		old, next, err := s.writer.Supersede(ctx, tenant, id, req.Version, rec, ch)
 		if err != nil {
 			return err
 		}
@@ -281,7 +282,7 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		old, variants, err := s.store.Fork(ctx, tenant, id, req.Version, variants, ch)
+		old, variants, err := s.writer.Fork(ctx, tenant, id, req.Version, variants, ch)
 		if err != nil {
 			return err
 		}
@@ -295,19 +296,19 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 			}
 			next = &rec
 		}
-		recs, err := s.store.Contest(ctx, tenant, append([]uuid.UUID{id}, req.Against...), next, ch)
+		recs, err := s.writer.Contest(ctx, tenant, append([]uuid.UUID{id}, req.Against...), next, ch)
 		if err != nil {
 			return err
 		}
 		out = map[string]any{"records": recs}
 	case "retract":
-		rec, err := s.store.Retract(ctx, tenant, id, req.Version, ch)
+		rec, err := s.writer.Retract(ctx, tenant, id, req.Version, ch)
 		if err != nil {
 			return err
 		}
 		out = rec
 	case "append":
-		rec, err := s.store.AppendEpisode(ctx, tenant, id, store.EpisodeAppend{
+		rec, err := s.writer.AppendEpisode(ctx, tenant, id, revise.EpisodeAppend{
 			Timeline: req.Timeline, ToolGraph: req.ToolGraph, Artifacts: req.Artifacts, Outcome: req.Outcome,
 		}, ch)
 		if err != nil {
@@ -317,10 +318,10 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 	case "restore":
 		return s.restoreRecord(w, r, id, ch)
 	case "purge":
-		if err := s.store.Purge(ctx, tenant, id, ch); err != nil {
+		if err := s.writer.Purge(ctx, tenant, id, ch); err != nil {
 			return err
 		}
-		s.metrics.revisions.WithLabelValues(store.ActionPurge).Inc()
+		s.metrics.revisions.WithLabelValues(revise.ActionPurge).Inc()
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	default:
@@ -346,11 +347,11 @@ func (s *Server) mergeRecords(w http.ResponseWriter, r *http.Request) error {
 		}
 		template = &rec
 	}
-	rec, err := s.store.Merge(r.Context(), principalOf(r).tenant, req.RecordIDs, template, ch)
+	rec, err := s.writer.Merge(r.Context(), principalOf(r).tenant, req.RecordIDs, template, ch)
 	if err != nil {
 		return err
 	}
-	s.metrics.revisions.WithLabelValues(store.ActionMerge).Inc()
+	s.metrics.revisions.WithLabelValues(revise.ActionMerge).Inc()
 	w.Header().Set("Location", "/v1/records/"+rec.ID.String())
 	writeJSON(w, http.StatusCreated, rec)
 	return nil
@@ -361,7 +362,7 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	versions, err := s.store.History(r.Context(), principalOf(r).tenant, id)
+	versions, err := store.History(r.Context(), s.db, principalOf(r).tenant, id)
 	if err != nil {
 		return err
 	}
@@ -374,7 +375,7 @@ func (s *Server) recordAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	entries, err := s.store.Audit(r.Context(), principalOf(r).tenant, id)
+	entries, err := store.Audit(r.Context(), s.db, principalOf(r).tenant, id)
 	if err != nil {
 		return err
 	}
@@ -387,7 +388,7 @@ func (s *Server) recordRelations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	edges, err := s.store.Relations(r.Context(), principalOf(r).tenant, id)
+	edges, err := store.Relations(r.Context(), s.db, principalOf(r).tenant, id)
 	if err != nil {
 		return err
 	}
@@ -403,7 +404,7 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.store.PutArtifact(r.Context(), principalOf(r).tenant, r.Header.Get("Content-Type"), body)
+	a, err := s.writer.PutArtifact(r.Context(), principalOf(r).tenant, r.Header.Get("Content-Type"), body)
 	if err != nil {
 		return err
 	}
@@ -413,7 +414,7 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
-	a, content, err := s.store.GetArtifact(r.Context(), principalOf(r).tenant, r.PathValue("sha256"))
+	a, content, err := store.GetArtifact(r.Context(), s.db, principalOf(r).tenant, r.PathValue("sha256"))
 	if err != nil {
 		return err
 	}

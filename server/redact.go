@@ -10,7 +10,7 @@ import (
 
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
-	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/revise"
 )
 
 // redaction is one request's pass through the policy's redactor (SR-1):
@@ -56,7 +56,7 @@ func (rd *redaction) string(s string) string {
 }
 
 // change is the request's audit identity (see change), redacted.
-func (rd *redaction) change(r *http.Request, rationale string) store.Change {
+func (rd *redaction) change(r *http.Request, rationale string) revise.Change {
 	ch := change(r, rationale)
 	ch.Actor, ch.Rationale = rd.string(ch.Actor), rd.string(ch.Rationale)
 	return ch

@@ -12,6 +12,7 @@ import (
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
@@ -19,16 +20,16 @@ import (
 func setupRetrieve(t *testing.T) *env {
 	t.Helper()
 	db := pgtest.NewSchema(t)
-	st := store.New(db.Pool)
+	wr := revise.New(db.Pool, revise.Config{})
 	for _, tenant := range []string{"acme", "other"} {
-		require.NoError(t, st.EnsureTenant(context.Background(), tenant))
+		require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, tenant))
 	}
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(t, err)
 	rs, err := retrieve.NewSettings(retrieve.DefaultConfig())
 	require.NoError(t, err)
 	srv := httptest.NewServer(server.New(server.Config{
-		Store: st, Decay: decay.New(st, settings), Retrieve: retrieve.New(st, rs),
+		DB: db.Pool, Writer: wr, Decay: decay.New(db.Pool, wr, settings), Retrieve: retrieve.New(db.Pool, rs),
 		Keys: []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}, {Tenant: "other", Name: "other-test", Secret: otherKey}},
 	}))
 	t.Cleanup(srv.Close)

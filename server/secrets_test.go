@@ -22,6 +22,7 @@ import (
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
@@ -117,22 +118,22 @@ func setupSecrets(t *testing.T, policyYAML string) *secretsEnv {
 	t.Helper()
 	db := pgtest.NewSchema(t)
 	ctx := context.Background()
-	st := store.New(db.Pool)
-	require.NoError(t, st.EnsureTenant(ctx, "acme"))
+	wr := revise.New(db.Pool, revise.Config{})
+	require.NoError(t, store.EnsureTenant(ctx, db.Pool, "acme"))
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pol, err := policy.Parse([]byte(policyYAML), "test")
 	require.NoError(t, err)
-	w := policy.NewWorker(policy.WorkerConfig{DB: db.Pool, Policy: pol, Logger: logger})
+	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool, Policy: pol, Logger: logger})
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(t, err)
 	rs, err := retrieve.NewSettings(retrieve.DefaultConfig())
 	require.NoError(t, err)
 	srv := httptest.NewServer(server.New(server.Config{
-		Store: st, Logger: logger, Policy: w.Policy,
-		Ingest:   ingest.New(ingest.Config{Store: st, Policy: w.Policy, Staged: w.Notify}),
-		Decay:    decay.New(st, settings, decay.WithLogger(logger)),
-		Retrieve: retrieve.New(st, rs, retrieve.WithLogger(logger)),
+		DB: db.Pool, Writer: wr, Logger: logger, Policy: w.Policy,
+		Ingest:   ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
+		Decay:    decay.New(db.Pool, wr, settings, decay.WithLogger(logger)),
+		Retrieve: retrieve.New(db.Pool, rs, retrieve.WithLogger(logger)),
 		Keys:     []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}},
 	}))
 	t.Cleanup(srv.Close)

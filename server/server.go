@@ -21,10 +21,11 @@ import (
 
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
-	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/revise"
 )
 
 // OpenAPI is the API's OpenAPI 3.1 document, served at /v1/openapi.json.
@@ -46,7 +47,11 @@ type Key struct {
 
 // Config is what a [Server] needs.
 type Config struct {
-	Store  *store.Store
+	// DB is where records are read from.
+	DB pg.DBTX
+	// Writer is the write path every write goes through; nil means one
+	// over DB with the default configuration.
+	Writer *revise.Writer
 	Keys   []Key
 	Logger *slog.Logger
 	// Ready reports whether the server can serve (the database answers).
@@ -75,7 +80,8 @@ type Config struct {
 
 // Server serves the engram API.
 type Server struct {
-	store    *store.Store
+	db       pg.DBTX
+	writer   *revise.Writer
 	keys     map[[sha256.Size]byte]principal
 	logger   *slog.Logger
 	ready    func(context.Context) error
@@ -99,7 +105,8 @@ type principal struct {
 // New returns a server for cfg.
 func New(cfg Config) *Server {
 	s := &Server{
-		store:    cfg.Store,
+		db:       cfg.DB,
+		writer:   cfg.Writer,
 		keys:     make(map[[sha256.Size]byte]principal, len(cfg.Keys)),
 		logger:   cfg.Logger,
 		ready:    cfg.Ready,
@@ -113,6 +120,9 @@ func New(cfg Config) *Server {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.writer == nil {
+		s.writer = revise.New(cfg.DB, revise.Config{Now: cfg.Now})
 	}
 	if s.policy == nil {
 		p := policy.Default()
@@ -252,7 +262,7 @@ func principalOf(r *http.Request) principal {
 
 // change is the audit identity of a request: the key's name, and the agent
 // the caller says it acts for (X-Engram-Actor), if any.
-func change(r *http.Request, rationale string) store.Change {
+func change(r *http.Request, rationale string) revise.Change {
 	actor := "key:" + principalOf(r).name
 	if a := strings.TrimSpace(r.Header.Get("X-Engram-Actor")); a != "" {
 		if len(a) > 200 {
@@ -260,7 +270,7 @@ func change(r *http.Request, rationale string) store.Change {
 		}
 		actor = a + " via " + actor
 	}
-	return store.Change{Actor: actor, Rationale: rationale}
+	return revise.Change{Actor: actor, Rationale: rationale}
 }
 
 // problemOnMiss answers requests no route matches with a problem, 404 or

@@ -15,6 +15,7 @@ import (
 
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
@@ -41,12 +42,12 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	db := pgtest.NewSchema(t)
-	st := store.New(db.Pool, store.WithMaxPayloadBytes(2048))
+	wr := revise.New(db.Pool, revise.Config{MaxPayloadBytes: 2048})
 	for _, tenant := range []string{"acme", "other"} {
-		require.NoError(t, st.EnsureTenant(context.Background(), tenant))
+		require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, tenant))
 	}
 	srv := httptest.NewServer(server.New(server.Config{
-		Store: st,
+		DB: db.Pool, Writer: wr,
 		Keys:  testKeys,
 		Ready: db.Pool.Ping,
 	}))

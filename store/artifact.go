@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/engram-dev/engram/internal/pg"
+
 	"github.com/jackc/pgx/v5"
 )
 
@@ -35,13 +37,13 @@ LIMIT 1`
 
 // PutArtifact stores content under its SHA-256. Storing the same content
 // twice is a no-op that returns the first artifact.
-func (s *Store) PutArtifact(ctx context.Context, tenant, mediaType string, content []byte) (Artifact, error) {
+func PutArtifact(ctx context.Context, db pg.DBTX, tenant, mediaType string, content []byte) (Artifact, error) {
 	sum := sha256.Sum256(content)
 	if mediaType == "" {
 		mediaType = "application/octet-stream"
 	}
 	a := Artifact{SHA256: hex.EncodeToString(sum[:])}
-	err := s.db.QueryRow(ctx, putArtifactSQL, tenant, sum[:], mediaType, len(content), content).Scan(&a.MediaType, &a.Size, &a.CreatedAt)
+	err := db.QueryRow(ctx, putArtifactSQL, tenant, sum[:], mediaType, len(content), content).Scan(&a.MediaType, &a.Size, &a.CreatedAt)
 	if err != nil {
 		return Artifact{}, fmt.Errorf("put artifact: %w", err)
 	}
@@ -52,14 +54,14 @@ func (s *Store) PutArtifact(ctx context.Context, tenant, mediaType string, conte
 const getArtifactSQL = `SELECT media_type, size, created_at, content FROM artifacts WHERE tenant_id = $1 AND sha256 = $2`
 
 // GetArtifact returns an artifact and its content by hex SHA-256.
-func (s *Store) GetArtifact(ctx context.Context, tenant, sha string) (Artifact, []byte, error) {
+func GetArtifact(ctx context.Context, db pg.DBTX, tenant, sha string) (Artifact, []byte, error) {
 	sum, err := hex.DecodeString(sha)
 	if err != nil || len(sum) != sha256.Size {
 		return Artifact{}, nil, ErrNotFound
 	}
 	a := Artifact{SHA256: sha}
 	var content []byte
-	err = s.db.QueryRow(ctx, getArtifactSQL, tenant, sum).Scan(&a.MediaType, &a.Size, &a.CreatedAt, &content)
+	err = db.QueryRow(ctx, getArtifactSQL, tenant, sum).Scan(&a.MediaType, &a.Size, &a.CreatedAt, &content)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Artifact{}, nil, ErrNotFound
 	}

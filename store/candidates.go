@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -67,7 +68,7 @@ const stagedIDsSQL = `SELECT dedup_key, id FROM candidates WHERE tenant_id = $1 
 // one statement: when it returns, every event is durable. An event whose
 // dedup key was staged before (a retry) is absorbed: it gets the first
 // event's id and Duplicate set.
-func (s *Store) Stage(ctx context.Context, tenant string, cands []Candidate) ([]Staged, error) {
+func Stage(ctx context.Context, db pg.DBTX, tenant string, cands []Candidate) ([]Staged, error) {
 	out := make([]Staged, len(cands))
 	first := make(map[string]int, len(cands)) // dedup key -> first index in this batch
 	var (
@@ -88,7 +89,7 @@ func (s *Store) Stage(ctx context.Context, tenant string, cands []Candidate) ([]
 		keys, sens, redact = append(keys, c.DedupKey), append(sens, string(c.Sensitivity)), append(redact, strings.Join(c.Redactions, ","))
 		out[i] = Staged{ID: c.ID}
 	}
-	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+	err := pg.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, stageSQL, tenant, ids, agents, threads, kinds, times, events, keys, sens, redact)
 		if err != nil {
 			return fmt.Errorf("stage events: %w", err)
@@ -167,8 +168,8 @@ FOR UPDATE SKIP LOCKED`
 // Claim locks up to limit pending candidates of partition (of partitions)
 // for the transaction the store runs on; call it on a store over a
 // transaction, and settle each candidate with [Store.Settle] before commit.
-func (s *Store) Claim(ctx context.Context, partition, partitions, limit int) ([]Candidate, error) {
-	rows, err := s.db.Query(ctx, claimSQL, partitions, partition, limit)
+func Claim(ctx context.Context, db pg.DBTX, partition, partitions, limit int) ([]Candidate, error) {
+	rows, err := db.Query(ctx, claimSQL, partitions, partition, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim candidates: %w", err)
 	}
@@ -196,7 +197,7 @@ WHERE c.tenant_id = u.tenant_id AND c.id = u.id AND c.status = 'pending'`
 
 // Settle marks claimed candidates classified, in the transaction that wrote
 // their records: a candidate is classified exactly once.
-func (s *Store) Settle(ctx context.Context, settled []Settlement) error {
+func Settle(ctx context.Context, db pg.DBTX, settled []Settlement) error {
 	if len(settled) == 0 {
 		return nil
 	}
@@ -210,7 +211,7 @@ func (s *Store) Settle(ctx context.Context, settled []Settlement) error {
 		}
 		recs[i] = "{" + strings.Join(parts, ",") + "}"
 	}
-	tag, err := s.db.Exec(ctx, settleSQL, tenants, ids, statuses, decisions, recs)
+	tag, err := db.Exec(ctx, settleSQL, tenants, ids, statuses, decisions, recs)
 	if err != nil {
 		return fmt.Errorf("settle candidates: %w", err)
 	}
@@ -232,9 +233,9 @@ RETURNING status`
 // with exponential backoff (2 s, 4 s, … up to 5 min) and after maxAttempts
 // becomes dead, with reason kept for GET /v1/candidates?status=dead. It
 // reports whether the candidate is now dead.
-func (s *Store) Fail(ctx context.Context, tenant string, id uuid.UUID, reason string, maxAttempts int) (dead bool, err error) {
+func Fail(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID, reason string, maxAttempts int) (dead bool, err error) {
 	var status string
-	if err := s.db.QueryRow(ctx, failSQL, tenant, id, reason, maxAttempts).Scan(&status); err != nil {
+	if err := db.QueryRow(ctx, failSQL, tenant, id, reason, maxAttempts).Scan(&status); err != nil {
 		return false, fmt.Errorf("fail candidate: %w", err)
 	}
 	return status == CandidateDead, nil
@@ -249,8 +250,8 @@ LIMIT $4`
 
 // Candidates lists a tenant's candidates with a status, oldest first, after
 // the candidate with sequence number after.
-func (s *Store) Candidates(ctx context.Context, tenant, status string, after int64, limit int) ([]Candidate, error) {
-	rows, err := s.db.Query(ctx, listCandidatesSQL, tenant, status, after, limit)
+func Candidates(ctx context.Context, db pg.DBTX, tenant, status string, after int64, limit int) ([]Candidate, error) {
+	rows, err := db.Query(ctx, listCandidatesSQL, tenant, status, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list candidates: %w", err)
 	}
@@ -265,9 +266,25 @@ const backlogSQL = `SELECT count(*), COALESCE(min(received_at), now()) FROM cand
 
 // Backlog counts pending candidates across tenants and says when the oldest
 // was received.
-func (s *Store) Backlog(ctx context.Context) (n int64, oldest time.Time, err error) {
-	if err := s.db.QueryRow(ctx, backlogSQL).Scan(&n, &oldest); err != nil {
+func Backlog(ctx context.Context, db pg.DBTX) (n int64, oldest time.Time, err error) {
+	if err := db.QueryRow(ctx, backlogSQL).Scan(&n, &oldest); err != nil {
 		return 0, time.Time{}, fmt.Errorf("count backlog: %w", err)
 	}
 	return n, oldest.UTC(), nil
+}
+
+const lockPendingSQL = `SELECT true FROM candidates WHERE tenant_id = $1 AND id = $2 AND status = 'pending' FOR UPDATE`
+
+// LockPending locks a staged event that is still pending; false when it is
+// not (another worker settled it).
+func LockPending(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID) (bool, error) {
+	var pending bool
+	err := db.QueryRow(ctx, lockPendingSQL, tenant, id).Scan(&pending)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("lock candidate: %w", err)
+	}
+	return pending, nil
 }

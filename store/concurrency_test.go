@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -25,7 +26,7 @@ func TestConcurrentSupersedeHasOneWinner(t *testing.T) {
 	errs := make([]error, writers)
 	for i := range writers {
 		wg.Go(func() {
-			_, _, errs[i] = b.store.Supersede(b.ctx, b.tenant, f.ID, 0, fact("user", "prefers_editor", fmt.Sprintf("editor-%d", i), nil), b.ch)
+			_, _, errs[i] = b.w.Supersede(b.ctx, b.tenant, f.ID, 0, fact("user", "prefers_editor", fmt.Sprintf("editor-%d", i), nil), b.ch)
 		})
 	}
 	wg.Wait()
@@ -36,9 +37,9 @@ func TestConcurrentSupersedeHasOneWinner(t *testing.T) {
 			wins++
 			continue
 		}
-		var ce *store.ConflictError
+		var ce *revise.ConflictError
 		require.ErrorAs(t, err, &ce)
-		require.Equal(t, store.CodeNotLive, ce.Code)
+		require.Equal(t, revise.CodeNotLive, ce.Code)
 	}
 	require.Equal(t, 1, wins)
 	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM records WHERE status = 'active'"))
@@ -58,7 +59,7 @@ func TestConcurrentUpdatesLoseNothing(t *testing.T) {
 	for i := range writers {
 		wg.Go(func() {
 			for j := 0; j < each; {
-				cur, err := b.store.Get(b.ctx, b.tenant, w.ID)
+				cur, err := store.Get(b.ctx, b.pool, b.tenant, w.ID)
 				if err != nil {
 					t.Error(err)
 					return
@@ -70,12 +71,12 @@ func TestConcurrentUpdatesLoseNothing(t *testing.T) {
 				}
 				p.NextActions = append(p.NextActions, fmt.Sprintf("w%d-%d", i, j))
 				next, _ := json.Marshal(p)
-				_, err = b.store.Update(b.ctx, b.tenant, w.ID, cur.Version, next, nil, b.ch)
-				var ce *store.ConflictError
+				_, err = b.w.Update(b.ctx, b.tenant, w.ID, cur.Version, next, nil, b.ch)
+				var ce *revise.ConflictError
 				switch {
 				case err == nil:
 					j++
-				case errors.As(err, &ce) && ce.Code == store.CodeVersionConflict:
+				case errors.As(err, &ce) && ce.Code == revise.CodeVersionConflict:
 					conflicts[i]++
 				default:
 					t.Error(err)
@@ -86,13 +87,13 @@ func TestConcurrentUpdatesLoseNothing(t *testing.T) {
 	}
 	wg.Wait()
 
-	got, err := b.store.Get(b.ctx, b.tenant, w.ID)
+	got, err := store.Get(b.ctx, b.pool, b.tenant, w.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1+writers*each, got.Version)
 	var p memory.WorkingPayload
 	require.NoError(t, json.Unmarshal(got.Payload, &p))
 	require.Len(t, p.NextActions, writers*each, "every acknowledged update is in the final state")
-	hist, err := b.store.History(b.ctx, b.tenant, w.ID)
+	hist, err := store.History(b.ctx, b.pool, b.tenant, w.ID)
 	require.NoError(t, err)
 	require.Len(t, hist, 1+writers*each)
 	total := 0
@@ -112,7 +113,7 @@ func TestConcurrentCreatesOfOneFact(t *testing.T) {
 	errs := make([]error, writers)
 	for i := range writers {
 		wg.Go(func() {
-			_, errs[i] = b.store.Create(b.ctx, b.tenant, fact("repo", "ci", fmt.Sprint(i), map[string]any{"os": "linux"}), b.ch)
+			_, errs[i] = b.w.Create(b.ctx, b.tenant, fact("repo", "ci", fmt.Sprint(i), map[string]any{"os": "linux"}), b.ch)
 		})
 	}
 	wg.Wait()
@@ -122,7 +123,7 @@ func TestConcurrentCreatesOfOneFact(t *testing.T) {
 			wins++
 			continue
 		}
-		requireConflict(t, err, store.CodeActiveFactExists)
+		requireConflict(t, err, revise.CodeActiveFactExists)
 	}
 	require.Equal(t, 1, wins)
 }

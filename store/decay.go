@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,42 +12,7 @@ import (
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
-	"github.com/engram-dev/engram/schemas"
 )
-
-// Audit actions of decay and forgetting (substrate RFC §11, §15B).
-const (
-	ActionExpire   = "expire"
-	ActionRestore  = "restore"
-	ActionFeedback = "feedback"
-)
-
-// builtinLifecycle is the lifecycle a new record gets without
-// [WithLifecycleDefaults].
-func builtinLifecycle(t memory.Type) (memory.Decay, memory.DeletionPolicy) {
-	return memory.DefaultDecay(t), memory.AutoPrune
-}
-
-// checkDecayPoints holds a custom curve's points to the rules the canonical
-// schema cannot state: ages strictly increasing and salience never rising
-// (substrate RFC §15A.7: decay profiles are monotonic), and a point at age
-// zero keeps all of the salience, so that a record read the moment it is
-// reinforced has the salience it was given.
-func checkDecayPoints(points []memory.DecayPoint, pointer string) []schemas.Violation {
-	var bad []schemas.Violation
-	for i, p := range points {
-		at := fmt.Sprintf("%s/%d", pointer, i)
-		switch {
-		case i > 0 && p.AgeSeconds <= points[i-1].AgeSeconds:
-			bad = append(bad, schemas.Violation{Pointer: at + "/age_seconds", Message: "must be greater than the previous point's: points are in order of age"})
-		case i > 0 && p.Salience > points[i-1].Salience:
-			bad = append(bad, schemas.Violation{Pointer: at + "/salience", Message: "must not be above the previous point's: decay never raises salience"})
-		case p.AgeSeconds == 0 && p.Salience != 1:
-			bad = append(bad, schemas.Violation{Pointer: at + "/salience", Message: "must be 1 at age 0: a curve starts from the whole salience"})
-		}
-	}
-	return bad
-}
 
 // uuids converts ids for set-based statements: pgx encodes [16]byte as a
 // uuid directly, where uuid.UUID goes through its text form.
@@ -100,13 +64,13 @@ LIMIT $3`
 // ScanLive returns up to limit records of the active set after key after,
 // in key order: of every tenant, or of one when tenant is not empty (then
 // only after.ID counts). An empty page ends the walk.
-func (s *Store) ScanLive(ctx context.Context, tenant string, after Key, limit int) ([]DecayRow, error) {
+func ScanLive(ctx context.Context, db pg.DBTX, tenant string, after Key, limit int) ([]DecayRow, error) {
 	var rows pgx.Rows
 	var err error
 	if tenant == "" {
-		rows, err = s.db.Query(ctx, scanLiveSQL, after.Tenant, after.ID, limit)
+		rows, err = db.Query(ctx, scanLiveSQL, after.Tenant, after.ID, limit)
 	} else {
-		rows, err = s.db.Query(ctx, scanTenantLiveSQL, tenant, after.ID, limit)
+		rows, err = db.Query(ctx, scanTenantLiveSQL, tenant, after.ID, limit)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("scan live records: %w", err)
@@ -186,7 +150,7 @@ func lockKeys(ctx context.Context, tx pgx.Tx, tenants []string, ids [][16]byte) 
 // StampProfiles writes each stamp's profile on its record, if the record
 // still inherits its type's profile. The decay profile is not content: the
 // record keeps its version, as it does when its salience changes.
-func (s *Store) StampProfiles(ctx context.Context, stamps []Stamp) error {
+func StampProfiles(ctx context.Context, db pg.DBTX, stamps []Stamp) error {
 	if len(stamps) == 0 {
 		return nil
 	}
@@ -209,7 +173,7 @@ func (s *Store) StampProfiles(ctx context.Context, stamps []Stamp) error {
 			points[i] = &p
 		}
 	}
-	return pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+	return pg.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
 		if err := lockKeys(ctx, tx, tenants, ids); err != nil {
 			return err
 		}
@@ -238,7 +202,7 @@ JOIN records r ON r.tenant_id = v.tenant_id AND r.id = v.record_id AND r.status 
 ON CONFLICT (tenant_id, record_id) DO UPDATE SET salience = excluded.salience, computed_at = excluded.computed_at`
 
 // MaterialiseSalience records the salience of live records as of at.
-func (s *Store) MaterialiseSalience(ctx context.Context, values []Salience, at time.Time) error {
+func MaterialiseSalience(ctx context.Context, db pg.DBTX, values []Salience, at time.Time) error {
 	if len(values) == 0 {
 		return nil
 	}
@@ -247,7 +211,7 @@ func (s *Store) MaterialiseSalience(ctx context.Context, values []Salience, at t
 	for i, v := range values {
 		tenants[i], ids[i], types[i], sal[i] = v.Key.Tenant, [16]byte(v.Key.ID), string(v.Type), v.Value
 	}
-	if _, err := s.db.Exec(ctx, materialiseSQL, tenants, ids, types, sal, at); err != nil {
+	if _, err := db.Exec(ctx, materialiseSQL, tenants, ids, types, sal, at); err != nil {
 		return fmt.Errorf("materialise salience: %w", err)
 	}
 	return nil
@@ -257,9 +221,9 @@ const anyMaterialisedSQL = `SELECT EXISTS (SELECT 1 FROM record_salience)`
 
 // AnyMaterialised reports whether record_salience has any row: it is empty
 // when no sweep has run, and after a crash (it is unlogged).
-func (s *Store) AnyMaterialised(ctx context.Context) (bool, error) {
+func AnyMaterialised(ctx context.Context, db pg.DBTX) (bool, error) {
 	var ok bool
-	if err := s.db.QueryRow(ctx, anyMaterialisedSQL).Scan(&ok); err != nil {
+	if err := db.QueryRow(ctx, anyMaterialisedSQL).Scan(&ok); err != nil {
 		return false, fmt.Errorf("read materialised salience: %w", err)
 	}
 	return ok, nil
@@ -303,11 +267,11 @@ RETURNING tenant_id, record_id`
 
 // Expire soft-deletes records whose time has passed (substrate RFC §11,
 // §15B): each becomes expired, a revision with an audit entry, out of
-// every read of the active set, restorable with [Store.Restore] until it is
+// every read of the active set, restorable (revise.Tx.Restore) until it is
 // purged. Pinned records and records whose deletion policy is not
 // auto_prune are never expired here; a record that changed since it was
 // read is skipped. It returns the records it expired.
-func (s *Store) Expire(ctx context.Context, batch []Expiry, actor string, at time.Time) ([]Key, error) {
+func Expire(ctx context.Context, db pg.DBTX, batch []Expiry, actor string, at time.Time) ([]Key, error) {
 	if len(batch) == 0 {
 		return nil, nil
 	}
@@ -319,7 +283,7 @@ func (s *Store) Expire(ctx context.Context, batch []Expiry, actor string, at tim
 		sal[i], reinforced[i], why[i] = e.Salience, e.LastReinforcedAt, e.Rationale
 	}
 	var out []Key
-	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+	err := pg.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
 		if err := lockKeys(ctx, tx, tenants, ids); err != nil {
 			return err
 		}
@@ -337,51 +301,6 @@ func (s *Store) Expire(ctx context.Context, batch []Expiry, actor string, at tim
 		return nil, fmt.Errorf("expire records: %w", err)
 	}
 	return out, nil
-}
-
-const previousStatusSQL = `
-SELECT snapshot ->> 'status' FROM record_versions
-WHERE tenant_id = $1 AND record_id = $2 AND version = $3`
-
-// Restore brings an expired record back to the status it had before it
-// expired (substrate RFC §15B: deletion via decay is safe because it can be
-// undone until the purge). revive sets what the record comes back with: its
-// salience and decay origin, so that the next sweep does not expire it
-// again; it may refuse with an error. The restore is a revision, audited.
-func (s *Store) Restore(ctx context.Context, tenant string, id uuid.UUID, ch Change, revive func(*memory.Record) error) (memory.Record, error) {
-	if err := checkChange(ch); err != nil {
-		return memory.Record{}, err
-	}
-	var rec memory.Record
-	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		var err error
-		if rec, err = lock(ctx, tx, tenant, id); err != nil {
-			return err
-		}
-		if rec.Status != memory.Expired {
-			return conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s is %s: only expired records are restored", id, rec.Status)
-		}
-		status := memory.Active
-		var prev string
-		err = tx.QueryRow(ctx, previousStatusSQL, tenant, id, rec.Version-1).Scan(&prev)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("read status before expiry: %w", err)
-		}
-		if memory.Status(prev).Live() {
-			status = memory.Status(prev)
-		}
-		if err := revive(&rec); err != nil {
-			return err
-		}
-		return s.leave(ctx, tx, tenant, &rec, status, ActionRestore, ch)
-	})
-	if err != nil {
-		return memory.Record{}, s.nameFact(ctx, tenant, err)
-	}
-	if err := s.complete(ctx, tenant, []memory.Record{rec}, nil); err != nil {
-		return memory.Record{}, err
-	}
-	return rec, nil
 }
 
 // purgeExpiredSQL hard-deletes a batch of records that expired before $1,
@@ -431,12 +350,12 @@ type PurgeResult struct {
 // cutoff, the second phase of two-phase collection (governance chapter
 // §12.7.5), and the artifacts of purged episodes that no remaining record
 // references. Each purged record leaves an audit entry naming its id only.
-// Records an operator deleted are not purged here: [Store.Purge] erases
+// Records an operator deleted are not purged here: revise.Tx.Purge erases
 // them one at a time.
-func (s *Store) PurgeExpired(ctx context.Context, cutoff time.Time, limit int, actor string) (PurgeResult, error) {
+func PurgeExpired(ctx context.Context, db pg.DBTX, cutoff time.Time, limit int, actor string) (PurgeResult, error) {
 	var res PurgeResult
 	rationale := "expired before " + cutoff.UTC().Format(time.RFC3339) + " and past the purge grace period"
-	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+	err := pg.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL engram.purge = 'on'"); err != nil {
 			return fmt.Errorf("allow purge: %w", err)
 		}

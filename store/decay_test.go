@@ -9,6 +9,7 @@ import (
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
@@ -28,7 +29,7 @@ func TestExpiredAtFollowsStatus(t *testing.T) {
 	require.Equal(t, pg.CheckViolation, code)
 	require.Equal(t, "records_expired_at", constraint)
 
-	_, err = b.store.Delete(b.ctx, b.tenant, f.ID, b.ch)
+	_, err = b.w.Delete(b.ctx, b.tenant, f.ID, b.ch)
 	require.NoError(t, err, "an operator may delete an expired record")
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM records WHERE id = $1 AND expired_at IS NULL AND status = 'deleted'`, f.ID))
 }
@@ -38,7 +39,7 @@ func TestExpiredAtFollowsStatus(t *testing.T) {
 func TestRecordsInheritTheirTypeProfile(t *testing.T) {
 	t.Parallel()
 	d := memory.Decay{Curve: memory.Linear, HalfLifeSeconds: 3600, MinSalience: 0.1}
-	b := setup(t, store.WithLifecycleDefaults(func(memory.Type) (memory.Decay, memory.DeletionPolicy) { return d, memory.ManualOnly }))
+	b := setup(t, revise.Config{Defaults: func(memory.Type) (memory.Decay, memory.DeletionPolicy) { return d, memory.ManualOnly }})
 	inherits := b.create(t, fact("a", "b", "c", nil))
 	require.Equal(t, d, inherits.Lifecycle.Decay)
 	require.Equal(t, memory.ManualOnly, inherits.Lifecycle.DeletionPolicy)
@@ -59,7 +60,7 @@ func TestCustomPointsAreMonotonic(t *testing.T) {
 	r.Lifecycle.Decay = memory.Decay{Curve: memory.Custom, HalfLifeSeconds: 1, Points: []memory.DecayPoint{
 		{AgeSeconds: 0, Salience: 0.9}, {AgeSeconds: 100, Salience: 0.5}, {AgeSeconds: 50, Salience: 0.4}, {AgeSeconds: 200, Salience: 0.6},
 	}}
-	_, err := b.store.Create(b.ctx, b.tenant, r, b.ch)
+	_, err := b.w.Create(b.ctx, b.tenant, r, b.ch)
 	var ve *schemas.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, []schemas.Violation{
@@ -80,23 +81,23 @@ func TestMaterialisedSalienceBuckets(t *testing.T) {
 		r := b.create(t, fact(uuid.NewString(), "p", 1, nil))
 		values = append(values, store.Salience{Key: store.Key{Tenant: b.tenant, ID: r.ID}, Type: r.Type, Value: v})
 	}
-	require.NoError(t, b.store.MaterialiseSalience(b.ctx, values, time.Now()))
-	got, err := b.store.MaterialisedSalience(b.ctx, []float64{0.05, 0.5, 1})
+	require.NoError(t, store.MaterialiseSalience(b.ctx, b.pool, values, time.Now()))
+	got, err := store.MaterialisedSalience(b.ctx, b.pool, []float64{0.05, 0.5, 1})
 	require.NoError(t, err)
 	sem := got[memory.Semantic]
 	require.Equal(t, []uint64{1, 2, 4}, sem.Counts)
 	require.Equal(t, uint64(5), sem.Count)
 	require.InDelta(t, 3.85, sem.Sum, 1e-9)
 
-	counts, err := b.store.CountRecords(b.ctx)
+	counts, err := store.CountRecords(b.ctx, b.pool)
 	require.NoError(t, err)
 	require.Equal(t, []store.RecordCount{{Type: memory.Semantic, Status: memory.Active, N: 5}}, counts)
 
 	// A record that leaves the active set leaves record_salience; one that
 	// is not live is not written.
-	_, err = b.store.Retract(b.ctx, b.tenant, values[0].Key.ID, 0, b.ch)
+	_, err = b.w.Retract(b.ctx, b.tenant, values[0].Key.ID, 0, b.ch)
 	require.NoError(t, err)
 	require.Equal(t, 4, b.count(t, "SELECT count(*) FROM record_salience"))
-	require.NoError(t, b.store.MaterialiseSalience(b.ctx, values, time.Now()))
+	require.NoError(t, store.MaterialiseSalience(b.ctx, b.pool, values, time.Now()))
 	require.Equal(t, 4, b.count(t, "SELECT count(*) FROM record_salience"))
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/engram-dev/engram/internal/pg"
+
 	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/memory"
@@ -26,7 +28,7 @@ type entry struct {
 
 // episodeEntries reads the appended entries of the episodes among recs (as
 // they were at asOf, when set), by record.
-func (s *Store) episodeEntries(ctx context.Context, tenant string, recs []memory.Record, asOf *time.Time) (map[uuid.UUID][]entry, error) {
+func episodeEntries(ctx context.Context, db pg.DBTX, tenant string, recs []memory.Record, asOf *time.Time) (map[uuid.UUID][]entry, error) {
 	var ids []uuid.UUID
 	for _, r := range recs {
 		if r.Type == memory.Episodic {
@@ -36,7 +38,7 @@ func (s *Store) episodeEntries(ctx context.Context, tenant string, recs []memory
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.db.Query(ctx, episodeEntriesSQL, tenant, ids, asOf)
+	rows, err := db.Query(ctx, episodeEntriesSQL, tenant, ids, asOf)
 	if err != nil {
 		return nil, fmt.Errorf("read episode entries: %w", err)
 	}
@@ -95,17 +97,17 @@ func mergeEntries(payload json.RawMessage, entries []entry, until *time.Time) (j
 // complete fills in what a record's row does not hold: its outgoing
 // relations and, for episodes, their appended entries — as they were at
 // asOf, when set.
-func (s *Store) complete(ctx context.Context, tenant string, recs []memory.Record, asOf *time.Time) error {
-	if err := s.attachRelations(ctx, tenant, recs, asOf); err != nil {
+func complete(ctx context.Context, db pg.DBTX, tenant string, recs []memory.Record, asOf *time.Time) error {
+	if err := attachRelations(ctx, db, tenant, recs, asOf); err != nil {
 		return err
 	}
-	return s.mergeEpisodeEntries(ctx, tenant, recs, asOf)
+	return mergeEpisodeEntries(ctx, db, tenant, recs, asOf)
 }
 
 // mergeEpisodeEntries merges the appended entries of the episodes among
 // recs into their payloads.
-func (s *Store) mergeEpisodeEntries(ctx context.Context, tenant string, recs []memory.Record, asOf *time.Time) error {
-	entries, err := s.episodeEntries(ctx, tenant, recs, asOf)
+func mergeEpisodeEntries(ctx context.Context, db pg.DBTX, tenant string, recs []memory.Record, asOf *time.Time) error {
+	entries, err := episodeEntries(ctx, db, tenant, recs, asOf)
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,8 @@ ORDER BY t.id`
 // StaleLexicalTenants lists the tenants whose lexical statistics need a
 // refresh: never computed, or older than a record change or an episode's
 // newest entry.
-func (s *Store) StaleLexicalTenants(ctx context.Context) ([]string, error) {
-	rows, err := s.db.Query(ctx, staleLexicalTenantsSQL)
+func StaleLexicalTenants(ctx context.Context, db pg.DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, staleLexicalTenantsSQL)
 	if err != nil {
 		return nil, fmt.Errorf("list stale lexical statistics: %w", err)
 	}
@@ -78,9 +78,9 @@ type LexicalStats struct {
 // there are and their mean length. Readers see the old statistics until it
 // commits. at is the time the statistics count as of; records changed from
 // then on make them stale again.
-func (s *Store) RefreshLexicalStats(ctx context.Context, tenant string, at time.Time) (LexicalStats, error) {
+func RefreshLexicalStats(ctx context.Context, db pg.DBTX, tenant string, at time.Time) (LexicalStats, error) {
 	var st LexicalStats
-	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+	err := pg.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
 		var newest int64
 		if err := tx.QueryRow(ctx, newestEntrySQL, tenant).Scan(&newest); err != nil {
 			return err

@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/engram-dev/engram/internal/pg"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/engram-dev/engram/memory"
 )
 
-// Filter selects records for [Store.List]. Zero fields do not filter.
+// Filter selects records for [List]. Zero fields do not filter.
 type Filter struct {
 	Types []memory.Type
 	// Statuses defaults to the active set (active and contested).
@@ -69,7 +71,7 @@ WITH r AS (
 const listAsOfSQL = versionsAsOf + ` SELECT ` + recordColumns + ` FROM r WHERE ` + listWhere
 
 // List returns one page of a tenant's records, in id (creation) order.
-func (s *Store) List(ctx context.Context, tenant string, f Filter) (Page, error) {
+func List(ctx context.Context, db pg.DBTX, tenant string, f Filter) (Page, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
@@ -96,7 +98,7 @@ func (s *Store) List(ctx context.Context, tenant string, f Filter) (Page, error)
 	if f.AsOf != nil {
 		query, args = listAsOfSQL, append(args, *f.AsOf)
 	}
-	rows, err := s.db.Query(ctx, query, args...)
+	rows, err := db.Query(ctx, query, args...)
 	if err != nil {
 		return Page{}, fmt.Errorf("list records: %w", err)
 	}
@@ -109,7 +111,7 @@ func (s *Store) List(ctx context.Context, tenant string, f Filter) (Page, error)
 		recs = recs[:limit]
 		page.NextCursor = encodeCursor(recs[limit-1].ID)
 	}
-	if err := s.complete(ctx, tenant, recs, f.AsOf); err != nil {
+	if err := complete(ctx, db, tenant, recs, f.AsOf); err != nil {
 		return Page{}, err
 	}
 	page.Records = recs
@@ -127,13 +129,13 @@ LIMIT 1`
 
 // GetAsOf returns a record as it was at time at, from the version log. It
 // is [ErrNotFound] if the record did not exist yet (or has been purged).
-func (s *Store) GetAsOf(ctx context.Context, tenant string, id uuid.UUID, at time.Time) (memory.Record, error) {
-	r, err := scanRecord(s.db.QueryRow(ctx, getAsOfSQL, tenant, id, at))
+func GetAsOf(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID, at time.Time) (memory.Record, error) {
+	r, err := scanRecord(db.QueryRow(ctx, getAsOfSQL, tenant, id, at))
 	if err != nil {
 		return r, err
 	}
 	recs := []memory.Record{r}
-	if err := s.complete(ctx, tenant, recs, &at); err != nil {
+	if err := complete(ctx, db, tenant, recs, &at); err != nil {
 		return r, err
 	}
 	return recs[0], nil
@@ -155,8 +157,8 @@ SELECT v_version, v_recorded_at, ` + recordColumns + ` FROM (
 ORDER BY v_version`
 
 // History returns every revision of a record, oldest first.
-func (s *Store) History(ctx context.Context, tenant string, id uuid.UUID) ([]Version, error) {
-	rows, err := s.db.Query(ctx, historySQL, tenant, id)
+func History(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID) ([]Version, error) {
+	rows, err := db.Query(ctx, historySQL, tenant, id)
 	if err != nil {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
@@ -175,7 +177,7 @@ func (s *Store) History(ctx context.Context, tenant string, id uuid.UUID) ([]Ver
 		return nil, ErrNotFound
 	}
 	// Each version of an episode shows the entries appended by then.
-	entries, err := s.episodeEntries(ctx, tenant, []memory.Record{out[len(out)-1].Record}, nil)
+	entries, err := episodeEntries(ctx, db, tenant, []memory.Record{out[len(out)-1].Record}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +222,8 @@ FROM audit_log WHERE tenant_id = $1 AND record_id = $2 ORDER BY id`
 
 // Audit returns the audit trail of a record, oldest first. It outlives a
 // purge.
-func (s *Store) Audit(ctx context.Context, tenant string, id uuid.UUID) ([]AuditEntry, error) {
-	rows, err := s.db.Query(ctx, auditSQL, tenant, id)
+func Audit(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID) ([]AuditEntry, error) {
+	rows, err := db.Query(ctx, auditSQL, tenant, id)
 	if err != nil {
 		return nil, fmt.Errorf("read audit: %w", err)
 	}
@@ -256,11 +258,11 @@ FROM relations WHERE tenant_id = $1 AND (source_id = $2 OR target_id = $2)
 ORDER BY created_at, source_id, predicate, target_id`
 
 // Relations returns every relation a record takes part in, either end.
-func (s *Store) Relations(ctx context.Context, tenant string, id uuid.UUID) ([]Edge, error) {
-	if _, err := s.Get(ctx, tenant, id); err != nil {
+func Relations(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID) ([]Edge, error) {
+	if _, err := Get(ctx, db, tenant, id); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.Query(ctx, relationsSQL, tenant, id)
+	rows, err := db.Query(ctx, relationsSQL, tenant, id)
 	if err != nil {
 		return nil, fmt.Errorf("read relations: %w", err)
 	}
@@ -284,7 +286,7 @@ ORDER BY created_at, predicate, target_id`
 
 // attachRelations sets the outgoing relations of recs (as they were at
 // asOf, when set) with one query.
-func (s *Store) attachRelations(ctx context.Context, tenant string, recs []memory.Record, asOf *time.Time) error {
+func attachRelations(ctx context.Context, db pg.DBTX, tenant string, recs []memory.Record, asOf *time.Time) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -293,7 +295,7 @@ func (s *Store) attachRelations(ctx context.Context, tenant string, recs []memor
 	for i, r := range recs {
 		ids[i], at[r.ID] = r.ID, i
 	}
-	rows, err := s.db.Query(ctx, outgoingSQL, tenant, ids, asOf)
+	rows, err := db.Query(ctx, outgoingSQL, tenant, ids, asOf)
 	if err != nil {
 		return fmt.Errorf("read relations: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/engram-dev/engram/internal/pg"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -30,11 +32,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 // (synchronous_commit off, for this transaction only): the log serves
 // feedback and metrics, and a crash can lose at most the last moments of
 // it, never a record.
-func (s *Store) LogRetrieval(ctx context.Context, tenant string, r Retrieval) error {
+func LogRetrieval(ctx context.Context, db pg.DBTX, tenant string, r Retrieval) error {
 	args := []any{tenant, r.ID, r.At.UTC(), r.AgentID, r.ThreadID, uuids(nonNil(r.RecordIDs)), r.Withheld, r.LexicalOnly}
-	if _, inTx := s.db.(pgx.Tx); inTx {
+	if _, inTx := db.(pgx.Tx); inTx {
 		// Inside a caller's transaction: its commit decides.
-		if _, err := s.db.Exec(ctx, insertRetrievalSQL, args...); err != nil {
+		if _, err := db.Exec(ctx, insertRetrievalSQL, args...); err != nil {
 			return fmt.Errorf("log retrieval: %w", err)
 		}
 		return nil
@@ -45,7 +47,7 @@ func (s *Store) LogRetrieval(ctx context.Context, tenant string, r Retrieval) er
 	b.Queue("SET LOCAL synchronous_commit = off")
 	b.Queue(insertRetrievalSQL, args...)
 	b.Queue("COMMIT")
-	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("log retrieval: %w", err)
 	}
 	return nil
@@ -56,9 +58,9 @@ SELECT id, at, agent_id, thread_id, record_ids, withheld, lexical_only
 FROM retrievals WHERE tenant_id = $1 AND id = $2`
 
 // GetRetrieval returns a logged retrieval, or ErrNotFound.
-func (s *Store) GetRetrieval(ctx context.Context, tenant string, id uuid.UUID) (Retrieval, error) {
+func GetRetrieval(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID) (Retrieval, error) {
 	var r Retrieval
-	err := s.db.QueryRow(ctx, retrievalSQL, tenant, id).Scan(&r.ID, &r.At, &r.AgentID, &r.ThreadID, &r.RecordIDs, &r.Withheld, &r.LexicalOnly)
+	err := db.QueryRow(ctx, retrievalSQL, tenant, id).Scan(&r.ID, &r.At, &r.AgentID, &r.ThreadID, &r.RecordIDs, &r.Withheld, &r.LexicalOnly)
 	if err == pgx.ErrNoRows {
 		return r, ErrNotFound
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -27,8 +28,8 @@ func TestOneActiveFactPerConditionSet(t *testing.T) {
 	b := setup(t)
 	first := b.create(t, fact("user", "prefers_language", "go", nil))
 
-	_, err := b.store.Create(b.ctx, b.tenant, fact("user", "prefers_language", "python", nil), b.ch)
-	ce := requireConflict(t, err, store.CodeActiveFactExists)
+	_, err := b.w.Create(b.ctx, b.tenant, fact("user", "prefers_language", "python", nil), b.ch)
+	ce := requireConflict(t, err, revise.CodeActiveFactExists)
 	require.Equal(t, []uuid.UUID{first.ID}, ce.RecordIDs)
 
 	// Other condition sets and other scopes coexist.
@@ -51,7 +52,7 @@ func TestSupersede(t *testing.T) {
 	b := setup(t)
 	old := b.create(t, fact("user", "prefers_editor", "vim", nil))
 
-	prev, next, err := b.store.Supersede(b.ctx, b.tenant, old.ID, 1, fact("user", "prefers_editor", "helix", nil), b.ch)
+	prev, next, err := b.w.Supersede(b.ctx, b.tenant, old.ID, 1, fact("user", "prefers_editor", "helix", nil), b.ch)
 	require.NoError(t, err)
 	require.Equal(t, memory.Superseded, prev.Status)
 	require.Equal(t, 2, prev.Version)
@@ -60,21 +61,21 @@ func TestSupersede(t *testing.T) {
 	require.Equal(t, next.ID.String(), revisionOf(t, prev).SupersededBy)
 	require.Equal(t, old.ID.String(), revisionOf(t, next).Supersedes)
 
-	got, err := b.store.Get(b.ctx, b.tenant, next.ID)
+	got, err := store.Get(b.ctx, b.pool, b.tenant, next.ID)
 	require.NoError(t, err)
 	require.Equal(t, next.Relations, got.Relations)
 
-	page, err := b.store.List(b.ctx, b.tenant, store.Filter{Subject: "user"})
+	page, err := store.List(b.ctx, b.pool, b.tenant, store.Filter{Subject: "user"})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 1, "the superseded fact has left the active set")
 	require.Equal(t, next.ID, page.Records[0].ID)
 
-	_, _, err = b.store.Supersede(b.ctx, b.tenant, old.ID, 0, fact("user", "prefers_editor", "emacs", nil), b.ch)
-	requireConflict(t, err, store.CodeNotLive)
-	_, _, err = b.store.Supersede(b.ctx, b.tenant, next.ID, 7, fact("user", "prefers_editor", "emacs", nil), b.ch)
-	requireConflict(t, err, store.CodeVersionConflict)
+	_, _, err = b.w.Supersede(b.ctx, b.tenant, old.ID, 0, fact("user", "prefers_editor", "emacs", nil), b.ch)
+	requireConflict(t, err, revise.CodeNotLive)
+	_, _, err = b.w.Supersede(b.ctx, b.tenant, next.ID, 7, fact("user", "prefers_editor", "emacs", nil), b.ch)
+	requireConflict(t, err, revise.CodeVersionConflict)
 
-	edges, err := b.store.Relations(b.ctx, b.tenant, old.ID)
+	edges, err := store.Relations(b.ctx, b.pool, b.tenant, old.ID)
 	require.NoError(t, err)
 	require.Len(t, edges, 1)
 	require.Equal(t, next.ID, edges[0].SourceID)
@@ -87,10 +88,10 @@ func TestSupersedeIsAtomic(t *testing.T) {
 	bad := fact("user", "prefers_editor", "helix", nil)
 	bad.Confidence = 7 // fails validation after the old record was already moved in the transaction
 
-	_, _, err := b.store.Supersede(b.ctx, b.tenant, old.ID, 0, bad, b.ch)
+	_, _, err := b.w.Supersede(b.ctx, b.tenant, old.ID, 0, bad, b.ch)
 	requireViolation(t, err, "/record/confidence")
 
-	got, err := b.store.Get(b.ctx, b.tenant, old.ID)
+	got, err := store.Get(b.ctx, b.pool, b.tenant, old.ID)
 	require.NoError(t, err)
 	require.Equal(t, memory.Active, got.Status)
 	require.Equal(t, 1, got.Version)
@@ -104,22 +105,22 @@ func TestForkByDisjointConditions(t *testing.T) {
 	orig := b.create(t, fact("user", "prefers_language", "go", nil))
 
 	// Overlapping variants are refused and nothing changes.
-	_, _, err := b.store.Fork(b.ctx, b.tenant, orig.ID, 0, []memory.Record{
+	_, _, err := b.w.Fork(b.ctx, b.tenant, orig.ID, 0, []memory.Record{
 		fact("user", "prefers_language", "go", map[string]any{"project_kind": "backend"}),
 		fact("user", "prefers_language", "python", map[string]any{"os": "linux"}),
 	}, b.ch)
 	requireViolation(t, err, "/variants/1/payload/validity/conditions")
-	_, _, err = b.store.Fork(b.ctx, b.tenant, orig.ID, 0, []memory.Record{
+	_, _, err = b.w.Fork(b.ctx, b.tenant, orig.ID, 0, []memory.Record{
 		fact("user", "prefers_language", "go", map[string]any{"project_kind": "backend"}),
 		fact("someone", "likes", "python", map[string]any{"project_kind": "data"}),
 	}, b.ch)
 	requireViolation(t, err, "/variants/1/payload/subject")
 	requireViolation(t, err, "/variants/1/payload/predicate")
-	got, err := b.store.Get(b.ctx, b.tenant, orig.ID)
+	got, err := store.Get(b.ctx, b.pool, b.tenant, orig.ID)
 	require.NoError(t, err)
 	require.Equal(t, memory.Active, got.Status)
 
-	prev, variants, err := b.store.Fork(b.ctx, b.tenant, orig.ID, 1, []memory.Record{
+	prev, variants, err := b.w.Fork(b.ctx, b.tenant, orig.ID, 1, []memory.Record{
 		fact("user", "prefers_language", "go", map[string]any{"project_kind": "backend"}),
 		fact("user", "prefers_language", "python", map[string]any{"project_kind": "data_science"}),
 	}, b.ch)
@@ -130,20 +131,20 @@ func TestForkByDisjointConditions(t *testing.T) {
 		require.Equal(t, memory.Active, v.Status)
 		require.Equal(t, []memory.Relation{{Predicate: memory.ForkedFrom, TargetID: orig.ID}}, v.Relations)
 	}
-	page, err := b.store.List(b.ctx, b.tenant, store.Filter{Subject: "user", Predicate: "prefers_language"})
+	page, err := store.List(b.ctx, b.pool, b.tenant, store.Filter{Subject: "user", Predicate: "prefers_language"})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 2)
 
 	// Supersede one branch; the other stays.
-	_, next, err := b.store.Supersede(b.ctx, b.tenant, variants[1].ID, 0,
+	_, next, err := b.w.Supersede(b.ctx, b.tenant, variants[1].ID, 0,
 		fact("user", "prefers_language", "julia", map[string]any{"project_kind": "data_science"}), b.ch)
 	require.NoError(t, err)
-	page, err = b.store.List(b.ctx, b.tenant, store.Filter{Subject: "user", Predicate: "prefers_language"})
+	page, err = store.List(b.ctx, b.pool, b.tenant, store.Filter{Subject: "user", Predicate: "prefers_language"})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []uuid.UUID{variants[0].ID, next.ID}, []uuid.UUID{page.Records[0].ID, page.Records[1].ID})
 
-	_, _, err = b.store.Fork(b.ctx, b.tenant, b.create(t, working("th", "planning")).ID, 0, variants, b.ch)
-	requireConflict(t, err, store.CodeNotAllowed)
+	_, _, err = b.w.Fork(b.ctx, b.tenant, b.create(t, working("th", "planning")).ID, 0, variants, b.ch)
+	requireConflict(t, err, revise.CodeNotAllowed)
 }
 
 func TestContestAndRetract(t *testing.T) {
@@ -151,7 +152,7 @@ func TestContestAndRetract(t *testing.T) {
 	b := setup(t)
 	a := b.create(t, fact("deploy", "target", "k8s", nil))
 
-	recs, err := b.store.Contest(b.ctx, b.tenant, []uuid.UUID{a.ID}, ptr(fact("deploy", "target", "nomad", nil)), b.ch)
+	recs, err := b.w.Contest(b.ctx, b.tenant, []uuid.UUID{a.ID}, ptr(fact("deploy", "target", "nomad", nil)), b.ch)
 	require.NoError(t, err)
 	require.Len(t, recs, 2)
 	for _, r := range recs {
@@ -163,21 +164,21 @@ func TestContestAndRetract(t *testing.T) {
 	require.Equal(t, recs[1].ID, recs[0].Relations[0].TargetID)
 
 	// Contested facts are live but not active: a resolution may be created.
-	page, err := b.store.List(b.ctx, b.tenant, store.Filter{Subject: "deploy"})
+	page, err := store.List(b.ctx, b.pool, b.tenant, store.Filter{Subject: "deploy"})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 2)
 
-	r, err := b.store.Retract(b.ctx, b.tenant, recs[1].ID, 0, b.ch)
+	r, err := b.w.Retract(b.ctx, b.tenant, recs[1].ID, 0, b.ch)
 	require.NoError(t, err)
 	require.Equal(t, memory.Retracted, r.Status)
 	require.Equal(t, "retracted", revisionOf(t, r).Status)
-	_, _, err = b.store.Supersede(b.ctx, b.tenant, recs[0].ID, 0, fact("deploy", "target", "k8s", nil), b.ch)
+	_, _, err = b.w.Supersede(b.ctx, b.tenant, recs[0].ID, 0, fact("deploy", "target", "k8s", nil), b.ch)
 	require.NoError(t, err)
 
-	_, err = b.store.Contest(b.ctx, b.tenant, []uuid.UUID{a.ID}, nil, b.ch)
+	_, err = b.w.Contest(b.ctx, b.tenant, []uuid.UUID{a.ID}, nil, b.ch)
 	requireViolation(t, err, "/record_ids")
-	_, err = b.store.Contest(b.ctx, b.tenant, []uuid.UUID{recs[0].ID, recs[1].ID}, nil, b.ch)
-	requireConflict(t, err, store.CodeNotLive)
+	_, err = b.w.Contest(b.ctx, b.tenant, []uuid.UUID{recs[0].ID, recs[1].ID}, nil, b.ch)
+	requireConflict(t, err, revise.CodeNotLive)
 }
 
 func TestMerge(t *testing.T) {
@@ -192,7 +193,7 @@ func TestMerge(t *testing.T) {
 	c2.Provenance = memory.Provenance{Sources: []memory.Source{{Kind: "event", Ref: "evt://1"}, {Kind: "tool_call", Ref: "tool://2"}}}
 	r1, r2 := b.create(t, c1), b.create(t, c2)
 
-	m, err := b.store.Merge(b.ctx, b.tenant, []uuid.UUID{r1.ID, r2.ID}, nil, b.ch)
+	m, err := b.w.Merge(b.ctx, b.tenant, []uuid.UUID{r1.ID, r2.ID}, nil, b.ch)
 	require.NoError(t, err)
 	require.Equal(t, 0.9, m.Confidence)
 	require.Equal(t, memory.High, m.Sensitivity, "a merge never lowers sensitivity")
@@ -202,15 +203,15 @@ func TestMerge(t *testing.T) {
 	require.JSONEq(t, string(r2.Payload), string(m.Payload))
 
 	for _, id := range []uuid.UUID{r1.ID, r2.ID} {
-		got, err := b.store.Get(b.ctx, b.tenant, id)
+		got, err := store.Get(b.ctx, b.pool, b.tenant, id)
 		require.NoError(t, err)
 		require.Equal(t, memory.Merged, got.Status)
 		require.Equal(t, []memory.Relation{{Predicate: memory.MergedInto, TargetID: m.ID}}, got.Relations)
 	}
 
-	_, err = b.store.Merge(b.ctx, b.tenant, []uuid.UUID{m.ID, b.create(t, plan("p")).ID}, nil, b.ch)
-	requireConflict(t, err, store.CodeNotAllowed)
-	_, err = b.store.Merge(b.ctx, b.tenant, []uuid.UUID{m.ID, m.ID}, nil, b.ch)
+	_, err = b.w.Merge(b.ctx, b.tenant, []uuid.UUID{m.ID, b.create(t, plan("p")).ID}, nil, b.ch)
+	requireConflict(t, err, revise.CodeNotAllowed)
+	_, err = b.w.Merge(b.ctx, b.tenant, []uuid.UUID{m.ID, m.ID}, nil, b.ch)
 	requireViolation(t, err, "/record_ids/1")
 }
 
@@ -220,21 +221,21 @@ func TestUpdateWorkingMemoryOnly(t *testing.T) {
 	w := b.create(t, working("th-1", "planning"))
 	next := json.RawMessage(`{"kind":"working","thread_id":"th-1","state":"executing","next_actions":["write docs"]}`)
 
-	got, err := b.store.Update(b.ctx, b.tenant, w.ID, 1, next, []string{"frontend"}, b.ch)
+	got, err := b.w.Update(b.ctx, b.tenant, w.ID, 1, next, []string{"frontend"}, b.ch)
 	require.NoError(t, err)
 	require.Equal(t, 2, got.Version)
 	require.Equal(t, []string{"frontend"}, got.Tags)
 	require.JSONEq(t, string(next), string(got.Payload))
 
-	_, err = b.store.Update(b.ctx, b.tenant, w.ID, 1, next, nil, b.ch)
-	requireConflict(t, err, store.CodeVersionConflict)
+	_, err = b.w.Update(b.ctx, b.tenant, w.ID, 1, next, nil, b.ch)
+	requireConflict(t, err, revise.CodeVersionConflict)
 
-	_, err = b.store.Update(b.ctx, b.tenant, w.ID, 2, json.RawMessage(`{"kind":"working","thread_id":"th-1","state":"dreaming"}`), nil, b.ch)
+	_, err = b.w.Update(b.ctx, b.tenant, w.ID, 2, json.RawMessage(`{"kind":"working","thread_id":"th-1","state":"dreaming"}`), nil, b.ch)
 	requireViolation(t, err, "/payload/state")
 
 	f := b.create(t, fact("user", "prefers", "go", nil))
-	_, err = b.store.Update(b.ctx, b.tenant, f.ID, 1, f.Payload, nil, b.ch)
-	requireConflict(t, err, store.CodeNotAllowed)
+	_, err = b.w.Update(b.ctx, b.tenant, f.ID, 1, f.Payload, nil, b.ch)
+	requireConflict(t, err, revise.CodeNotAllowed)
 }
 
 func TestEpisodesOnlyGrow(t *testing.T) {
@@ -242,7 +243,7 @@ func TestEpisodesOnlyGrow(t *testing.T) {
 	b := setup(t)
 	e := b.create(t, episode("evt://1", "evt://2"))
 
-	got, err := b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{
+	got, err := b.w.AppendEpisode(b.ctx, b.tenant, e.ID, revise.EpisodeAppend{
 		Timeline: []memory.TimelineEntry{{T: time.Now().UTC(), EventKind: "error", Ref: "evt://3"}},
 		Outcome:  "failure",
 	}, b.ch)
@@ -252,14 +253,14 @@ func TestEpisodesOnlyGrow(t *testing.T) {
 	require.Len(t, p.Timeline, 3)
 	require.Equal(t, "failure", p.Outcome)
 
-	_, err = b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{Outcome: "success"}, b.ch)
-	requireConflict(t, err, store.CodeImmutable)
+	_, err = b.w.AppendEpisode(b.ctx, b.tenant, e.ID, revise.EpisodeAppend{Outcome: "success"}, b.ch)
+	requireConflict(t, err, revise.CodeImmutable)
 
 	// Revision operations do not apply to episodes.
-	_, err = b.store.Retract(b.ctx, b.tenant, e.ID, 0, b.ch)
-	requireConflict(t, err, store.CodeNotAllowed)
-	_, _, err = b.store.Supersede(b.ctx, b.tenant, e.ID, 0, episode("evt://9"), b.ch)
-	requireConflict(t, err, store.CodeNotAllowed)
+	_, err = b.w.Retract(b.ctx, b.tenant, e.ID, 0, b.ch)
+	requireConflict(t, err, revise.CodeNotAllowed)
+	_, _, err = b.w.Supersede(b.ctx, b.tenant, e.ID, 0, episode("evt://9"), b.ch)
+	requireConflict(t, err, revise.CodeNotAllowed)
 
 	// The database refuses any edit that is not an append, whatever the code does.
 	for _, edit := range []string{
@@ -282,32 +283,32 @@ func TestDeleteThenPurge(t *testing.T) {
 	g.Relations = []memory.Relation{{Predicate: memory.Supports, TargetID: f.ID}}
 	g = b.create(t, g)
 
-	require.Error(t, b.store.Purge(b.ctx, b.tenant, f.ID, b.ch), "an active record is not purged")
+	require.Error(t, b.w.Purge(b.ctx, b.tenant, f.ID, b.ch), "an active record is not purged")
 
-	d, err := b.store.Delete(b.ctx, b.tenant, f.ID, b.ch)
+	d, err := b.w.Delete(b.ctx, b.tenant, f.ID, b.ch)
 	require.NoError(t, err)
 	require.Equal(t, memory.Deleted, d.Status)
-	page, err := b.store.List(b.ctx, b.tenant, store.Filter{Subject: "user"})
+	page, err := store.List(b.ctx, b.pool, b.tenant, store.Filter{Subject: "user"})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 1)
 
-	require.NoError(t, b.store.Purge(b.ctx, b.tenant, f.ID, b.ch))
-	_, err = b.store.Get(b.ctx, b.tenant, f.ID)
+	require.NoError(t, b.w.Purge(b.ctx, b.tenant, f.ID, b.ch))
+	_, err = store.Get(b.ctx, b.pool, b.tenant, f.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = b.store.History(b.ctx, b.tenant, f.ID)
+	_, err = store.History(b.ctx, b.pool, b.tenant, f.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.Zero(t, b.count(t, "SELECT count(*) FROM relations WHERE target_id = $1", f.ID))
 	require.Zero(t, b.count(t, "SELECT count(*) FROM record_versions WHERE snapshot::text LIKE '%apollo%'"))
 
-	audit, err := b.store.Audit(b.ctx, b.tenant, f.ID)
+	audit, err := store.Audit(b.ctx, b.pool, b.tenant, f.ID)
 	require.NoError(t, err)
 	require.Equal(t, []string{"create", "delete", "purge"}, []string{audit[0].Action, audit[1].Action, audit[2].Action})
 
 	never := fact("user", "birthday", "june", nil)
 	never.Lifecycle.DeletionPolicy = memory.Never
 	never = b.create(t, never)
-	_, err = b.store.Delete(b.ctx, b.tenant, never.ID, b.ch)
-	requireConflict(t, err, store.CodeNotAllowed)
+	_, err = b.w.Delete(b.ctx, b.tenant, never.ID, b.ch)
+	requireConflict(t, err, revise.CodeNotAllowed)
 }
 
 func TestPointInTimeReads(t *testing.T) {
@@ -315,31 +316,31 @@ func TestPointInTimeReads(t *testing.T) {
 	b := setup(t)
 	f := b.create(t, fact("user", "prefers_editor", "vim", nil))
 	before := time.Now()
-	_, next, err := b.store.Supersede(b.ctx, b.tenant, f.ID, 0, fact("user", "prefers_editor", "helix", nil), b.ch)
+	_, next, err := b.w.Supersede(b.ctx, b.tenant, f.ID, 0, fact("user", "prefers_editor", "helix", nil), b.ch)
 	require.NoError(t, err)
 
-	then, err := b.store.GetAsOf(b.ctx, b.tenant, f.ID, before)
+	then, err := store.GetAsOf(b.ctx, b.pool, b.tenant, f.ID, before)
 	require.NoError(t, err)
 	require.Equal(t, memory.Active, then.Status)
 	require.Equal(t, 1, then.Version)
 	require.JSONEq(t, string(f.Payload), string(then.Payload))
 
-	_, err = b.store.GetAsOf(b.ctx, b.tenant, next.ID, before)
+	_, err = store.GetAsOf(b.ctx, b.pool, b.tenant, next.ID, before)
 	require.ErrorIs(t, err, store.ErrNotFound, "the new fact did not exist yet")
 
-	page, err := b.store.List(b.ctx, b.tenant, store.Filter{AsOf: &before})
+	page, err := store.List(b.ctx, b.pool, b.tenant, store.Filter{AsOf: &before})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 1)
 	require.Equal(t, f.ID, page.Records[0].ID)
 	require.Empty(t, page.Records[0].Relations)
 
 	now := time.Now()
-	page, err = b.store.List(b.ctx, b.tenant, store.Filter{AsOf: &now})
+	page, err = store.List(b.ctx, b.pool, b.tenant, store.Filter{AsOf: &now})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 1)
 	require.Equal(t, next.ID, page.Records[0].ID)
 
-	hist, err := b.store.History(b.ctx, b.tenant, f.ID)
+	hist, err := store.History(b.ctx, b.pool, b.tenant, f.ID)
 	require.NoError(t, err)
 	require.Len(t, hist, 2)
 	require.Equal(t, memory.Active, hist[0].Record.Status)
@@ -378,12 +379,12 @@ func TestAppendedEntriesAreImmutableRowsAndReadAsOf(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	e := b.create(t, episode("evt://1"))
-	_, err := b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{
+	_, err := b.w.AppendEpisode(b.ctx, b.tenant, e.ID, revise.EpisodeAppend{
 		Timeline: []memory.TimelineEntry{{T: time.Now().UTC(), EventKind: "tool_call", Ref: "evt://2"}},
 	}, b.ch)
 	require.NoError(t, err)
 	between := time.Now()
-	got, err := b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{
+	got, err := b.w.AppendEpisode(b.ctx, b.tenant, e.ID, revise.EpisodeAppend{
 		Timeline:  []memory.TimelineEntry{{T: time.Now().UTC(), EventKind: "outcome", Ref: "evt://3"}},
 		ToolGraph: []map[string]any{{"tool": "make"}},
 	}, b.ch)
@@ -394,7 +395,7 @@ func TestAppendedEntriesAreImmutableRowsAndReadAsOf(t *testing.T) {
 	require.Len(t, p.ToolGraph, 1)
 	require.Equal(t, 1, got.Version, "appending entries is not a revision of the record")
 
-	then, err := b.store.GetAsOf(b.ctx, b.tenant, e.ID, between)
+	then, err := store.GetAsOf(b.ctx, b.pool, b.tenant, e.ID, between)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(then.Payload, &p))
 	require.Len(t, p.Timeline, 2, "as of then, the third entry was not there yet")
@@ -406,8 +407,8 @@ func TestAppendedEntriesAreImmutableRowsAndReadAsOf(t *testing.T) {
 		_, err := b.pool.Exec(b.ctx, sql, e.ID)
 		require.ErrorContains(t, err, "append-only", sql)
 	}
-	_, err = b.store.Delete(b.ctx, b.tenant, e.ID, b.ch)
+	_, err = b.w.Delete(b.ctx, b.tenant, e.ID, b.ch)
 	require.NoError(t, err)
-	require.NoError(t, b.store.Purge(b.ctx, b.tenant, e.ID, b.ch))
+	require.NoError(t, b.w.Purge(b.ctx, b.tenant, e.ID, b.ch))
 	require.Zero(t, b.count(t, "SELECT count(*) FROM episode_entries"), "a purge takes the entries with it")
 }

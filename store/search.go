@@ -268,7 +268,7 @@ const (
 // own, so that an answer takes as long as its slowest query; inside a
 // caller's transaction they run as one batch. Episodes come with their
 // appended entries; records come without their relations.
-func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]SearchResult, error) {
+func Search(ctx context.Context, db pg.DBTX, tenant string, qs []SearchQuery) ([]SearchResult, error) {
 	stmts := make([]statement, len(qs))
 	for i, q := range qs {
 		if !q.Type.Valid() {
@@ -277,15 +277,15 @@ func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]
 		stmts[i] = searchStatement(tenant, q)
 	}
 	out := make([]SearchResult, len(qs))
-	if _, inTx := s.db.(pgx.Tx); inTx {
-		if err := runSearches(ctx, s.db, stmts, out, false); err != nil {
+	if _, inTx := db.(pgx.Tx); inTx {
+		if err := runSearches(ctx, db, stmts, out, false); err != nil {
 			return nil, err
 		}
 	} else {
 		var wg sync.WaitGroup
 		errs := make([]error, len(qs))
 		for i := range stmts {
-			wg.Go(func() { errs[i] = runSearches(ctx, s.db, stmts[i:i+1], out[i:i+1], true) })
+			wg.Go(func() { errs[i] = runSearches(ctx, db, stmts[i:i+1], out[i:i+1], true) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
@@ -301,7 +301,7 @@ func (s *Store) Search(ctx context.Context, tenant string, qs []SearchQuery) ([]
 	if len(all) == 0 {
 		return out, nil
 	}
-	if err := s.mergeEpisodeEntries(ctx, tenant, all, nil); err != nil {
+	if err := mergeEpisodeEntries(ctx, db, tenant, all, nil); err != nil {
 		return nil, err
 	}
 	k := 0

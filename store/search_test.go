@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
@@ -47,7 +49,7 @@ func TestSearchMatchesAnyTermWithinConditions(t *testing.T) {
 		map[string]any{"os": "darwin"}, "delete node_modules"))
 	b.create(t, procedure("fix-disk", "ENOSPC no space left on device", nil, "free disk space"))
 
-	res, err := b.store.Search(b.ctx, b.tenant, []store.SearchQuery{{
+	res, err := store.Search(b.ctx, b.pool, b.tenant, []store.SearchQuery{{
 		Type: memory.Competence, Text: "npm error ERESOLVE could not resolve the dependency tree",
 		Conditions: map[string]any{"os": "linux"}, MaxSensitivity: memory.Hyper, At: time.Now(),
 	}})
@@ -70,7 +72,7 @@ func TestSearchWithholdsAboveClearance(t *testing.T) {
 	o := b.create(t, open)
 	b.create(t, secret)
 
-	res, err := b.store.Search(b.ctx, b.tenant, []store.SearchQuery{
+	res, err := store.Search(b.ctx, b.pool, b.tenant, []store.SearchQuery{
 		{Type: memory.Semantic, Text: "how do we deploy", MaxSensitivity: memory.Medium, At: time.Now()},
 		{Type: memory.Semantic, Text: "how do we deploy", MaxSensitivity: memory.High, At: time.Now()},
 		{Type: memory.Semantic, Text: "nothing here matches", MaxSensitivity: memory.Medium, At: time.Now()},
@@ -92,14 +94,14 @@ func TestSearchWeighsRareTerms(t *testing.T) {
 		b.create(t, fact("build-"+s, "fails_with", "error in the build step "+s, nil))
 	}
 	rare := b.create(t, fact("linker", "fails_with", "segfault", nil))
-	st, err := b.store.RefreshLexicalStats(b.ctx, b.tenant, time.Now())
+	st, err := store.RefreshLexicalStats(b.ctx, b.pool, b.tenant, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, int64(7), st.Docs)
-	stale, err := b.store.StaleLexicalTenants(b.ctx)
+	stale, err := store.StaleLexicalTenants(b.ctx, b.pool)
 	require.NoError(t, err)
 	require.NotContains(t, stale, b.tenant)
 
-	res, err := b.store.Search(b.ctx, b.tenant, []store.SearchQuery{{
+	res, err := store.Search(b.ctx, b.pool, b.tenant, []store.SearchQuery{{
 		Type: memory.Semantic, Text: "build error segfault", MaxSensitivity: memory.Hyper, At: time.Now(),
 	}})
 	require.NoError(t, err)
@@ -116,36 +118,38 @@ func TestSearchFindsEpisodesByTheirEventsAtOnce(t *testing.T) {
 	b := setup(t)
 	e := b.create(t, episode())
 	other := b.create(t, episode())
-	_, err := b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{Timeline: []memory.TimelineEntry{
+	_, err := b.w.AppendEpisode(b.ctx, b.tenant, e.ID, revise.EpisodeAppend{Timeline: []memory.TimelineEntry{
 		{T: time.Now(), EventKind: "error", Ref: "evt://1", Summary: "terraform state lock timeout"}}}, b.ch)
 	require.NoError(t, err)
-	require.NoError(t, b.store.AppendTimelines(b.ctx, b.tenant, []store.TimelineAppend{{
-		EpisodeID: other.ID,
-		Entries:   []memory.TimelineEntry{{T: time.Now(), EventKind: "observation", Ref: "evt://2", Summary: "a short summary"}},
-		Texts:     []string{"a short summary of a much longer text that mentions terraform once"},
-	}}, b.ch))
+	require.NoError(t, b.w.InTx(b.ctx, func(ctx context.Context, tx *revise.Tx) error {
+		return tx.AppendTimelines(ctx, b.tenant, []revise.TimelineAppend{{
+			EpisodeID: other.ID,
+			Entries:   []memory.TimelineEntry{{T: time.Now(), EventKind: "observation", Ref: "evt://2", Summary: "a short summary"}},
+			Texts:     []string{"a short summary of a much longer text that mentions terraform once"},
+		}}, b.ch)
+	}))
 	q := []store.SearchQuery{{Type: memory.Episodic, Text: "terraform lock", MaxSensitivity: memory.Hyper, At: time.Now()}}
-	res, err := b.store.Search(b.ctx, b.tenant, q)
+	res, err := store.Search(b.ctx, b.pool, b.tenant, q)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{e.ID, other.ID}, ids(res[0].Hits), "the entry holding both terms ranks first")
 	require.Equal(t, []string{"lock", "terraform"}, res[0].Hits[0].Terms)
 
-	st, err := b.store.RefreshLexicalStats(b.ctx, b.tenant, time.Now())
+	st, err := store.RefreshLexicalStats(b.ctx, b.pool, b.tenant, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, store.LexicalStats{Docs: 2, Passages: 4, Lexemes: st.Lexemes}, st, "two episodes, two entries")
-	stale, err := b.store.StaleLexicalTenants(b.ctx)
+	stale, err := store.StaleLexicalTenants(b.ctx, b.pool)
 	require.NoError(t, err)
 	require.NotContains(t, stale, b.tenant)
 
-	_, err = b.store.AppendEpisode(b.ctx, b.tenant, e.ID, store.EpisodeAppend{Outcome: "failure"}, b.ch)
+	_, err = b.w.AppendEpisode(b.ctx, b.tenant, e.ID, revise.EpisodeAppend{Outcome: "failure"}, b.ch)
 	require.NoError(t, err)
-	_, err = b.store.AppendEpisode(b.ctx, b.tenant, other.ID, store.EpisodeAppend{Timeline: []memory.TimelineEntry{
+	_, err = b.w.AppendEpisode(b.ctx, b.tenant, other.ID, revise.EpisodeAppend{Timeline: []memory.TimelineEntry{
 		{T: time.Now(), EventKind: "error", Ref: "evt://3", Summary: "plan failed"}}}, b.ch)
 	require.NoError(t, err)
-	stale, err = b.store.StaleLexicalTenants(b.ctx)
+	stale, err = store.StaleLexicalTenants(b.ctx, b.pool)
 	require.NoError(t, err)
 	require.Contains(t, stale, b.tenant)
-	res, err = b.store.Search(b.ctx, b.tenant, q)
+	res, err = store.Search(b.ctx, b.pool, b.tenant, q)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{e.ID, other.ID}, ids(res[0].Hits))
 }
@@ -157,19 +161,19 @@ func TestVisibilityNamesItsOwner(t *testing.T) {
 	b := setup(t)
 	r := fact("s", "p", "o", nil)
 	r.Visibility = memory.VisibilityAgent
-	_, err := b.store.Create(b.ctx, b.tenant, r, b.ch)
+	_, err := b.w.Create(b.ctx, b.tenant, r, b.ch)
 	var ve *schemas.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, []schemas.Violation{{Pointer: "", Message: "missing properties: 'agent_id'"}}, ve.Violations)
 	r.Visibility = "everyone"
-	_, err = b.store.Create(b.ctx, b.tenant, r, b.ch)
+	_, err = b.w.Create(b.ctx, b.tenant, r, b.ch)
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "/visibility", ve.Violations[0].Pointer)
 
 	r.Visibility, r.AgentID = memory.VisibilityAgent, "coder"
 	rec := b.create(t, r)
 	require.Equal(t, memory.VisibilityAgent, rec.Visibility)
-	_, next, err := b.store.Supersede(b.ctx, b.tenant, rec.ID, 0, fact("s", "p", "o2", nil), b.ch)
+	_, next, err := b.w.Supersede(b.ctx, b.tenant, rec.ID, 0, fact("s", "p", "o2", nil), b.ch)
 	require.NoError(t, err)
 	require.Equal(t, memory.VisibilityAgent, next.Visibility)
 	require.Equal(t, "coder", next.AgentID)

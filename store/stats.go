@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/engram-dev/engram/internal/pg"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/engram-dev/engram/memory"
@@ -21,8 +23,8 @@ const countRecordsSQL = `SELECT type, status, count(*) FROM records GROUP BY typ
 
 // CountRecords counts the records of every tenant by type and status, for
 // metrics (substrate RFC §15.10 memory growth).
-func (s *Store) CountRecords(ctx context.Context) ([]RecordCount, error) {
-	rows, err := s.db.Query(ctx, countRecordsSQL)
+func CountRecords(ctx context.Context, db pg.DBTX) ([]RecordCount, error) {
+	rows, err := db.Query(ctx, countRecordsSQL)
 	if err != nil {
 		return nil, fmt.Errorf("count records: %w", err)
 	}
@@ -58,7 +60,7 @@ GROUP BY 1, 2`
 // MaterialisedSalience returns the salience distribution of each type's
 // live records across tenants, as of the last decay sweep, over the
 // ascending upper bounds given.
-func (s *Store) MaterialisedSalience(ctx context.Context, bounds []float64) (map[memory.Type]*SalienceBuckets, error) {
+func MaterialisedSalience(ctx context.Context, db pg.DBTX, bounds []float64) (map[memory.Type]*SalienceBuckets, error) {
 	if !slices.IsSorted(bounds) {
 		return nil, fmt.Errorf("read salience: bounds %v are not ascending", bounds)
 	}
@@ -66,7 +68,7 @@ func (s *Store) MaterialisedSalience(ctx context.Context, bounds []float64) (map
 	for i, b := range bounds {
 		neg[len(bounds)-1-i] = -b
 	}
-	rows, err := s.db.Query(ctx, salienceBucketsSQL, neg)
+	rows, err := db.Query(ctx, salienceBucketsSQL, neg)
 	if err != nil {
 		return nil, fmt.Errorf("read salience: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
@@ -21,18 +22,20 @@ import (
 type bundle struct {
 	ctx    context.Context
 	pool   *pgxpool.Pool
-	store  *store.Store
+	w      *revise.Writer
 	tenant string
-	ch     store.Change
+	ch     revise.Change
 }
 
-func setup(t *testing.T, opts ...store.Option) *bundle {
+// setup gives a test a migrated schema of its own, with a tenant, and the
+// write path over it (configured by cfg, when given).
+func setup(t *testing.T, cfg ...revise.Config) *bundle {
 	t.Helper()
 	schema := pgtest.NewSchema(t)
 	ctx := context.Background()
-	s := store.New(schema.Pool, opts...)
-	require.NoError(t, s.EnsureTenant(ctx, "acme"))
-	return &bundle{ctx: ctx, pool: schema.Pool, store: s, tenant: "acme", ch: store.Change{Actor: "test", Rationale: "because"}}
+	require.NoError(t, store.EnsureTenant(ctx, schema.Pool, "acme"))
+	w := revise.New(schema.Pool, append(cfg, revise.Config{})[0])
+	return &bundle{ctx: ctx, pool: schema.Pool, w: w, tenant: "acme", ch: revise.Change{Actor: "test", Rationale: "because"}}
 }
 
 func fact(subject, predicate string, object any, conds map[string]any) memory.Record {
@@ -80,7 +83,7 @@ func plan(id string) memory.Record {
 
 func (b *bundle) create(t *testing.T, r memory.Record) memory.Record {
 	t.Helper()
-	out, err := b.store.Create(b.ctx, b.tenant, r, b.ch)
+	out, err := b.w.Create(b.ctx, b.tenant, r, b.ch)
 	require.NoError(t, err)
 	return out
 }
@@ -92,9 +95,9 @@ func (b *bundle) count(t *testing.T, sql string, args ...any) int {
 	return n
 }
 
-func requireConflict(t *testing.T, err error, code string) *store.ConflictError {
+func requireConflict(t *testing.T, err error, code string) *revise.ConflictError {
 	t.Helper()
-	var ce *store.ConflictError
+	var ce *revise.ConflictError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, code, ce.Code, ce.Detail)
 	return ce
@@ -124,19 +127,19 @@ func TestCreateEachTypeFillsDefaults(t *testing.T) {
 		require.Equal(t, memory.DefaultDecay(r.Type), got.Lifecycle.Decay)
 		require.Equal(t, memory.AutoPrune, got.Lifecycle.DeletionPolicy)
 
-		read, err := b.store.Get(b.ctx, b.tenant, got.ID)
+		read, err := store.Get(b.ctx, b.pool, b.tenant, got.ID)
 		require.NoError(t, err)
 		require.Equal(t, got.ID, read.ID)
 		require.Equal(t, got.CreatedAt, read.CreatedAt)
 		require.JSONEq(t, string(got.Payload), string(read.Payload))
 
-		hist, err := b.store.History(b.ctx, b.tenant, got.ID)
+		hist, err := store.History(b.ctx, b.pool, b.tenant, got.ID)
 		require.NoError(t, err)
 		require.Len(t, hist, 1)
-		audit, err := b.store.Audit(b.ctx, b.tenant, got.ID)
+		audit, err := store.Audit(b.ctx, b.pool, b.tenant, got.ID)
 		require.NoError(t, err)
 		require.Len(t, audit, 1)
-		require.Equal(t, store.ActionCreate, audit[0].Action)
+		require.Equal(t, revise.ActionCreate, audit[0].Action)
 		require.Equal(t, "test", audit[0].Actor)
 		require.Equal(t, "because", audit[0].Rationale)
 	}
@@ -144,41 +147,41 @@ func TestCreateEachTypeFillsDefaults(t *testing.T) {
 
 func TestCreateRejectsBadRecordsAndStoresNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t, store.WithMaxPayloadBytes(1024))
+	b := setup(t, revise.Config{MaxPayloadBytes: 1024})
 
 	bad := fact("user", "prefers", "go", nil)
 	bad.Confidence = 1.5
-	_, err := b.store.Create(b.ctx, b.tenant, bad, b.ch)
+	_, err := b.w.Create(b.ctx, b.tenant, bad, b.ch)
 	requireViolation(t, err, "/confidence")
 
 	wrongKind := fact("user", "prefers", "go", nil)
 	wrongKind.Type = memory.Competence
-	_, err = b.store.Create(b.ctx, b.tenant, wrongKind, b.ch)
+	_, err = b.w.Create(b.ctx, b.tenant, wrongKind, b.ch)
 	require.Error(t, err)
 
 	unknown := fact("user", "prefers", "go", nil)
 	unknown.Type = "dream"
-	_, err = b.store.Create(b.ctx, b.tenant, unknown, b.ch)
+	_, err = b.w.Create(b.ctx, b.tenant, unknown, b.ch)
 	requireViolation(t, err, "/type")
 
 	noSubject := fact("", "prefers", "go", nil)
-	_, err = b.store.Create(b.ctx, b.tenant, noSubject, b.ch)
+	_, err = b.w.Create(b.ctx, b.tenant, noSubject, b.ch)
 	requireViolation(t, err, "/payload/subject")
 
 	big := fact("user", "prefers", string(make([]byte, 2048)), nil)
-	_, err = b.store.Create(b.ctx, b.tenant, big, b.ch)
-	var tl *store.TooLargeError
+	_, err = b.w.Create(b.ctx, b.tenant, big, b.ch)
+	var tl *revise.TooLargeError
 	require.ErrorAs(t, err, &tl)
 	require.Equal(t, 1024, tl.Limit)
 
 	withStatus := fact("user", "prefers", "go", nil)
 	withStatus.Status = memory.Retracted
-	_, err = b.store.Create(b.ctx, b.tenant, withStatus, b.ch)
+	_, err = b.w.Create(b.ctx, b.tenant, withStatus, b.ch)
 	requireViolation(t, err, "/status")
 
 	dangling := fact("user", "prefers", "go", nil)
 	dangling.Relations = []memory.Relation{{Predicate: memory.Supports, TargetID: uuid.New()}}
-	_, err = b.store.Create(b.ctx, b.tenant, dangling, b.ch)
+	_, err = b.w.Create(b.ctx, b.tenant, dangling, b.ch)
 	requireViolation(t, err, "/relations/0/target_id")
 
 	require.Zero(t, b.count(t, "SELECT count(*) FROM records"))
@@ -189,27 +192,27 @@ func TestCreateRejectsBadRecordsAndStoresNothing(t *testing.T) {
 func TestTenantsNeverSeeEachOther(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.store.EnsureTenant(b.ctx, "other"))
+	require.NoError(t, store.EnsureTenant(b.ctx, b.pool, "other"))
 	mine := b.create(t, fact("user", "prefers", "go", nil))
 
-	_, err := b.store.Get(b.ctx, "other", mine.ID)
+	_, err := store.Get(b.ctx, b.pool, "other", mine.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
-	page, err := b.store.List(b.ctx, "other", store.Filter{})
+	page, err := store.List(b.ctx, b.pool, "other", store.Filter{})
 	require.NoError(t, err)
 	require.Empty(t, page.Records)
-	_, err = b.store.Retract(b.ctx, "other", mine.ID, 0, b.ch)
+	_, err = b.w.Retract(b.ctx, "other", mine.ID, 0, b.ch)
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = b.store.History(b.ctx, "other", mine.ID)
+	_, err = store.History(b.ctx, b.pool, "other", mine.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	// A relation cannot point into another tenant.
 	theirs := fact("user", "likes", "tea", nil)
 	theirs.Relations = []memory.Relation{{Predicate: memory.Supports, TargetID: mine.ID}}
-	_, err = b.store.Create(b.ctx, "other", theirs, b.ch)
+	_, err = b.w.Create(b.ctx, "other", theirs, b.ch)
 	requireViolation(t, err, "/relations/0/target_id")
 
 	// The same fact in another tenant is not a duplicate.
-	_, err = b.store.Create(b.ctx, "other", fact("user", "prefers", "go", nil), b.ch)
+	_, err = b.w.Create(b.ctx, "other", fact("user", "prefers", "go", nil), b.ch)
 	require.NoError(t, err)
 }
 
@@ -230,7 +233,7 @@ func TestListFiltersAndPages(t *testing.T) {
 	cursor := ""
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 5)
-		page, err := b.store.List(b.ctx, b.tenant, store.Filter{Types: []memory.Type{memory.Semantic}, Limit: 3, Cursor: cursor})
+		page, err := store.List(b.ctx, b.pool, b.tenant, store.Filter{Types: []memory.Type{memory.Semantic}, Limit: 3, Cursor: cursor})
 		require.NoError(t, err)
 		for _, r := range page.Records {
 			seen = append(seen, r.ID)
@@ -242,38 +245,38 @@ func TestListFiltersAndPages(t *testing.T) {
 	}
 	require.Len(t, seen, 7)
 
-	page, err := b.store.List(b.ctx, b.tenant, store.Filter{Tags: []string{"all", "even"}})
+	page, err := store.List(b.ctx, b.pool, b.tenant, store.Filter{Tags: []string{"all", "even"}})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 4)
 
-	page, err = b.store.List(b.ctx, b.tenant, store.Filter{Subject: "s3", Predicate: "p"})
+	page, err = store.List(b.ctx, b.pool, b.tenant, store.Filter{Subject: "s3", Predicate: "p"})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 1)
 
-	page, err = b.store.List(b.ctx, b.tenant, store.Filter{Types: []memory.Type{memory.Working}})
+	page, err = store.List(b.ctx, b.pool, b.tenant, store.Filter{Types: []memory.Type{memory.Working}})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 1)
 
-	_, err = b.store.List(b.ctx, b.tenant, store.Filter{Cursor: "not-a-cursor"})
+	_, err = store.List(b.ctx, b.pool, b.tenant, store.Filter{Cursor: "not-a-cursor"})
 	require.ErrorIs(t, err, store.ErrBadCursor)
 }
 
 func TestArtifactsAreContentAddressed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	a1, err := b.store.PutArtifact(b.ctx, b.tenant, "text/plain", []byte("build log"))
+	a1, err := b.w.PutArtifact(b.ctx, b.tenant, "text/plain", []byte("build log"))
 	require.NoError(t, err)
-	a2, err := b.store.PutArtifact(b.ctx, b.tenant, "text/plain", []byte("build log"))
+	a2, err := b.w.PutArtifact(b.ctx, b.tenant, "text/plain", []byte("build log"))
 	require.NoError(t, err)
 	require.Equal(t, a1, a2)
 	require.Equal(t, int64(9), a1.Size)
 
-	got, content, err := b.store.GetArtifact(b.ctx, b.tenant, a1.SHA256)
+	got, content, err := store.GetArtifact(b.ctx, b.pool, b.tenant, a1.SHA256)
 	require.NoError(t, err)
 	require.Equal(t, "build log", string(content))
 	require.Equal(t, a1, got)
 
-	_, _, err = b.store.GetArtifact(b.ctx, "nobody", a1.SHA256)
+	_, _, err = store.GetArtifact(b.ctx, b.pool, "nobody", a1.SHA256)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	// The database itself refuses content filed under the wrong hash.
@@ -295,11 +298,11 @@ func TestCancelledRequestLeavesNothing(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(b.ctx, 200*time.Millisecond)
 	defer cancel()
-	_, _, err = b.store.Supersede(ctx, b.tenant, f.ID, 0, fact("user", "prefers", "rust", nil), b.ch)
+	_, _, err = b.w.Supersede(ctx, b.tenant, f.ID, 0, fact("user", "prefers", "rust", nil), b.ch)
 	require.Error(t, err)
 	require.NoError(t, tx.Rollback(b.ctx))
 
-	got, err := b.store.Get(b.ctx, b.tenant, f.ID)
+	got, err := store.Get(b.ctx, b.pool, b.tenant, f.ID)
 	require.NoError(t, err)
 	require.Equal(t, memory.Active, got.Status)
 	require.Equal(t, 1, got.Version)

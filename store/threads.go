@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
+
+	"github.com/engram-dev/engram/internal/pg"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -28,8 +29,8 @@ SELECT thread_id, generation, agent_id, episode_id, working_id, status
 FROM threads WHERE tenant_id = $1 AND thread_id = ANY($2) AND status = 'open'`
 
 // OpenThreads returns the open threads among ids, by thread id.
-func (s *Store) OpenThreads(ctx context.Context, tenant string, ids []string) (map[string]Thread, error) {
-	rows, err := s.db.Query(ctx, openThreadsSQL, tenant, ids)
+func OpenThreads(ctx context.Context, db pg.DBTX, tenant string, ids []string) (map[string]Thread, error) {
+	rows, err := db.Query(ctx, openThreadsSQL, tenant, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read threads: %w", err)
 	}
@@ -56,8 +57,8 @@ FROM threads WHERE tenant_id = $1 AND thread_id = $2
 ORDER BY generation DESC LIMIT 1`
 
 // LatestThread returns the newest generation of a thread, open or closed.
-func (s *Store) LatestThread(ctx context.Context, tenant, threadID string) (Thread, error) {
-	rows, err := s.db.Query(ctx, threadSQL, tenant, threadID)
+func LatestThread(ctx context.Context, db pg.DBTX, tenant, threadID string) (Thread, error) {
+	rows, err := db.Query(ctx, threadSQL, tenant, threadID)
 	if err != nil {
 		return Thread{}, fmt.Errorf("read thread: %w", err)
 	}
@@ -76,37 +77,42 @@ INSERT INTO threads (tenant_id, thread_id, generation, agent_id, episode_id, wor
 SELECT $1, $2, COALESCE(max(generation), 0) + 1, $3, $4, $5, 'open' FROM threads WHERE tenant_id = $1 AND thread_id = $2
 RETURNING generation`
 
-// StartThread opens a thread with a new episode and working-memory record.
-// Call it on a store over a transaction.
-func (s *Store) StartThread(ctx context.Context, tenant, threadID, agentID string, episode, working memory.Record, ch Change) (Thread, error) {
-	ep, err := s.Create(ctx, tenant, episode, ch)
-	if err != nil {
-		return Thread{}, fmt.Errorf("create episode: %w", err)
+// InsertThread opens the next generation of a thread with its episode and
+// working memory, and returns the generation.
+func InsertThread(ctx context.Context, db pg.DBTX, tenant, threadID, agentID string, episode, working uuid.UUID) (int, error) {
+	var gen int
+	if err := db.QueryRow(ctx, insertThreadSQL, tenant, threadID, agentID, episode, working).Scan(&gen); err != nil {
+		return 0, fmt.Errorf("open thread: %w", err)
 	}
-	wm, err := s.Create(ctx, tenant, working, ch)
-	if err != nil {
-		return Thread{}, fmt.Errorf("create working memory: %w", err)
-	}
-	t := Thread{ThreadID: threadID, AgentID: agentID, EpisodeID: ep.ID, WorkingID: &wm.ID, Status: "open"}
-	if err := s.db.QueryRow(ctx, insertThreadSQL, tenant, threadID, agentID, ep.ID, wm.ID).Scan(&t.Generation); err != nil {
-		return Thread{}, fmt.Errorf("open thread: %w", err)
-	}
-	return t, nil
+	return gen, nil
 }
 
-// TimelineAppend is what one batch adds to one episode.
-type TimelineAppend struct {
+const closeThreadSQL = `UPDATE threads SET status = 'closed', closed_at = now() WHERE tenant_id = $1 AND thread_id = $2 AND generation = $3`
+
+// CloseThread marks a generation of a thread closed.
+func CloseThread(ctx context.Context, db pg.DBTX, tenant, threadID string, generation int) error {
+	if _, err := db.Exec(ctx, closeThreadSQL, tenant, threadID, generation); err != nil {
+		return fmt.Errorf("close thread: %w", err)
+	}
+	return nil
+}
+
+// Entry is one timeline or tool-graph entry appended to an episode, with
+// the text lexical search matches it on (timeline entries only).
+type Entry struct {
 	EpisodeID uuid.UUID
-	Entries   []memory.TimelineEntry
-	// Texts are what lexical search matches each of Entries on (an event's
-	// full text, say); with none, an entry is matched on its summary.
-	Texts     []string
-	ToolGraph []map[string]any
-	// Tags are added to the episode's, once each, up to
-	// [memory.MaxEpisodeTags].
+	Part      string // timeline or tool_graph
+	Entry     json.RawMessage
+	Text      string
+}
+
+// EpisodeRevision is what a batch of appends changes in one episode: its
+// outcome (once), a sensitivity it rises to, tags it gathers.
+type EpisodeRevision struct {
+	ID          uuid.UUID
+	Outcome     string
+	Sensitivity memory.Sensitivity
 	Tags        []string
-	Outcome     string             // set once, when the batch closes the episode
-	Sensitivity memory.Sensitivity // the episode's sensitivity rises to at least this
 }
 
 // insertEntriesSQL appends timeline and tool-graph entries to episodes that
@@ -144,73 +150,52 @@ UPDATE records r SET
 FROM u
 WHERE r.tenant_id = $1 AND r.id = u.id AND (u.outcome <> '' OR u.raise OR cardinality(u.added) > 0)`
 
-const auditAppendsSQL = `
+const auditEachSQL = `
 INSERT INTO audit_log (tenant_id, record_id, action, actor, rationale)
-SELECT $1, u.id, 'append', $3, $4 FROM unnest($2::uuid[]) AS u(id)`
+SELECT $1, u.id, $3, $4, $5 FROM unnest($2::uuid[]) AS u(id)`
 
-// AppendTimelines extends many episodes at once, for the policy plane's
-// batches: one statement for the entries, one for the episodes whose
-// outcome, sensitivity or tags change, one for the audit entries.
-func (s *Store) AppendTimelines(ctx context.Context, tenant string, appends []TimelineAppend, ch Change) error {
-	if len(appends) == 0 {
-		return nil
+// InsertEntries appends entries to episodes that are live, in order, and
+// returns how many it appended: fewer than given when some episode is not.
+func InsertEntries(ctx context.Context, db pg.DBTX, tenant string, entries []Entry) (int, error) {
+	eids, parts, texts := make([]uuid.UUID, len(entries)), make([]string, len(entries)), make([]string, len(entries))
+	docs := make([]json.RawMessage, len(entries))
+	for i, e := range entries {
+		eids[i], parts[i], docs[i], texts[i] = e.EpisodeID, e.Part, e.Entry, e.Text
 	}
-	if err := checkChange(ch); err != nil {
-		return err
+	tag, err := db.Exec(ctx, insertEntriesSQL, tenant, eids, parts, docs, texts)
+	if err != nil {
+		return 0, fmt.Errorf("append to episodes: %w", err)
 	}
-	var (
-		ids, eids             []uuid.UUID
-		parts, texts          []string
-		entries, tags         []json.RawMessage
-		outcomes, sensitivity []string
-	)
-	for _, a := range appends {
-		if a.Texts != nil && len(a.Texts) != len(a.Entries) {
-			return fmt.Errorf("append to episode %s: %d texts for %d entries", a.EpisodeID, len(a.Texts), len(a.Entries))
-		}
-		t, err := json.Marshal(nonNil(a.Tags))
+	return int(tag.RowsAffected()), nil
+}
+
+// ReviseEpisodes writes what appends changed in episodes, each changed one
+// at its next version; an episode gathers tags up to maxTags.
+func ReviseEpisodes(ctx context.Context, db pg.DBTX, tenant string, revs []EpisodeRevision, maxTags int) error {
+	ids, outcomes, sens := make([]uuid.UUID, len(revs)), make([]string, len(revs)), make([]string, len(revs))
+	tags := make([]json.RawMessage, len(revs))
+	for i, r := range revs {
+		ids[i], outcomes[i], sens[i] = r.ID, r.Outcome, string(r.Sensitivity)
+		t, err := json.Marshal(nonNil(r.Tags))
 		if err != nil {
 			return fmt.Errorf("encode tags: %w", err)
 		}
-		ids, tags = append(ids, a.EpisodeID), append(tags, t)
-		outcomes, sensitivity = append(outcomes, a.Outcome), append(sensitivity, string(a.Sensitivity))
-		for i, e := range a.Entries {
-			b, err := json.Marshal(e)
-			if err != nil {
-				return fmt.Errorf("encode timeline: %w", err)
-			}
-			text := e.Summary
-			if a.Texts != nil {
-				text = a.Texts[i]
-			}
-			eids, parts, entries, texts = append(eids, a.EpisodeID), append(parts, "timeline"), append(entries, b), append(texts, text)
-		}
-		for _, t := range a.ToolGraph {
-			b, err := json.Marshal(t)
-			if err != nil {
-				return fmt.Errorf("encode tool graph: %w", err)
-			}
-			eids, parts, entries, texts = append(eids, a.EpisodeID), append(parts, "tool_graph"), append(entries, b), append(texts, "")
-		}
-	}
-	if len(entries) > 0 {
-		tag, err := s.db.Exec(ctx, insertEntriesSQL, tenant, eids, parts, entries, texts)
-		if err != nil {
-			return fmt.Errorf("append to episodes: %w", err)
-		}
-		if int(tag.RowsAffected()) != len(entries) {
-			return conflict(CodeNotLive, ids, "some of the episodes are not open")
-		}
+		tags[i] = t
 	}
 	levels := make([]string, len(memory.Sensitivities))
 	for i, l := range memory.Sensitivities {
 		levels[i] = string(l)
 	}
-	if _, err := s.db.Exec(ctx, reviseEpisodesSQL, tenant, ids, outcomes, sensitivity, levels, tags, memory.MaxEpisodeTags); err != nil {
-		return s.writeError(ctx, tenant, memory.Record{}, err)
+	if _, err := db.Exec(ctx, reviseEpisodesSQL, tenant, ids, outcomes, sens, levels, tags, maxTags); err != nil {
+		return writeError(tenant, uuid.Nil, err)
 	}
-	if _, err := s.db.Exec(ctx, auditAppendsSQL, tenant, ids, ch.Actor, ch.Rationale); err != nil {
-		return fmt.Errorf("audit appends: %w", err)
+	return nil
+}
+
+// AuditEach writes one audit entry per record, all alike.
+func AuditEach(ctx context.Context, db pg.DBTX, tenant string, ids []uuid.UUID, action, actor, rationale string) error {
+	if _, err := db.Exec(ctx, auditEachSQL, tenant, ids, action, actor, rationale); err != nil {
+		return fmt.Errorf("audit %s: %w", action, err)
 	}
 	return nil
 }
@@ -220,35 +205,4 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-const closeThreadSQL = `UPDATE threads SET status = 'closed', closed_at = now() WHERE tenant_id = $1 AND thread_id = $2 AND generation = $3`
-
-// CloseThread ends a thread whose episode has its outcome: the working
-// memory's last state is appended to the episode as a reference to its
-// final version, and the working memory is discarded (§6).
-func (s *Store) CloseThread(ctx context.Context, tenant string, t Thread, ch Change) error {
-	if t.WorkingID != nil {
-		wm, err := s.Get(ctx, tenant, *t.WorkingID)
-		if err != nil && err != ErrNotFound {
-			return err
-		}
-		if err == nil && wm.Live() {
-			var p memory.WorkingPayload
-			_ = json.Unmarshal(wm.Payload, &p)
-			summary := strings.TrimSpace(p.State + ": " + p.ContextSummary)
-			entry := memory.TimelineEntry{T: s.clock(), EventKind: "working_memory",
-				Ref: fmt.Sprintf("record://%s?version=%d", wm.ID, wm.Version), Summary: strings.TrimSuffix(summary, ":")}
-			if err := s.AppendTimelines(ctx, tenant, []TimelineAppend{{EpisodeID: t.EpisodeID, Entries: []memory.TimelineEntry{entry}}}, ch); err != nil {
-				return err
-			}
-			if _, err := s.Delete(ctx, tenant, wm.ID, ch); err != nil {
-				return fmt.Errorf("discard working memory: %w", err)
-			}
-		}
-	}
-	if _, err := s.db.Exec(ctx, closeThreadSQL, tenant, t.ThreadID, t.Generation); err != nil {
-		return fmt.Errorf("close thread: %w", err)
-	}
-	return nil
 }

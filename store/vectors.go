@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/engram-dev/engram/internal/pg"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
 )
@@ -47,8 +49,8 @@ ORDER BY r.tenant_id, r.id`
 
 // ScanToEmbed returns up to limit live records after key, in key order,
 // each saying whether its vector for model needs (re)writing.
-func (s *Store) ScanToEmbed(ctx context.Context, model string, after Key, limit int) ([]ToEmbed, error) {
-	rows, err := s.db.Query(ctx, scanToEmbedSQL, after.Tenant, after.ID, model, limit)
+func ScanToEmbed(ctx context.Context, db pg.DBTX, model string, after Key, limit int) ([]ToEmbed, error) {
+	rows, err := db.Query(ctx, scanToEmbedSQL, after.Tenant, after.ID, model, limit)
 	if err != nil {
 		return nil, fmt.Errorf("scan records to embed: %w", err)
 	}
@@ -86,7 +88,7 @@ SET sensitivity_rank = excluded.sensitivity_rank, record_version = excluded.reco
 
 // PutVectors writes vectors for model in one round trip and one
 // transaction.
-func (s *Store) PutVectors(ctx context.Context, model string, vs []VectorRow) error {
+func PutVectors(ctx context.Context, db pg.DBTX, model string, vs []VectorRow) error {
 	if len(vs) == 0 {
 		return nil
 	}
@@ -95,7 +97,7 @@ func (s *Store) PutVectors(ctx context.Context, model string, vs []VectorRow) er
 		b.Queue(putVectorSQL, v.Tenant, v.ID, model, v.Version, v.Sparse, v.Dense)
 	}
 	// A batch runs in one implicit transaction (or in the caller's).
-	if err := s.db.SendBatch(ctx, b).Close(); err != nil {
+	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("write vectors: %w", err)
 	}
 	return nil
@@ -115,8 +117,8 @@ JOIN embedding_df d ON d.tenant_id = $1 AND d.model = $2 AND d.feature = f.featu
 // AddFeatureDF counts newly embedded documents in a tenant's feature
 // document frequencies: features holds each document's distinct features,
 // concatenated.
-func (s *Store) AddFeatureDF(ctx context.Context, tenant, model string, features []int32) error {
-	if _, err := s.db.Exec(ctx, addFeatureDFSQL, tenant, model, features); err != nil {
+func AddFeatureDF(ctx context.Context, db pg.DBTX, tenant, model string, features []int32) error {
+	if _, err := db.Exec(ctx, addFeatureDFSQL, tenant, model, features); err != nil {
 		return fmt.Errorf("count feature frequencies: %w", err)
 	}
 	return nil
@@ -124,8 +126,8 @@ func (s *Store) AddFeatureDF(ctx context.Context, tenant, model string, features
 
 // FeatureDF returns a tenant's document frequencies of features (absent
 // ones are zero) and how many documents it has embedded.
-func (s *Store) FeatureDF(ctx context.Context, tenant, model string, features []int32) (map[int32]int64, int64, error) {
-	rows, err := s.db.Query(ctx, featureDFSQL, tenant, model, features)
+func FeatureDF(ctx context.Context, db pg.DBTX, tenant, model string, features []int32) (map[int32]int64, int64, error) {
+	rows, err := db.Query(ctx, featureDFSQL, tenant, model, features)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read feature frequencies: %w", err)
 	}
@@ -137,7 +139,7 @@ func (s *Store) FeatureDF(ctx context.Context, tenant, model string, features []
 		return nil, 0, fmt.Errorf("read feature frequencies: %w", err)
 	}
 	var docs int64
-	if err := s.db.QueryRow(ctx, embeddedDocsSQL, tenant, model).Scan(&docs); err != nil {
+	if err := db.QueryRow(ctx, embeddedDocsSQL, tenant, model).Scan(&docs); err != nil {
 		return nil, 0, fmt.Errorf("count embedded records: %w", err)
 	}
 	return out, docs, nil
@@ -153,25 +155,25 @@ const (
 // DropVectors deletes vectors and feature frequencies: every model's but
 // keep's when others is true (a model change), else keep's own (a
 // rebuild). It returns the vectors deleted.
-func (s *Store) DropVectors(ctx context.Context, keep string, others bool) (int64, error) {
+func DropVectors(ctx context.Context, db pg.DBTX, keep string, others bool) (int64, error) {
 	vecs, dfs := dropModelSQL, dropModelDFSQL
 	if others {
 		vecs, dfs = dropOtherModelsSQL, dropOtherModelsDFSQL
 	}
-	tag, err := s.db.Exec(ctx, vecs, keep)
+	tag, err := db.Exec(ctx, vecs, keep)
 	if err != nil {
 		return 0, fmt.Errorf("drop vectors: %w", err)
 	}
-	if _, err := s.db.Exec(ctx, dfs, keep); err != nil {
+	if _, err := db.Exec(ctx, dfs, keep); err != nil {
 		return 0, fmt.Errorf("drop feature frequencies: %w", err)
 	}
 	return tag.RowsAffected(), nil
 }
 
 // OtherModels reports whether vectors of a model other than model exist.
-func (s *Store) OtherModels(ctx context.Context, model string) (bool, error) {
+func OtherModels(ctx context.Context, db pg.DBTX, model string) (bool, error) {
 	var yes bool
-	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM record_vectors WHERE model <> $1)`, model).Scan(&yes)
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM record_vectors WHERE model <> $1)`, model).Scan(&yes)
 	if err != nil {
 		return false, fmt.Errorf("look for other models' vectors: %w", err)
 	}

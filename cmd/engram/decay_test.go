@@ -14,6 +14,7 @@ import (
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/jobs"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
@@ -24,16 +25,16 @@ func setupDecay(t *testing.T) *env {
 	db := pgtest.NewSchema(t)
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(t, err)
-	st := store.New(db.Pool, store.WithLifecycleDefaults(settings.Defaults))
-	require.NoError(t, st.EnsureTenant(t.Context(), "acme"))
-	dec := decay.New(st, settings)
+	wr := revise.New(db.Pool, revise.Config{Defaults: settings.Defaults})
+	require.NoError(t, store.EnsureTenant(t.Context(), db.Pool, "acme"))
+	dec := decay.New(db.Pool, wr, settings)
 	sched := jobs.New(jobs.Config{Pool: db.Pool, LeaderInterval: 20 * time.Millisecond})
 	require.NoError(t, sched.Register(jobs.Job{Name: decay.SweepJob, Schedule: "*/15 * * * *", Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }}))
 	require.NoError(t, sched.Register(jobs.Job{Name: decay.PurgeJob, Schedule: jobs.Off, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }}))
 	require.NoError(t, sched.Start(context.Background()))
 	t.Cleanup(func() { require.NoError(t, sched.Stop(context.Background())) })
 	srv := httptest.NewServer(server.New(server.Config{
-		Store: st, Decay: dec, Jobs: sched,
+		DB: db.Pool, Writer: wr, Decay: dec, Jobs: sched,
 		Keys: []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}, {Name: "ops", Secret: opsKey, Role: server.RoleOperator}},
 	}))
 	t.Cleanup(srv.Close)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/decay"
@@ -18,6 +17,7 @@ import (
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
@@ -35,14 +35,15 @@ func setupRecall(t *testing.T) *recallEnv {
 	db := pgtest.NewSchema(t)
 	decaySettings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(t, err)
-	st := store.New(db.Pool, store.WithLifecycleDefaults(decaySettings.Defaults))
-	require.NoError(t, st.EnsureTenant(t.Context(), "acme"))
+	wr := revise.New(db.Pool, revise.Config{Defaults: decaySettings.Defaults})
+	require.NoError(t, store.EnsureTenant(t.Context(), db.Pool, "acme"))
 	settings, err := retrieve.NewSettings(retrieve.DefaultConfig())
 	require.NoError(t, err)
 	srv := httptest.NewServer(server.New(server.Config{
-		Store:    st,
-		Decay:    decay.New(st, decaySettings),
-		Retrieve: retrieve.New(st, settings, retrieve.WithEmbedder(embedding.NewLexical())),
+		DB:       db.Pool,
+		Writer:   wr,
+		Decay:    decay.New(db.Pool, wr, decaySettings),
+		Retrieve: retrieve.New(db.Pool, settings, retrieve.WithEmbedder(embedding.NewLexical())),
 		Keys:     []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}},
 	}))
 	t.Cleanup(srv.Close)
@@ -57,16 +58,20 @@ func setupRecall(t *testing.T) *recallEnv {
 func (e *recallEnv) startThread(thread, summary string) string {
 	e.t.Helper()
 	var id string
-	err := pg.WithTx(e.t.Context(), e.pool, func(ctx context.Context, tx pgx.Tx) error {
-		th, err := store.New(tx).StartThread(ctx, "acme", thread, "coder",
-			memory.Record{Type: memory.Episodic, Payload: json.RawMessage(`{"kind": "episodic", "timeline": []}`)},
-			memory.Record{Type: memory.Working, Payload: json.RawMessage(`{"kind": "working", "thread_id": "` + thread + `", "state": "executing", "context_summary": "` + summary + `"}`)},
-			store.Change{Actor: "test"})
+	ch := revise.Change{Actor: "test"}
+	err := revise.New(e.pool, revise.Config{}).InTx(e.t.Context(), func(ctx context.Context, tx *revise.Tx) error {
+		ep, err := tx.Create(ctx, "acme", memory.Record{Type: memory.Episodic, Payload: json.RawMessage(`{"kind": "episodic", "timeline": []}`)}, ch)
 		if err != nil {
 			return err
 		}
-		id = th.WorkingID.String()
-		return nil
+		wm, err := tx.Create(ctx, "acme", memory.Record{Type: memory.Working,
+			Payload: json.RawMessage(`{"kind": "working", "thread_id": "` + thread + `", "state": "executing", "context_summary": "` + summary + `"}`)}, ch)
+		if err != nil {
+			return err
+		}
+		id = wm.ID.String()
+		_, err = store.InsertThread(ctx, tx.Exec(), "acme", thread, "coder", ep.ID, wm.ID)
+		return err
 	})
 	require.NoError(e.t, err)
 	return id

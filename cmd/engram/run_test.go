@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
@@ -31,11 +32,11 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	st := store.New(pgtest.NewSchema(t).Pool)
-	require.NoError(t, st.EnsureTenant(t.Context(), "acme"))
+	pool := pgtest.NewSchema(t).Pool
+	require.NoError(t, store.EnsureTenant(t.Context(), pool, "acme"))
 	srv := httptest.NewServer(server.New(server.Config{
-		Store: st,
-		Keys:  []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}},
+		DB: pool, Writer: revise.New(pool, revise.Config{}),
+		Keys: []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}},
 	}))
 	t.Cleanup(srv.Close)
 	return &env{

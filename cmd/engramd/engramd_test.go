@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
@@ -174,7 +175,7 @@ func TestPolicyReloadOnSIGHUP(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("rules: [{name: a, match: {kind: [observation]}, drop: true}]\n"), 0o600))
 	first, err := policy.Load(path)
 	require.NoError(t, err)
-	w := policy.NewWorker(policy.WorkerConfig{Policy: first})
+	w := ingest.NewWorker(ingest.WorkerConfig{Policy: first})
 	observation := memory.Event{Kind: memory.Observation, AgentID: "a", ThreadID: "t", Text: "x"}
 	logs := &lockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())

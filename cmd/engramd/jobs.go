@@ -22,19 +22,19 @@ import (
 	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/retrieve"
-	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/revise"
 )
 
-// newStore returns the store whose new records take their decay profile and
-// deletion policy from the decay configuration in force, and that
-// configuration's holder.
-func newStore(pool *pgxpool.Pool, cfg config.Config) (*store.Store, *decay.Settings, error) {
+// newWriter returns the write path, whose new records take their decay
+// profile and deletion policy from the decay configuration in force, and
+// that configuration's holder. Every writer of the daemon shares it.
+func newWriter(pool *pgxpool.Pool, cfg config.Config) (*revise.Writer, *decay.Settings, error) {
 	settings, err := decay.NewSettings(cfg.Decay)
 	if err != nil {
 		return nil, nil, err
 	}
-	st := store.New(pool, store.WithMaxPayloadBytes(cfg.MaxPayloadBytes), store.WithLifecycleDefaults(settings.Defaults))
-	return st, settings, nil
+	w := revise.New(pool, revise.Config{MaxPayloadBytes: cfg.MaxPayloadBytes, Defaults: settings.Defaults})
+	return w, settings, nil
 }
 
 // periodic is engramd's periodic work: the decayer and the scheduler that
@@ -57,8 +57,8 @@ type periodic struct {
 // starts the scheduler and watches for SIGHUP, which reloads the
 // configuration with load.
 func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.Config, error), pool *pgxpool.Pool,
-	st *store.Store, settings *decay.Settings, ret *retrieval, reg prometheus.Registerer, logger *slog.Logger) (*periodic, error) {
-	dec := decay.New(st, settings, decay.WithLogger(logger), decay.WithRegistry(reg))
+	writer *revise.Writer, settings *decay.Settings, ret *retrieval, reg prometheus.Registerer, logger *slog.Logger) (*periodic, error) {
+	dec := decay.New(pool, writer, settings, decay.WithLogger(logger), decay.WithRegistry(reg))
 	sched := jobs.New(jobs.Config{Pool: pool, Logger: logger, Registry: reg})
 	all := []jobs.Job{
 		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},

@@ -15,12 +15,12 @@ import (
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
-	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/revise"
 )
 
 // startPlanes builds the ingestion plane and starts the policy plane's
 // worker; the caller stops the worker.
-func startPlanes(ctx context.Context, cfg config.Config, db pg.DBTX, st *store.Store, logger *slog.Logger, reg prometheus.Registerer) (*ingest.Ingester, *policy.Worker, error) {
+func startPlanes(ctx context.Context, cfg config.Config, db pg.DBTX, writer *revise.Writer, logger *slog.Logger, reg prometheus.Registerer) (*ingest.Ingester, *ingest.Worker, error) {
 	pol := policy.Default()
 	if cfg.PolicyFile != "" {
 		var err error
@@ -28,12 +28,12 @@ func startPlanes(ctx context.Context, cfg config.Config, db pg.DBTX, st *store.S
 			return nil, nil, err
 		}
 	}
-	w := policy.NewWorker(policy.WorkerConfig{
-		DB: db, Policy: pol, Logger: logger, Registry: reg,
+	w := ingest.NewWorker(ingest.WorkerConfig{
+		DB: db, Writer: writer, Policy: pol, Logger: logger, Registry: reg,
 		Partitions: cfg.Ingest.Partitions, BatchSize: cfg.Ingest.BatchSize, MaxAttempts: cfg.Ingest.MaxAttempts,
 	})
 	in := ingest.New(ingest.Config{
-		Store: st, Policy: w.Policy, Staged: w.Notify, Registry: reg,
+		DB: db, Policy: w.Policy, Staged: w.Notify, Registry: reg,
 		MaxEventBytes: cfg.MaxPayloadBytes, MaxSkew: cfg.Ingest.MaxSkew,
 		AgentRate: cfg.Ingest.AgentRate, AgentBurst: cfg.Ingest.AgentBurst, MaxBacklog: cfg.Ingest.MaxBacklog,
 	})
@@ -50,7 +50,7 @@ func startPlanes(ctx context.Context, cfg config.Config, db pg.DBTX, st *store.S
 // reloadPolicyOnHUP reloads the policy file on SIGHUP. A file that does not
 // validate is refused, with the rule and field named, and the policy in
 // force stays.
-func reloadPolicyOnHUP(ctx context.Context, path string, w *policy.Worker, logger *slog.Logger) {
+func reloadPolicyOnHUP(ctx context.Context, path string, w *ingest.Worker, logger *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -80,7 +80,7 @@ type retrieval struct {
 
 // newRetrieval builds the embedder the configuration names and the
 // retriever over it.
-func newRetrieval(cfg config.Config, st *store.Store, reg prometheus.Registerer, logger *slog.Logger) (*retrieval, error) {
+func newRetrieval(cfg config.Config, db pg.DBTX, reg prometheus.Registerer, logger *slog.Logger) (*retrieval, error) {
 	settings, err := retrieve.NewSettings(cfg.Retrieve)
 	if err != nil {
 		return nil, err
@@ -98,9 +98,9 @@ func newRetrieval(cfg config.Config, st *store.Store, reg prometheus.Registerer,
 	out := &retrieval{settings: settings}
 	if emb != nil {
 		opts = append(opts, retrieve.WithEmbedder(emb))
-		out.backfiller = embedding.NewBackfiller(st, emb, cfg.Embedding.BatchSize, logger)
+		out.backfiller = embedding.NewBackfiller(db, emb, cfg.Embedding.BatchSize, logger)
 		logger.Info("vector index", slog.String("model", emb.Model()))
 	}
-	out.retriever = retrieve.New(st, settings, opts...)
+	out.retriever = retrieve.New(db, settings, opts...)
 	return out, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/migrations"
 	"github.com/engram-dev/engram/server"
+	"github.com/engram-dev/engram/store"
 )
 
 const usage = `engramd is the engram memory daemon.
@@ -130,7 +131,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return err
 	}
 	defer pool.Close()
-	st, settings, err := newStore(pool, cfg)
+	writer, settings, err := newWriter(pool, cfg)
 	if err != nil {
 		return err
 	}
@@ -143,25 +144,25 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		if k.Role != server.RoleTenant {
 			continue // an operator key has no tenant
 		}
-		if err := st.EnsureTenant(ctx, k.Tenant); err != nil {
+		if err := store.EnsureTenant(ctx, pool, k.Tenant); err != nil {
 			return err
 		}
 	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ing, worker, err := startPlanes(ctx, cfg, pool, st, logger, reg)
+	ing, worker, err := startPlanes(ctx, cfg, pool, writer, logger, reg)
 	if err != nil {
 		return err
 	}
 	// Stopped after the HTTP server and before the pool closes: a batch cut
 	// off rolls back and its events stay staged for the next start.
 	defer func() { _ = worker.Stop(context.WithoutCancel(ctx)) }()
-	ret, err := newRetrieval(cfg, st, reg, logger)
+	ret, err := newRetrieval(cfg, pool, reg, logger)
 	if err != nil {
 		return err
 	}
-	per, err := startPeriodic(ctx, cfg, load, pool, st, settings, ret, reg, logger)
+	per, err := startPeriodic(ctx, cfg, load, pool, writer, settings, ret, reg, logger)
 	if err != nil {
 		return err
 	}
@@ -169,7 +170,8 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	// saves its cursor and the next run resumes from it.
 	defer per.stop(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	srv := server.New(server.Config{
-		Store:        st,
+		DB:           pool,
+		Writer:       writer,
 		Keys:         keys,
 		Logger:       logger,
 		Ready:        pool.Ping,

@@ -20,7 +20,7 @@ import (
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/retrieve"
-	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/revise"
 )
 
 // Defaults.
@@ -145,7 +145,7 @@ func Default() Config {
 	return Config{
 		Listen:          DefaultListen,
 		DatabaseURL:     DefaultDatabaseURL,
-		MaxPayloadBytes: store.DefaultMaxPayloadBytes,
+		MaxPayloadBytes: revise.DefaultMaxPayloadBytes,
 		ShutdownTimeout: DefaultShutdownTimeout,
 		LogLevel:        DefaultLogLevel,
 		LogFormat:       DefaultLogFormat,

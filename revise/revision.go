@@ -1,40 +1,23 @@
-package store
+package revise
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/schemas"
-)
-
-// Audit actions, one per revision operation.
-const (
-	ActionCreate    = "create"
-	ActionUpdate    = "update"
-	ActionAppend    = "append"
-	ActionSupersede = "supersede"
-	ActionFork      = "fork"
-	ActionContest   = "contest"
-	ActionRetract   = "retract"
-	ActionMerge     = "merge"
-	ActionDelete    = "delete"
-	ActionPurge     = "purge"
+	"github.com/engram-dev/engram/store"
 )
 
 // Update replaces the payload (and, when tags is non-nil, the tags) of a
 // working-memory record, the only type that may be edited freely (substrate
 // RFC §6, §15A.3). version must be the version the caller read: a record
 // that changed since is a [CodeVersionConflict], never a lost update.
-func (s *Store) Update(ctx context.Context, tenant string, id uuid.UUID, version int, payload json.RawMessage, tags []string, ch Change) (memory.Record, error) {
+func (t *Tx) Update(ctx context.Context, tenant string, id uuid.UUID, version int, payload json.RawMessage, tags []string, ch Change) (memory.Record, error) {
 	if err := checkChange(ch); err != nil {
 		return memory.Record{}, err
 	}
@@ -42,9 +25,9 @@ func (s *Store) Update(ctx context.Context, tenant string, id uuid.UUID, version
 		return memory.Record{}, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/version", Message: "is required: the version you read"}}}
 	}
 	var rec memory.Record
-	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+	err := func() error {
 		var err error
-		if rec, err = s.lockLive(ctx, tx, tenant, id, version); err != nil {
+		if rec, err = t.lockLive(ctx, tenant, id, version); err != nil {
 			return err
 		}
 		if rec.Type != memory.Working {
@@ -54,14 +37,14 @@ func (s *Store) Update(ctx context.Context, tenant string, id uuid.UUID, version
 		if tags != nil {
 			rec.Tags = tags
 		}
-		if err := s.validate(rec, ""); err != nil {
+		if err := t.w.validate(rec, ""); err != nil {
 			return err
 		}
-		if err := s.revise(ctx, tx, tenant, &rec); err != nil {
+		if err := t.revise(ctx, tenant, &rec); err != nil {
 			return err
 		}
-		return audit(ctx, tx, tenant, rec, ActionUpdate, ch)
-	})
+		return t.audit(ctx, tenant, rec, ActionUpdate, ch)
+	}()
 	return rec, err
 }
 
@@ -78,15 +61,15 @@ type EpisodeAppend struct {
 // (substrate RFC §5); the database refuses any other edit. Timeline and
 // tool-graph entries are stored as rows of their own (episode_entries);
 // artifacts and the outcome are a revision of the payload.
-func (s *Store) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, add EpisodeAppend, ch Change) (memory.Record, error) {
+func (t *Tx) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, add EpisodeAppend, ch Change) (memory.Record, error) {
 	if err := checkChange(ch); err != nil {
 		return memory.Record{}, err
 	}
 	if err := checkTimeline(add.Timeline); err != nil {
 		return memory.Record{}, err
 	}
-	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		rec, err := s.lockLive(ctx, tx, tenant, id, 0)
+	err := func() error {
+		rec, err := t.lockLive(ctx, tenant, id, 0)
 		if err != nil {
 			return err
 		}
@@ -110,25 +93,23 @@ func (s *Store) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, 
 			if rec.Payload, err = json.Marshal(p); err != nil {
 				return fmt.Errorf("encode episode: %w", err)
 			}
-			if err := s.validate(rec, ""); err != nil {
+			if err := t.w.validate(rec, ""); err != nil {
 				return err
 			}
-			if err := s.revise(ctx, tx, tenant, &rec); err != nil {
+			if err := t.revise(ctx, tenant, &rec); err != nil {
 				return err
 			}
 		}
-		ts := New(tx)
-		ts.now = s.now
 		a := TimelineAppend{EpisodeID: id, Entries: add.Timeline, ToolGraph: add.ToolGraph}
 		if len(a.Entries) == 0 && len(a.ToolGraph) == 0 {
-			return audit(ctx, tx, tenant, rec, ActionAppend, ch)
+			return t.audit(ctx, tenant, rec, ActionAppend, ch)
 		}
-		return ts.AppendTimelines(ctx, tenant, []TimelineAppend{a}, ch)
-	})
+		return t.AppendTimelines(ctx, tenant, []TimelineAppend{a}, ch)
+	}()
 	if err != nil {
 		return memory.Record{}, err
 	}
-	return s.Get(ctx, tenant, id)
+	return store.Get(ctx, t.tx, tenant, id)
 }
 
 // checkTimeline refuses timeline entries with a field left out: an episode
@@ -181,12 +162,12 @@ func appendJSON[T any](p map[string]json.RawMessage, key string, items []T) erro
 // leaves the active set. Fields next leaves out (type, scope, sensitivity,
 // tags) are taken from the old record. version, when non-zero, must be the
 // old record's current version. It returns the old and the new record.
-func (s *Store) Supersede(ctx context.Context, tenant string, id uuid.UUID, version int, next memory.Record, ch Change) (old, created memory.Record, err error) {
+func (t *Tx) Supersede(ctx context.Context, tenant string, id uuid.UUID, version int, next memory.Record, ch Change) (old, created memory.Record, err error) {
 	if err := checkChange(ch); err != nil {
 		return old, created, err
 	}
-	err = pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		if old, err = s.lockRevisable(ctx, tx, tenant, id, version); err != nil {
+	err = func() error {
+		if old, err = t.lockRevisable(ctx, tenant, id, version); err != nil {
 			return err
 		}
 		if next.Type == "" {
@@ -209,18 +190,18 @@ func (s *Store) Supersede(ctx context.Context, tenant string, id uuid.UUID, vers
 				return err
 			}
 		}
-		if err := s.leave(ctx, tx, tenant, &old, memory.Superseded, ActionSupersede, ch); err != nil {
+		if err := t.leave(ctx, tenant, &old, memory.Superseded, ActionSupersede, ch); err != nil {
 			return err
 		}
 		next.Relations = slices.DeleteFunc(next.Relations, func(r memory.Relation) bool { return r.TargetID == old.ID })
-		if created, err = s.create(ctx, tx, tenant, next, memory.Active, "/record", ch); err != nil {
+		if created, err = t.create(ctx, tenant, next, memory.Active, "/record", ch); err != nil {
 			return err
 		}
 		rel := memory.Relation{Predicate: memory.Supersedes, TargetID: old.ID}
 		created.Relations = append(created.Relations, rel)
-		return addRelation(ctx, tx, tenant, created.ID, rel)
-	})
-	return old, created, s.nameFact(ctx, tenant, err)
+		return store.AddRelation(ctx, t.tx, tenant, created.ID, rel)
+	}()
+	return old, created, err
 }
 
 // Fork replaces a semantic fact with conditional variants whose conditions
@@ -228,15 +209,15 @@ func (s *Store) Supersede(ctx context.Context, tenant string, id uuid.UUID, vers
 // RFC §7 "conditional fork"). Each variant keeps the fact's subject and
 // predicate and gets a forked_from relation to it; the original leaves the
 // active set.
-func (s *Store) Fork(ctx context.Context, tenant string, id uuid.UUID, version int, variants []memory.Record, ch Change) (old memory.Record, created []memory.Record, err error) {
+func (t *Tx) Fork(ctx context.Context, tenant string, id uuid.UUID, version int, variants []memory.Record, ch Change) (old memory.Record, created []memory.Record, err error) {
 	if err := checkChange(ch); err != nil {
 		return old, nil, err
 	}
 	if len(variants) < 2 {
 		return old, nil, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/variants", Message: "a fork needs at least two variants; to replace a fact with one, supersede it"}}}
 	}
-	err = pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		if old, err = s.lockRevisable(ctx, tx, tenant, id, version); err != nil {
+	err = func() error {
+		if old, err = t.lockRevisable(ctx, tenant, id, version); err != nil {
 			return err
 		}
 		if old.Type != memory.Semantic {
@@ -249,7 +230,7 @@ func (s *Store) Fork(ctx context.Context, tenant string, id uuid.UUID, version i
 		if err := checkVariants(fact, variants); err != nil {
 			return err
 		}
-		if err := s.leave(ctx, tx, tenant, &old, memory.Superseded, ActionFork, ch); err != nil {
+		if err := t.leave(ctx, tenant, &old, memory.Superseded, ActionFork, ch); err != nil {
 			return err
 		}
 		for i, v := range variants {
@@ -257,20 +238,20 @@ func (s *Store) Fork(ctx context.Context, tenant string, id uuid.UUID, version i
 				v.Type = memory.Semantic
 			}
 			inherit(&v, old)
-			c, err := s.create(ctx, tx, tenant, v, memory.Active, fmt.Sprintf("/variants/%d", i), ch)
+			c, err := t.create(ctx, tenant, v, memory.Active, fmt.Sprintf("/variants/%d", i), ch)
 			if err != nil {
 				return err
 			}
 			rel := memory.Relation{Predicate: memory.ForkedFrom, TargetID: old.ID}
-			if err := addRelation(ctx, tx, tenant, c.ID, rel); err != nil {
+			if err := store.AddRelation(ctx, t.tx, tenant, c.ID, rel); err != nil {
 				return err
 			}
 			c.Relations = append(c.Relations, rel)
 			created = append(created, c)
 		}
 		return nil
-	})
-	return old, created, s.nameFact(ctx, tenant, err)
+	}()
+	return old, created, err
 }
 
 // checkVariants holds a fork to its rule: same subject and predicate,
@@ -312,7 +293,7 @@ func checkVariants(fact memory.SemanticPayload, variants []memory.Record) error 
 // contradicts relations both ways between every pair. With next, a new
 // record is created already contested, for contradicting evidence that
 // arrives while a fact is active.
-func (s *Store) Contest(ctx context.Context, tenant string, ids []uuid.UUID, next *memory.Record, ch Change) ([]memory.Record, error) {
+func (t *Tx) Contest(ctx context.Context, tenant string, ids []uuid.UUID, next *memory.Record, ch Change) ([]memory.Record, error) {
 	if err := checkChange(ch); err != nil {
 		return nil, err
 	}
@@ -323,8 +304,8 @@ func (s *Store) Contest(ctx context.Context, tenant string, ids []uuid.UUID, nex
 		return nil, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/record_ids", Message: "name at least two records to contest, or one and a new contradicting record"}}}
 	}
 	var out []memory.Record
-	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		recs, err := lockMany(ctx, tx, tenant, ids)
+	err := func() error {
+		recs, err := store.LockMany(ctx, t.tx, tenant, ids)
 		if err != nil {
 			return err
 		}
@@ -338,12 +319,12 @@ func (s *Store) Contest(ctx context.Context, tenant string, ids []uuid.UUID, nex
 		}
 		for i := range recs {
 			if recs[i].Status == memory.Contested {
-				if err := audit(ctx, tx, tenant, recs[i], ActionContest, ch); err != nil {
+				if err := t.audit(ctx, tenant, recs[i], ActionContest, ch); err != nil {
 					return err
 				}
 				continue
 			}
-			if err := s.leave(ctx, tx, tenant, &recs[i], memory.Contested, ActionContest, ch); err != nil {
+			if err := t.leave(ctx, tenant, &recs[i], memory.Contested, ActionContest, ch); err != nil {
 				return err
 			}
 		}
@@ -353,7 +334,7 @@ func (s *Store) Contest(ctx context.Context, tenant string, ids []uuid.UUID, nex
 				n.Type = recs[0].Type
 			}
 			inherit(&n, recs[0])
-			c, err := s.create(ctx, tx, tenant, n, memory.Contested, "/record", ch)
+			c, err := t.create(ctx, tenant, n, memory.Contested, "/record", ch)
 			if err != nil {
 				return err
 			}
@@ -365,7 +346,7 @@ func (s *Store) Contest(ctx context.Context, tenant string, ids []uuid.UUID, nex
 					continue
 				}
 				rel := memory.Relation{Predicate: memory.Contradicts, TargetID: recs[j].ID}
-				if err := addRelation(ctx, tx, tenant, recs[i].ID, rel); err != nil {
+				if err := store.AddRelation(ctx, t.tx, tenant, recs[i].ID, rel); err != nil {
 					return err
 				}
 				recs[i].Relations = append(recs[i].Relations, rel)
@@ -373,24 +354,24 @@ func (s *Store) Contest(ctx context.Context, tenant string, ids []uuid.UUID, nex
 		}
 		out = recs
 		return nil
-	})
-	return out, s.nameFact(ctx, tenant, err)
+	}()
+	return out, err
 }
 
 // Retract withdraws a record: it leaves the active set and stays readable
 // in history (substrate RFC §7).
-func (s *Store) Retract(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (memory.Record, error) {
+func (t *Tx) Retract(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (memory.Record, error) {
 	if err := checkChange(ch); err != nil {
 		return memory.Record{}, err
 	}
 	var rec memory.Record
-	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+	err := func() error {
 		var err error
-		if rec, err = s.lockRevisable(ctx, tx, tenant, id, version); err != nil {
+		if rec, err = t.lockRevisable(ctx, tenant, id, version); err != nil {
 			return err
 		}
-		return s.leave(ctx, tx, tenant, &rec, memory.Retracted, ActionRetract, ch)
-	})
+		return t.leave(ctx, tenant, &rec, memory.Retracted, ActionRetract, ch)
+	}()
 	return rec, err
 }
 
@@ -400,7 +381,7 @@ func (s *Store) Retract(ctx context.Context, tenant string, id uuid.UUID, versio
 // merged_into relation from each. The merged payload is template's when it
 // has one, else the most confident source's. Sources must share type and
 // scope; they leave the active set.
-func (s *Store) Merge(ctx context.Context, tenant string, ids []uuid.UUID, template *memory.Record, ch Change) (memory.Record, error) {
+func (t *Tx) Merge(ctx context.Context, tenant string, ids []uuid.UUID, template *memory.Record, ch Change) (memory.Record, error) {
 	if err := checkChange(ch); err != nil {
 		return memory.Record{}, err
 	}
@@ -408,8 +389,8 @@ func (s *Store) Merge(ctx context.Context, tenant string, ids []uuid.UUID, templ
 		return memory.Record{}, err
 	}
 	var merged memory.Record
-	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		srcs, err := lockMany(ctx, tx, tenant, ids)
+	err := func() error {
+		srcs, err := store.LockMany(ctx, t.tx, tenant, ids)
 		if err != nil {
 			return err
 		}
@@ -427,21 +408,21 @@ func (s *Store) Merge(ctx context.Context, tenant string, ids []uuid.UUID, templ
 		}
 		merged = mergeOf(srcs, template)
 		for i := range srcs {
-			if err := s.leave(ctx, tx, tenant, &srcs[i], memory.Merged, ActionMerge, ch); err != nil {
+			if err := t.leave(ctx, tenant, &srcs[i], memory.Merged, ActionMerge, ch); err != nil {
 				return err
 			}
 		}
-		if merged, err = s.create(ctx, tx, tenant, merged, memory.Active, "/record", ch); err != nil {
+		if merged, err = t.create(ctx, tenant, merged, memory.Active, "/record", ch); err != nil {
 			return err
 		}
 		for _, src := range srcs {
-			if err := addRelation(ctx, tx, tenant, src.ID, memory.Relation{Predicate: memory.MergedInto, TargetID: merged.ID}); err != nil {
+			if err := store.AddRelation(ctx, t.tx, tenant, src.ID, memory.Relation{Predicate: memory.MergedInto, TargetID: merged.ID}); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
-	return merged, s.nameFact(ctx, tenant, err)
+	}()
+	return merged, err
 }
 
 // mergeOf computes the merged record of srcs.
@@ -502,16 +483,16 @@ func mergeOf(srcs []memory.Record, template *memory.Record) memory.Record {
 
 // Delete soft-deletes a record: it leaves the active set and listings (unless
 // asked for by status), stays readable by id, in history and in audit, and
-// can be purged for good with [Store.Purge]. Records whose deletion
+// can be purged for good with [Tx.Purge]. Records whose deletion
 // policy is never are refused.
-func (s *Store) Delete(ctx context.Context, tenant string, id uuid.UUID, ch Change) (memory.Record, error) {
+func (t *Tx) Delete(ctx context.Context, tenant string, id uuid.UUID, ch Change) (memory.Record, error) {
 	if err := checkChange(ch); err != nil {
 		return memory.Record{}, err
 	}
 	var rec memory.Record
-	err := pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+	err := func() error {
 		var err error
-		if rec, err = lock(ctx, tx, tenant, id); err != nil {
+		if rec, err = store.Lock(ctx, t.tx, tenant, id); err != nil {
 			return err
 		}
 		if rec.Status == memory.Deleted {
@@ -520,46 +501,38 @@ func (s *Store) Delete(ctx context.Context, tenant string, id uuid.UUID, ch Chan
 		if rec.Lifecycle.DeletionPolicy == memory.Never {
 			return conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s has deletion policy never", id)
 		}
-		return s.leave(ctx, tx, tenant, &rec, memory.Deleted, ActionDelete, ch)
-	})
+		return t.leave(ctx, tenant, &rec, memory.Deleted, ActionDelete, ch)
+	}()
 	return rec, err
 }
-
-const purgeRecordSQL = `DELETE FROM records WHERE tenant_id = $1 AND id = $2 AND status IN ('deleted', 'expired')`
 
 // Purge hard-deletes a soft-deleted or expired record with its version
 // history and relations. What remains is an audit entry that names the
 // record's id and no content.
-func (s *Store) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) error {
+func (t *Tx) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) error {
 	if err := checkChange(ch); err != nil {
 		return err
 	}
-	return pg.WithTx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		rec, err := lock(ctx, tx, tenant, id)
+	return func() error {
+		rec, err := store.Lock(ctx, t.tx, tenant, id)
 		if err != nil {
 			return err
 		}
 		if rec.Status != memory.Deleted && rec.Status != memory.Expired {
 			return conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s is %s: delete it before purging", id, rec.Status)
 		}
-		if _, err := tx.Exec(ctx, "SET LOCAL engram.purge = 'on'"); err != nil {
-			return fmt.Errorf("allow purge: %w", err)
-		}
-		if _, err := tx.Exec(ctx, purgeRecordSQL, tenant, id); err != nil {
-			return fmt.Errorf("purge record: %w", err)
-		}
-		if _, err := tx.Exec(ctx, "SET LOCAL engram.purge = 'off'"); err != nil {
-			return fmt.Errorf("end purge: %w", err)
+		if err := store.PurgeRecord(ctx, t.tx, tenant, id); err != nil {
+			return err
 		}
 		rec.Version++
-		return audit(ctx, tx, tenant, rec, ActionPurge, Change{Actor: ch.Actor, Rationale: ch.Rationale})
-	})
+		return t.audit(ctx, tenant, rec, ActionPurge, Change{Actor: ch.Actor, Rationale: ch.Rationale})
+	}()
 }
 
 // lockLive locks a record that must be in the active set and, when version
 // is non-zero, at that version.
-func (s *Store) lockLive(ctx context.Context, tx pgx.Tx, tenant string, id uuid.UUID, version int) (memory.Record, error) {
-	rec, err := lock(ctx, tx, tenant, id)
+func (t *Tx) lockLive(ctx context.Context, tenant string, id uuid.UUID, version int) (memory.Record, error) {
+	rec, err := store.Lock(ctx, t.tx, tenant, id)
 	if err != nil {
 		return rec, err
 	}
@@ -575,8 +548,8 @@ func (s *Store) lockLive(ctx context.Context, tx pgx.Tx, tenant string, id uuid.
 // lockRevisable is lockLive for the revision operations, which episodic
 // records do not take (substrate RFC §15B: revisability of all non-episodic
 // memory).
-func (s *Store) lockRevisable(ctx context.Context, tx pgx.Tx, tenant string, id uuid.UUID, version int) (memory.Record, error) {
-	rec, err := lock(ctx, tx, tenant, id)
+func (t *Tx) lockRevisable(ctx context.Context, tenant string, id uuid.UUID, version int) (memory.Record, error) {
+	rec, err := store.Lock(ctx, t.tx, tenant, id)
 	if err != nil {
 		return rec, err
 	}
@@ -597,7 +570,7 @@ func checkRevisable(rec memory.Record, version int) error {
 }
 
 // leave moves a locked record to status as its next version, and audits it.
-func (s *Store) leave(ctx context.Context, tx pgx.Tx, tenant string, rec *memory.Record, status memory.Status, action string, ch Change) error {
+func (t *Tx) leave(ctx context.Context, tenant string, rec *memory.Record, status memory.Status, action string, ch Change) error {
 	rec.Status = status
 	if rec.Type == memory.Semantic {
 		p, err := setRevision(rec.Payload, func(r *memory.Revision) { r.Status = revisionStatus(status) })
@@ -606,10 +579,10 @@ func (s *Store) leave(ctx context.Context, tx pgx.Tx, tenant string, rec *memory
 		}
 		rec.Payload = p
 	}
-	if err := s.revise(ctx, tx, tenant, rec); err != nil {
+	if err := t.revise(ctx, tenant, rec); err != nil {
 		return err
 	}
-	return audit(ctx, tx, tenant, *rec, action, ch)
+	return t.audit(ctx, tenant, *rec, action, ch)
 }
 
 // inherit fills what a replacement leaves out from the record it replaces.
@@ -674,73 +647,4 @@ func checkIDs(ids []uuid.UUID, least int, pointer string) error {
 		seen[id] = true
 	}
 	return nil
-}
-
-const insertAuditSQL = `
-INSERT INTO audit_log (tenant_id, record_id, action, actor, version, rationale, evidence)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`
-
-func audit(ctx context.Context, tx pgx.Tx, tenant string, rec memory.Record, action string, ch Change) error {
-	ev := ch.Evidence
-	if ev == nil {
-		ev = []memory.Source{}
-	}
-	if _, err := tx.Exec(ctx, insertAuditSQL, tenant, rec.ID, action, ch.Actor, rec.Version, ch.Rationale, ev); err != nil {
-		return fmt.Errorf("audit %s: %w", action, err)
-	}
-	return nil
-}
-
-const insertRelationSQL = `
-INSERT INTO relations (tenant_id, source_id, predicate, target_id, weight)
-VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (tenant_id, source_id, predicate, target_id) DO NOTHING`
-
-func addRelation(ctx context.Context, tx pgx.Tx, tenant string, source uuid.UUID, rel memory.Relation) error {
-	if _, err := tx.Exec(ctx, insertRelationSQL, tenant, source, rel.Predicate, rel.TargetID, rel.Weight); err != nil {
-		return fmt.Errorf("add relation: %w", err)
-	}
-	return nil
-}
-
-const existingIDsSQL = `SELECT id FROM records WHERE tenant_id = $1 AND id = ANY($2)`
-
-// checkRelations makes sure every relation of a new record points at a
-// record of the same tenant.
-func (s *Store) checkRelations(ctx context.Context, tx pgx.Tx, tenant string, rels []memory.Relation, pointer string) error {
-	if len(rels) == 0 {
-		return nil
-	}
-	ids := make([]uuid.UUID, len(rels))
-	for i, r := range rels {
-		ids[i] = r.TargetID
-	}
-	rows, err := tx.Query(ctx, existingIDsSQL, tenant, ids)
-	if err != nil {
-		return fmt.Errorf("check relation targets: %w", err)
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		return fmt.Errorf("check relation targets: %w", err)
-	}
-	var bad []schemas.Violation
-	for i, id := range ids {
-		if !slices.Contains(found, id) {
-			bad = append(bad, schemas.Violation{Pointer: fmt.Sprintf("%s/relations/%d/target_id", pointer, i), Message: "no such record"})
-		}
-	}
-	if len(bad) > 0 {
-		return &schemas.ValidationError{Violations: bad}
-	}
-	return nil
-}
-
-// pgMessage is the message of a PostgreSQL error, without the driver's
-// decoration.
-func pgMessage(err error) string {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Message
-	}
-	return err.Error()
 }

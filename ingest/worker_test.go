@@ -1,9 +1,10 @@
-package policy_test
+package ingest_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,41 +15,39 @@ import (
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
 
 type bundle struct {
 	ctx    context.Context
 	db     *pgtest.Schema
-	store  *store.Store
 	ingest *ingest.Ingester
-	worker *policy.Worker
+	worker *ingest.Worker
 }
 
-func setup(t *testing.T, policyYAML string, opts ...func(*policy.WorkerConfig)) *bundle {
+func setup(t *testing.T, policyYAML string, opts ...func(*ingest.WorkerConfig)) *bundle {
 	t.Helper()
 	db := pgtest.NewSchema(t)
 	ctx := context.Background()
-	st := store.New(db.Pool)
-	require.NoError(t, st.EnsureTenant(ctx, "acme"))
+	require.NoError(t, store.EnsureTenant(ctx, db.Pool, "acme"))
 	pol, err := policy.Parse([]byte(policyYAML), "test")
 	require.NoError(t, err)
-	cfg := policy.WorkerConfig{DB: db.Pool, Policy: pol, Partitions: 2, BatchSize: 100}
+	cfg := ingest.WorkerConfig{DB: db.Pool, Policy: pol, Partitions: 2, BatchSize: 100}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	w := policy.NewWorker(cfg)
-	in := ingest.New(ingest.Config{Store: st, Policy: w.Policy})
-	return &bundle{ctx: ctx, db: db, store: st, ingest: in, worker: w}
+	w := ingest.NewWorker(cfg)
+	in := ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy})
+	return &bundle{ctx: ctx, db: db, ingest: in, worker: w}
 }
 
 func setupB(tb testing.TB) *bundle {
 	db := pgtest.NewSchema(tb)
 	ctx := context.Background()
-	st := store.New(db.Pool)
-	require.NoError(tb, st.EnsureTenant(ctx, "acme"))
-	w := policy.NewWorker(policy.WorkerConfig{DB: db.Pool, Partitions: 2, BatchSize: 1000})
-	return &bundle{ctx: ctx, db: db, store: st, ingest: ingest.New(ingest.Config{Store: st, Policy: w.Policy}), worker: w}
+	require.NoError(tb, store.EnsureTenant(ctx, db.Pool, "acme"))
+	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool, Partitions: 2, BatchSize: 1000})
+	return &bundle{ctx: ctx, db: db, ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy}), worker: w}
 }
 
 func (b *bundle) send(t *testing.T, events ...map[string]any) []store.Staged {
@@ -89,7 +88,7 @@ func (b *bundle) candidate(t *testing.T, id uuid.UUID) (status string, records [
 
 func (b *bundle) episode(t *testing.T, id uuid.UUID) (memory.Record, memory.EpisodicPayload) {
 	t.Helper()
-	rec, err := b.store.Get(b.ctx, "acme", id)
+	rec, err := store.Get(b.ctx, b.db.Pool, "acme", id)
 	require.NoError(t, err)
 	var p memory.EpisodicPayload
 	require.NoError(t, json.Unmarshal(rec.Payload, &p))
@@ -137,16 +136,16 @@ func TestEpisodesAndWorkingMemoryPerThread(t *testing.T) {
 
 	// The closed thread's working memory was discarded; the event after the
 	// outcome opened a new episode with a new working memory.
-	first, err := b.store.List(b.ctx, "acme", store.Filter{Types: []memory.Type{memory.Working}, Statuses: memory.Statuses})
+	first, err := store.List(b.ctx, b.db.Pool, "acme", store.Filter{Types: []memory.Type{memory.Working}, Statuses: memory.Statuses})
 	require.NoError(t, err)
 	require.Len(t, first.Records, 3) // t1 (deleted), t1 second generation, t2
 	_, recs5, _ := b.candidate(t, staged[5].ID)
 	require.NotEqual(t, recs[0], recs5[0])
-	thread, err := b.store.LatestThread(b.ctx, "acme", "t1")
+	thread, err := store.LatestThread(b.ctx, b.db.Pool, "acme", "t1")
 	require.NoError(t, err)
 	require.Equal(t, 2, thread.Generation)
 	require.Equal(t, "open", thread.Status)
-	wm, err := b.store.Get(b.ctx, "acme", *thread.WorkingID)
+	wm, err := store.Get(b.ctx, b.db.Pool, "acme", *thread.WorkingID)
 	require.NoError(t, err)
 	require.Equal(t, memory.Active, wm.Status)
 }
@@ -163,7 +162,7 @@ func TestFactsBecomeSemanticRecords(t *testing.T) {
 	_, recs, d := b.candidate(t, staged[0].ID)
 	require.Equal(t, memory.Semantic, d.Type)
 	require.Len(t, recs, 2)
-	f, err := b.store.Get(b.ctx, "acme", recs[1])
+	f, err := store.Get(b.ctx, b.db.Pool, "acme", recs[1])
 	require.NoError(t, err)
 	require.Equal(t, 0.7, f.Confidence)
 	require.Equal(t, []memory.Relation{{Predicate: memory.DerivedFrom, TargetID: recs[0]}}, f.Relations)
@@ -175,10 +174,10 @@ func TestFactsBecomeSemanticRecords(t *testing.T) {
 	_, recsAgain, _ := b.candidate(t, again[0].ID)
 	require.Equal(t, f.ID, recsAgain[1])
 	_, recsNew, _ := b.candidate(t, again[1].ID)
-	contested, err := b.store.Get(b.ctx, "acme", recsNew[1])
+	contested, err := store.Get(b.ctx, b.db.Pool, "acme", recsNew[1])
 	require.NoError(t, err)
 	require.Equal(t, memory.Contested, contested.Status)
-	f, err = b.store.Get(b.ctx, "acme", f.ID)
+	f, err = store.Get(b.ctx, b.db.Pool, "acme", f.ID)
 	require.NoError(t, err)
 	require.Equal(t, memory.Contested, f.Status)
 }
@@ -237,7 +236,7 @@ rules:
   - name: broken
     match: {kind: [fact]}
     set: {decay: {curve: custom, half_life_seconds: 60}}
-`, func(c *policy.WorkerConfig) { c.MaxAttempts = 1 })
+`, func(c *ingest.WorkerConfig) { c.MaxAttempts = 1 })
 	staged := b.send(t,
 		ev("user_input", "t1", map[string]any{"text": "hello"}),
 		ev("fact", "t1", map[string]any{"fact": map[string]any{"subject": "a", "predicate": "b", "object": "c"}}),
@@ -248,7 +247,7 @@ rules:
 	require.Equal(t, store.CandidateDone, status)
 	status, _, _ = b.candidate(t, staged[2].ID)
 	require.Equal(t, store.CandidateDone, status)
-	dead, err := b.store.Candidates(b.ctx, "acme", store.CandidateDead, 0, 10)
+	dead, err := store.Candidates(b.ctx, b.db.Pool, "acme", store.CandidateDead, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, dead, 1)
 	require.Equal(t, staged[1].ID, dead[0].ID)
@@ -283,7 +282,7 @@ func TestWorkerStartStop(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		n, _, err := b.store.Backlog(b.ctx)
+		n, _, err := store.Backlog(b.ctx, b.db.Pool)
 		require.NoError(t, err)
 		if n == 0 {
 			break
@@ -295,4 +294,39 @@ func TestWorkerStartStop(t *testing.T) {
 	require.NoError(t, b.worker.Stop(b.ctx), "stopping twice is safe")
 	status, _, _ := b.candidate(t, staged[19].ID)
 	require.Equal(t, store.CandidateDone, status)
+}
+
+// Records the policy plane writes get the daemon's configuration through
+// the write path: its deletion policy and decay profile for their type,
+// and its payload limit (issue 10: a store bound to the batch's
+// transaction lost both, writing auto_prune and allowing 64 KiB).
+func TestPolicyPlaneWritesWithTheConfiguredWritePath(t *testing.T) {
+	t.Parallel()
+	keep := memory.Decay{Curve: memory.Linear, HalfLifeSeconds: 3600}
+	writer := func(db *pgtest.Schema) *revise.Writer {
+		return revise.New(db.Pool, revise.Config{MaxPayloadBytes: 1024,
+			Defaults: func(memory.Type) (memory.Decay, memory.DeletionPolicy) { return keep, memory.Never }})
+	}
+	b := setup(t, "", func(c *ingest.WorkerConfig) { c.MaxAttempts = 1 })
+	b.worker = ingest.NewWorker(ingest.WorkerConfig{DB: b.db.Pool, Writer: writer(b.db), Partitions: 2, BatchSize: 100, MaxAttempts: 1})
+	staged := b.send(t,
+		ev("observation", "t1", map[string]any{"text": "hello"}),
+		ev("fact", "t1", map[string]any{"fact": map[string]any{"subject": "db", "predicate": "host", "object": "db-1"}}),
+		ev("fact", "t1", map[string]any{"fact": map[string]any{"subject": "db", "predicate": "notes", "object": strings.Repeat("long ", 400)}}),
+	)
+	b.drain(t)
+
+	_, ids, _ := b.candidate(t, staged[1].ID)
+	require.Len(t, ids, 2, "the episode and the fact")
+	for _, id := range ids {
+		rec, err := store.Get(b.ctx, b.db.Pool, "acme", id)
+		require.NoError(t, err)
+		require.Equal(t, memory.Never, rec.Lifecycle.DeletionPolicy, "%s record", rec.Type)
+		require.Equal(t, keep, rec.Lifecycle.Decay, "%s record", rec.Type)
+	}
+	status, _, _ := b.candidate(t, staged[2].ID)
+	require.Equal(t, store.CandidateDead, status, "a fact over the configured payload limit is refused")
+	dead, err := store.Candidates(b.ctx, b.db.Pool, "acme", store.CandidateDead, 0, 10)
+	require.NoError(t, err)
+	require.Contains(t, dead[0].LastError, "over the limit of 1024")
 }

@@ -1,4 +1,4 @@
-package policy_test
+package ingest_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// BenchmarkClassify measures the policy plane alone: 20,000 staged events
+// BenchmarkClassify measures the policy plane (the ingest worker) alone: 20,000 staged events
 // over 500 threads (one in 25 a fact) classified by both partitions in
 // batches of 1,000. Reported as events/s.
 func BenchmarkClassify(b *testing.B) {

@@ -1,4 +1,4 @@
-package policy_test
+package ingest_test
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/engram-dev/engram/policy"
+	"github.com/engram-dev/engram/ingest"
 )
 
 // timelineRefs returns, for every event of thread, how many times its
@@ -71,7 +71,7 @@ func TestEveryEventOnceAcrossEpisodes(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 9))
-			b := setup(t, "", func(c *policy.WorkerConfig) { c.BatchSize = 1 + rng.IntN(12) })
+			b := setup(t, "", func(c *ingest.WorkerConfig) { c.BatchSize = 1 + rng.IntN(12) })
 			threads := []string{"a", "b", "c"}
 			t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 			var events []map[string]any

@@ -1,4 +1,4 @@
-package policy
+package ingest
 
 import (
 	"context"
@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/policy"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -31,9 +32,15 @@ const (
 
 // WorkerConfig configures a [Worker].
 type WorkerConfig struct {
-	DB     pg.DBTX
-	Policy *Policy
+	DB pg.DBTX
+	// Writer is the write path every record is written through; nil means
+	// one over DB with the default configuration.
+	Writer *revise.Writer
+	Policy *policy.Policy
 	Logger *slog.Logger
+	// Now is the clock of the entries the worker writes itself; nil means
+	// time.Now.
+	Now func() time.Time
 	// Partitions splits threads among workers; every engramd sharing a
 	// database must use the same number. Each partition is one goroutine.
 	Partitions  int
@@ -54,7 +61,9 @@ type WorkerConfig struct {
 // lock per partition).
 type Worker struct {
 	db          pg.DBTX
-	policy      atomic.Pointer[Policy]
+	writer      *revise.Writer
+	now         func() time.Time
+	policy      atomic.Pointer[policy.Policy]
 	logger      *slog.Logger
 	partitions  int
 	batch       int
@@ -71,8 +80,14 @@ type Worker struct {
 // NewWorker returns a worker for cfg; Start runs it.
 func NewWorker(cfg WorkerConfig) *Worker {
 	w := &Worker{
-		db: cfg.DB, logger: cfg.Logger, partitions: cfg.Partitions, batch: cfg.BatchSize,
+		db: cfg.DB, writer: cfg.Writer, now: cfg.Now, logger: cfg.Logger, partitions: cfg.Partitions, batch: cfg.BatchSize,
 		maxAttempts: cfg.MaxAttempts, idle: cfg.Idle,
+	}
+	if w.writer == nil {
+		w.writer = revise.New(cfg.DB, revise.Config{})
+	}
+	if w.now == nil {
+		w.now = time.Now
 	}
 	if w.logger == nil {
 		w.logger = slog.New(slog.DiscardHandler)
@@ -91,7 +106,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	}
 	p := cfg.Policy
 	if p == nil {
-		p = Default()
+		p = policy.Default()
 	}
 	w.policy.Store(p)
 	w.metrics = newWorkerMetrics(cfg.Registry)
@@ -103,10 +118,10 @@ func NewWorker(cfg WorkerConfig) *Worker {
 }
 
 // SetPolicy swaps in a new policy for the batches that start from now on.
-func (w *Worker) SetPolicy(p *Policy) { w.policy.Store(p) }
+func (w *Worker) SetPolicy(p *policy.Policy) { w.policy.Store(p) }
 
 // Policy is the policy in force.
-func (w *Worker) Policy() *Policy { return w.policy.Load() }
+func (w *Worker) Policy() *policy.Policy { return w.policy.Load() }
 
 // Notify wakes idle partitions: new candidates were staged.
 func (w *Worker) Notify() {
@@ -197,20 +212,19 @@ func (w *Worker) RunOnce(ctx context.Context, partition int) (int, error) {
 func (w *Worker) runBatch(ctx context.Context, partition int) (int, error) {
 	start := time.Now()
 	var claimed []store.Candidate
-	err := pg.WithTx(ctx, w.db, func(ctx context.Context, tx pgx.Tx) error {
+	err := w.writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
 		var mine bool
-		if err := tx.QueryRow(ctx, tryLockPartition, partition).Scan(&mine); err != nil {
+		if err := tx.Exec().QueryRow(ctx, tryLockPartition, partition).Scan(&mine); err != nil {
 			return fmt.Errorf("lock partition: %w", err)
 		}
 		if !mine {
 			return nil // another daemon is on this partition
 		}
-		st := store.New(tx)
 		var err error
-		if claimed, err = st.Claim(ctx, partition, w.partitions, w.batch); err != nil {
+		if claimed, err = store.Claim(ctx, tx.Exec(), partition, w.partitions, w.batch); err != nil {
 			return err
 		}
-		return w.apply(ctx, st, claimed)
+		return w.apply(ctx, tx, claimed)
 	})
 	if err == nil {
 		w.metrics.batch.Observe(time.Since(start).Seconds())
@@ -231,23 +245,19 @@ func (w *Worker) runBatch(ctx context.Context, partition int) (int, error) {
 // runOne classifies a single candidate of partition, recording a failure
 // against it.
 func (w *Worker) runOne(ctx context.Context, partition int, c store.Candidate) error {
-	err := pg.WithTx(ctx, w.db, func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, lockPartition, partition); err != nil {
+	err := w.writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
+		if _, err := tx.Exec().Exec(ctx, lockPartition, partition); err != nil {
 			return fmt.Errorf("lock partition: %w", err)
 		}
-		var still bool
-		if err := tx.QueryRow(ctx, `SELECT true FROM candidates WHERE tenant_id = $1 AND id = $2 AND status = 'pending' FOR UPDATE`, c.Tenant, c.ID).Scan(&still); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
+		if pending, err := store.LockPending(ctx, tx.Exec(), c.Tenant, c.ID); err != nil || !pending {
 			return err
 		}
-		return w.apply(ctx, store.New(tx), []store.Candidate{c})
+		return w.apply(ctx, tx, []store.Candidate{c})
 	})
 	if err == nil || ctx.Err() != nil {
 		return ctx.Err()
 	}
-	dead, ferr := store.New(w.db).Fail(ctx, c.Tenant, c.ID, err.Error(), w.maxAttempts)
+	dead, ferr := store.Fail(ctx, w.db, c.Tenant, c.ID, err.Error(), w.maxAttempts)
 	if ferr != nil {
 		return ferr
 	}
@@ -261,16 +271,16 @@ func (w *Worker) runOne(ctx context.Context, partition int, c store.Candidate) e
 // threadState is what a batch knows of one thread while it works.
 type threadState struct {
 	thread *store.Thread
-	append *store.TimelineAppend
+	append *revise.TimelineAppend
 	// queued: the thread is in the batch's list of appends to write at
 	// its end. An outcome writes its thread's append early; the events
 	// after it start a new append that the same entry of the list writes.
 	queued bool
 }
 
-// apply classifies claimed candidates and writes their records through st,
-// which runs on the batch's transaction.
-func (w *Worker) apply(ctx context.Context, st *store.Store, cands []store.Candidate) error {
+// apply classifies claimed candidates and writes their records in the
+// batch's transaction.
+func (w *Worker) apply(ctx context.Context, tx *revise.Tx, cands []store.Candidate) error {
 	pol := w.policy.Load()
 	byTenant := map[string][]store.Candidate{}
 	var tenants []string
@@ -282,22 +292,22 @@ func (w *Worker) apply(ctx context.Context, st *store.Store, cands []store.Candi
 	}
 	var settled []store.Settlement
 	for _, tenant := range tenants {
-		s, err := w.applyTenant(ctx, st, pol, tenant, byTenant[tenant])
+		s, err := w.applyTenant(ctx, tx, pol, tenant, byTenant[tenant])
 		if err != nil {
 			return err
 		}
 		settled = append(settled, s...)
 	}
-	return st.Settle(ctx, settled)
+	return store.Settle(ctx, tx.Exec(), settled)
 }
 
-func (w *Worker) applyTenant(ctx context.Context, st *store.Store, pol *Policy, tenant string, cands []store.Candidate) ([]store.Settlement, error) {
-	ch := store.Change{Actor: "policy:" + ClassifierVersion}
+func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Policy, tenant string, cands []store.Candidate) ([]store.Settlement, error) {
+	ch := revise.Change{Actor: "policy:" + policy.ClassifierVersion}
 	var ids []string
 	for _, c := range cands {
 		ids = append(ids, c.ThreadID)
 	}
-	open, err := st.OpenThreads(ctx, tenant, ids)
+	open, err := store.OpenThreads(ctx, tx.Exec(), tenant, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +329,7 @@ func (w *Worker) applyTenant(ctx context.Context, st *store.Store, pol *Policy, 
 		if ts.append == nil {
 			return nil
 		}
-		err := st.AppendTimelines(ctx, tenant, []store.TimelineAppend{*ts.append}, ch)
+		err := tx.AppendTimelines(ctx, tenant, []revise.TimelineAppend{*ts.append}, ch)
 		ts.append = nil
 		return err
 	}
@@ -339,14 +349,14 @@ func (w *Worker) applyTenant(ctx context.Context, st *store.Store, pol *Policy, 
 		}
 		ts := state(ev.ThreadID)
 		if ts.thread == nil {
-			t, err := st.StartThread(ctx, tenant, ev.ThreadID, ev.AgentID, newEpisode(ev, c, d), newWorking(ev, d), ch)
+			t, err := startThread(ctx, tx, tenant, ev.ThreadID, ev.AgentID, newEpisode(ev, c, d), newWorking(ev, d), ch)
 			if err != nil {
 				return nil, fmt.Errorf("candidate %s: %w", c.ID, err)
 			}
 			ts.thread = &t
 		}
 		if ts.append == nil {
-			ts.append = &store.TimelineAppend{EpisodeID: ts.thread.EpisodeID, Sensitivity: d.Sensitivity}
+			ts.append = &revise.TimelineAppend{EpisodeID: ts.thread.EpisodeID, Sensitivity: d.Sensitivity}
 			if !ts.queued {
 				order, ts.queued = append(order, ts), true
 			}
@@ -373,20 +383,20 @@ func (w *Worker) applyTenant(ctx context.Context, st *store.Store, pol *Policy, 
 			if err := flush(ts); err != nil {
 				return nil, fmt.Errorf("candidate %s: %w", c.ID, err)
 			}
-			if err := st.CloseThread(ctx, tenant, *ts.thread, ch); err != nil {
+			if err := closeThread(ctx, tx, tenant, *ts.thread, w.now(), ch); err != nil {
 				return nil, fmt.Errorf("candidate %s: %w", c.ID, err)
 			}
 			ts.thread = nil
 		}
 		settled = append(settled, store.Settlement{Tenant: tenant, ID: c.ID, Status: store.CandidateDone, Decision: decision, RecordIDs: recordIDs})
 	}
-	var appends []store.TimelineAppend
+	var appends []revise.TimelineAppend
 	for _, ts := range order {
 		if ts.append != nil {
 			appends = append(appends, *ts.append)
 		}
 	}
-	if err := st.AppendTimelines(ctx, tenant, appends, ch); err != nil {
+	if err := tx.AppendTimelines(ctx, tenant, appends, ch); err != nil {
 		return nil, err
 	}
 	// Facts last, in key order: every partition takes the locks of the
@@ -394,7 +404,7 @@ func (w *Worker) applyTenant(ctx context.Context, st *store.Store, pol *Policy, 
 	// facts wait for each other instead of deadlocking.
 	slices.SortStableFunc(facts, func(a, b pendingFact) int { return strings.Compare(a.key(), b.key()) })
 	for _, f := range facts {
-		id, err := w.learnFact(ctx, st, tenant, f.ev, f.cand, f.decision, f.episode, ch)
+		id, err := learnFact(ctx, tx, tenant, f.ev, f.cand, f.decision, f.episode, ch)
 		if err != nil {
 			return nil, fmt.Errorf("candidate %s: %w", f.cand.ID, err)
 		}
@@ -418,7 +428,7 @@ func (w *Worker) applyTenant(ctx context.Context, st *store.Store, pol *Policy, 
 type pendingFact struct {
 	ev       memory.Event
 	cand     store.Candidate
-	decision Decision
+	decision policy.Decision
 	episode  uuid.UUID
 	settled  int
 }
@@ -428,11 +438,10 @@ func (f pendingFact) key() string {
 	return f.decision.Scope + "\x00" + f.ev.Fact.Subject + "\x00" + f.ev.Fact.Predicate
 }
 
-// learnFact writes a fact event as a semantic record (substrate RFC §7). An
-// active fact with the same key and object absorbs it; one with another
-// object is contested by it, to be resolved by consolidation or an
-// operator.
-func (w *Worker) learnFact(ctx context.Context, st *store.Store, tenant string, ev memory.Event, c store.Candidate, d Decision, episode uuid.UUID, ch store.Change) (uuid.UUID, error) {
+// learnFact writes a fact event as a semantic record, under the semantic
+// revision rules ([revise.Tx.ObserveFact]): the same fact again is
+// absorbed, a contradicting one contests the fact in force.
+func learnFact(ctx context.Context, tx *revise.Tx, tenant string, ev memory.Event, c store.Candidate, d policy.Decision, episode uuid.UUID, ch revise.Change) (uuid.UUID, error) {
 	f := ev.Fact
 	validity := map[string]any{"mode": memory.Global}
 	if len(f.Conditions) > 0 {
@@ -450,46 +459,17 @@ func (w *Worker) learnFact(ctx context.Context, st *store.Store, tenant string, 
 		Type: memory.Semantic, Sensitivity: d.Sensitivity, Confidence: d.Confidence, Salience: memory.DefaultSalience,
 		Scope: d.Scope, Tags: ev.Tags, Payload: payload,
 		Visibility: memory.Visibility(d.Visibility), AgentID: ev.AgentID, ThreadID: ev.ThreadID,
-		Provenance: memory.Provenance{Sources: []memory.Source{src}, CreatedBy: "policy:" + ClassifierVersion},
+		Provenance: memory.Provenance{Sources: []memory.Source{src}, CreatedBy: "policy:" + policy.ClassifierVersion},
 		Relations:  []memory.Relation{{Predicate: memory.DerivedFrom, TargetID: episode}},
 	}
 	if d.Decay != nil {
 		rec.Lifecycle.Decay = *d.Decay
 	}
-	created, err := st.Create(ctx, tenant, rec, ch)
-	var ce *store.ConflictError
-	if !errors.As(err, &ce) || ce.Code != store.CodeActiveFactExists || len(ce.RecordIDs) == 0 {
-		return created.ID, err
-	}
-	existing, err := st.Get(ctx, tenant, ce.RecordIDs[0])
-	if err != nil {
-		return uuid.Nil, err
-	}
-	var cur memory.SemanticPayload
-	if err := json.Unmarshal(existing.Payload, &cur); err != nil {
-		return uuid.Nil, fmt.Errorf("decode fact: %w", err)
-	}
-	if jsonEqual(cur.Object, f.Object) {
-		return existing.ID, nil // the same fact again: nothing new to store
-	}
-	recs, err := st.Contest(ctx, tenant, []uuid.UUID{existing.ID}, &rec, store.Change{Actor: ch.Actor, Rationale: "a new observation contradicts this fact", Evidence: []memory.Source{src}})
-	if err != nil {
-		return uuid.Nil, err
-	}
-	return recs[len(recs)-1].ID, nil
+	out, _, err := tx.ObserveFact(ctx, tenant, rec, revise.Change{Actor: ch.Actor, Evidence: []memory.Source{src}})
+	return out.ID, err
 }
 
-func jsonEqual(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return string(ja) == string(jb)
-}
-
-func newEpisode(ev memory.Event, c store.Candidate, d Decision) memory.Record {
+func newEpisode(ev memory.Event, c store.Candidate, d policy.Decision) memory.Record {
 	p := map[string]any{"kind": memory.Episodic, "timeline": []any{}}
 	if len(ev.Environment) > 0 {
 		p["environment"] = ev.Environment
@@ -505,17 +485,17 @@ func newEpisode(ev memory.Event, c store.Candidate, d Decision) memory.Record {
 		Type: memory.Episodic, Sensitivity: d.Sensitivity, Confidence: 1, Salience: memory.DefaultSalience,
 		Scope: d.Scope, Tags: tags, Payload: payload,
 		Visibility: memory.Visibility(d.Visibility), AgentID: ev.AgentID, ThreadID: ev.ThreadID,
-		Provenance: memory.Provenance{Sources: []memory.Source{{Kind: "event", Ref: "evt://" + c.ID.String()}}, CreatedBy: "policy:" + ClassifierVersion},
+		Provenance: memory.Provenance{Sources: []memory.Source{{Kind: "event", Ref: "evt://" + c.ID.String()}}, CreatedBy: "policy:" + policy.ClassifierVersion},
 	}
 }
 
-func newWorking(ev memory.Event, d Decision) memory.Record {
+func newWorking(ev memory.Event, d policy.Decision) memory.Record {
 	payload, _ := json.Marshal(map[string]any{"kind": memory.Working, "thread_id": ev.ThreadID, "state": "planning"})
 	return memory.Record{
 		Type: memory.Working, Sensitivity: d.Sensitivity, Confidence: 1, Salience: memory.DefaultSalience,
 		Scope: d.Scope, Tags: []string{"thread:" + ev.ThreadID, "agent:" + ev.AgentID}, Payload: payload,
 		Visibility: memory.Visibility(d.Visibility), AgentID: ev.AgentID, ThreadID: ev.ThreadID,
-		Provenance: memory.Provenance{Sources: []memory.Source{}, CreatedBy: "policy:" + ClassifierVersion},
+		Provenance: memory.Provenance{Sources: []memory.Source{}, CreatedBy: "policy:" + policy.ClassifierVersion},
 	}
 }
 

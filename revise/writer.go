@@ -1,0 +1,126 @@
+// Package revise is engram's write path: the one door through which every
+// change to memory passes (write-path RFC §12.1.1: "the single point at
+// which ephemeral agent-generated content is promoted to persistent
+// epistemic state"; substrate RFC §15.7). The records API, the policy
+// plane, decay and every later caller write through a [Writer]; nothing
+// else calls package store's writing statements, and a test holds the
+// codebase to that.
+//
+// The write path owns what a revision means: transactions, the defaults a
+// new record gets (its type's configured decay profile and deletion
+// policy), the payload limit, schema validation, the revision operations of
+// substrate RFC §7 and their rules, and the audit entry each writes. Package
+// store only runs the statements it is given.
+//
+// Each operation runs in one transaction of its own, or, through
+// [Writer.InTx], several compose in one: a [Tx] has the same operations,
+// and they commit together or not at all.
+//
+// Failure cases: a refused change is a [*ConflictError] (the state of the
+// records named forbids it), a [*schemas.ValidationError] (the request is
+// malformed, with JSON pointers), or a [*TooLargeError]; nothing was
+// written. A record of another tenant is [store.ErrNotFound].
+package revise
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/memory"
+)
+
+// DefaultMaxPayloadBytes is the default limit on a record's encoded payload.
+const DefaultMaxPayloadBytes = 64 << 10
+
+// Config configures a [Writer]. The zero value of each field is its
+// documented default.
+type Config struct {
+	// MaxPayloadBytes caps a record's encoded payload;
+	// [DefaultMaxPayloadBytes] when zero.
+	MaxPayloadBytes int
+	// Defaults returns the decay profile and deletion policy a new record
+	// of a type gets when it names none: the configured profiles of the
+	// decay package. Nil means [memory.DefaultDecay] and auto_prune.
+	Defaults func(memory.Type) (memory.Decay, memory.DeletionPolicy)
+	// Now is the write path's clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Writer is the write path over a database.
+type Writer struct {
+	db  pg.DBTX
+	cfg Config
+}
+
+// New returns the write path over db (a pool; or a transaction, in which
+// each operation runs in a savepoint).
+func New(db pg.DBTX, cfg Config) *Writer {
+	cfg.MaxPayloadBytes = cmp.Or(cfg.MaxPayloadBytes, DefaultMaxPayloadBytes)
+	if cfg.Defaults == nil {
+		cfg.Defaults = func(t memory.Type) (memory.Decay, memory.DeletionPolicy) {
+			return memory.DefaultDecay(t), memory.AutoPrune
+		}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Writer{db: db, cfg: cfg}
+}
+
+// MaxPayloadBytes is the payload limit in force.
+func (w *Writer) MaxPayloadBytes() int { return w.cfg.MaxPayloadBytes }
+
+// clock returns the write path's time, at the database's microsecond
+// precision.
+func (w *Writer) clock() time.Time { return w.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+// Tx is one transaction of the write path: its operations commit together
+// when the function given to [Writer.InTx] returns nil.
+type Tx struct {
+	w  *Writer
+	tx pgx.Tx
+}
+
+// InTx runs fn in one transaction and commits what it wrote when it
+// returns nil; an error rolls everything back.
+func (w *Writer) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
+	err := pg.WithTx(ctx, w.db, func(ctx context.Context, tx pgx.Tx) error {
+		return fn(ctx, &Tx{w: w, tx: tx})
+	})
+	return w.nameFact(ctx, err)
+}
+
+// Exec is the transaction, for statements that are not writes to memory
+// (staging bookkeeping, say) but must commit with it. Reads through it see
+// what the transaction wrote.
+func (t *Tx) Exec() pgx.Tx { return t.tx }
+
+// Change says who makes a revision and why; it becomes the audit entry
+// (substrate RFC §15A.8: every revision is auditable and traceable to
+// evidence).
+type Change struct {
+	Actor     string          `json:"actor"`
+	Rationale string          `json:"rationale,omitempty"`
+	Evidence  []memory.Source `json:"evidence,omitempty"`
+}
+
+// Audit actions, one per revision operation.
+const (
+	ActionCreate    = "create"
+	ActionUpdate    = "update"
+	ActionAppend    = "append"
+	ActionSupersede = "supersede"
+	ActionFork      = "fork"
+	ActionContest   = "contest"
+	ActionRetract   = "retract"
+	ActionMerge     = "merge"
+	ActionDelete    = "delete"
+	ActionPurge     = "purge"
+	ActionExpire    = "expire"
+	ActionRestore   = "restore"
+	ActionFeedback  = "feedback"
+)

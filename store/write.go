@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/memory"
+)
+
+// AuditRow is one audit entry to write: who did what to which version of a
+// record, why, on what evidence (substrate RFC §15A.8).
+type AuditRow struct {
+	RecordID  uuid.UUID
+	Version   int
+	Action    string
+	Actor     string
+	Rationale string
+	Evidence  []memory.Source
+}
+
+const insertAuditSQL = `
+INSERT INTO audit_log (tenant_id, record_id, action, actor, version, rationale, evidence)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
+
+// InsertAudit writes an audit entry.
+func InsertAudit(ctx context.Context, db pg.DBTX, tenant string, a AuditRow) error {
+	if _, err := db.Exec(ctx, insertAuditSQL, tenant, a.RecordID, a.Action, a.Actor, a.Version, a.Rationale, nonNil(a.Evidence)); err != nil {
+		return fmt.Errorf("audit %s: %w", a.Action, err)
+	}
+	return nil
+}
+
+const insertRelationSQL = `
+INSERT INTO relations (tenant_id, source_id, predicate, target_id, weight)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (tenant_id, source_id, predicate, target_id) DO NOTHING`
+
+// AddRelation writes a relation from source, once.
+func AddRelation(ctx context.Context, db pg.DBTX, tenant string, source uuid.UUID, rel memory.Relation) error {
+	if _, err := db.Exec(ctx, insertRelationSQL, tenant, source, rel.Predicate, rel.TargetID, rel.Weight); err != nil {
+		return fmt.Errorf("add relation: %w", err)
+	}
+	return nil
+}
+
+const existingIDsSQL = `SELECT id FROM records WHERE tenant_id = $1 AND id = ANY($2)`
+
+// ExistingIDs returns which of ids are records of the tenant.
+func ExistingIDs(ctx context.Context, db pg.DBTX, tenant string, ids []uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, existingIDsSQL, tenant, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read record ids: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("read record ids: %w", err)
+	}
+	return found, nil
+}
+
+const purgeRecordSQL = `DELETE FROM records WHERE tenant_id = $1 AND id = $2 AND status IN ('deleted', 'expired')`
+
+// PurgeRecord hard-deletes a deleted or expired record with its versions
+// and relations (the append-only version log allows it only in a
+// transaction that says so). Call it in a transaction.
+func PurgeRecord(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID) error {
+	if _, err := db.Exec(ctx, "SET LOCAL engram.purge = 'on'"); err != nil {
+		return fmt.Errorf("allow purge: %w", err)
+	}
+	if _, err := db.Exec(ctx, purgeRecordSQL, tenant, id); err != nil {
+		return fmt.Errorf("purge record: %w", err)
+	}
+	if _, err := db.Exec(ctx, "SET LOCAL engram.purge = 'off'"); err != nil {
+		return fmt.Errorf("end purge: %w", err)
+	}
+	return nil
+}
+
+const previousStatusSQL = `
+SELECT snapshot ->> 'status' FROM record_versions
+WHERE tenant_id = $1 AND record_id = $2 AND version = $3`
+
+// StatusAt returns a record's status at a version, or "" when that version
+// is not in the log.
+func StatusAt(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID, version int) (memory.Status, error) {
+	var s string
+	err := db.QueryRow(ctx, previousStatusSQL, tenant, id, version).Scan(&s)
+	if err != nil && err != pgx.ErrNoRows {
+		return "", fmt.Errorf("read status at version %d: %w", version, err)
+	}
+	return memory.Status(s), nil
+}
