@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/store"
 )
@@ -122,12 +123,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 }
 
 // updateRequest is the body of PATCH /v1/records/{id}: working memory only.
-type updateRequest struct {
-	Version   int             `json:"version"`
-	Payload   json.RawMessage `json:"payload"`
-	Tags      []string        `json:"tags"`
-	Rationale string          `json:"rationale"`
-}
+type updateRequest = api.UpdateRequest
 
 func (s *Server) updateRecord(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r.PathValue("id"))
@@ -184,26 +180,9 @@ func (s *Server) deleteRecord(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// reviseRequest is the body of every revision custom method; each uses the
-// fields that apply to it.
-type reviseRequest struct {
-	Version   int             `json:"version"`
-	Rationale string          `json:"rationale"`
-	Evidence  []memory.Source `json:"evidence"`
-	// supersede, contest (a new contradicting record), merge (a template)
-	Record json.RawMessage `json:"record"`
-	// fork
-	Variants []json.RawMessage `json:"variants"`
-	// contest
-	Against []uuid.UUID `json:"against"`
-	// merge
-	RecordIDs []uuid.UUID `json:"record_ids"`
-	// append
-	Timeline  []memory.TimelineEntry `json:"timeline"`
-	ToolGraph []map[string]any       `json:"tool_graph"`
-	Artifacts []string               `json:"artifacts"`
-	Outcome   string                 `json:"outcome"`
-}
+// reviseRequest is the body of every revision custom method
+// ([api.ReviseRequest]); each uses the fields that apply to it.
+type reviseRequest api.ReviseRequest
 
 func (req reviseRequest) change(r *http.Request) store.Change {
 	ch := change(r, req.Rationale)
@@ -331,7 +310,7 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"versions": versions})
+	writeJSON(w, http.StatusOK, api.RecordHistory{Versions: versions})
 	return nil
 }
 
@@ -344,7 +323,7 @@ func (s *Server) recordAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
+	writeJSON(w, http.StatusOK, api.AuditTrail{Entries: entries})
 	return nil
 }
 
@@ -360,7 +339,7 @@ func (s *Server) recordRelations(w http.ResponseWriter, r *http.Request) error {
 	if edges == nil {
 		edges = []store.Edge{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"relations": edges})
+	writeJSON(w, http.StatusOK, api.RecordRelations{Relations: edges})
 	return nil
 }
 
