@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/store"
 )
@@ -15,43 +16,34 @@ var Bounds = []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1}
 // Histogram is a salience distribution over [Bounds]: Counts[i] records
 // have a salience above Bounds[i-1] and at most Bounds[i]; the last count
 // is of the records above 1.
-type Histogram struct {
-	Counts []int   `json:"counts"`
-	Mean   float64 `json:"mean"`
-}
+type Histogram = api.SalienceHistogram
 
 func newHistogram() Histogram { return Histogram{Counts: make([]int, len(Bounds)+1)} }
 
-func (h *Histogram) observe(v float64) {
+// histogramAdd counts salience v into h.
+func histogramAdd(h *Histogram, v float64) {
 	i := 0
 	for i < len(Bounds) && v > Bounds[i] {
 		i++
 	}
 	h.Counts[i]++
-	h.Mean += v // a sum until done
+	h.Mean += v // a sum until histogramMean
 }
 
-func (h *Histogram) done(n int) {
+// histogramMean turns h's sum of n saliences into their mean.
+func histogramMean(h *Histogram, n int) {
 	if n > 0 {
 		h.Mean /= float64(n)
 	}
 }
 
-// Stats is the salience of a tenant's active set now, by type.
-type Stats struct {
-	At             time.Time                  `json:"at"`
-	PruneThreshold float64                    `json:"prune_threshold"`
-	Bounds         []float64                  `json:"bounds"`
-	Types          map[memory.Type]*TypeStats `json:"types"`
-}
+// Stats is the salience of a tenant's active set now, by type: the answer
+// of GET /v1/stats/salience.
+type Stats = api.SalienceStats
 
 // TypeStats is one type's part of [Stats]: how many live records, their
 // salience and how many the next sweep would expire.
-type TypeStats struct {
-	Records  int       `json:"records"`
-	Salience Histogram `json:"salience"`
-	Prunable int       `json:"prunable"`
-}
+type TypeStats = api.SalienceTypeStats
 
 // Stats computes the exact salience distribution of a tenant's active set
 // now, by type, with the profiles in force. It reads every live record of
@@ -68,13 +60,13 @@ func (d *Decayer) Stats(ctx context.Context, tenant string) (Stats, error) {
 		cur := Current(rec, now)
 		ts := st.Types[rec.Type]
 		ts.Records++
-		ts.Salience.observe(cur)
+		histogramAdd(&ts.Salience, cur)
 		if expiryOf(rec, cur, cfg.PruneThreshold, now).reason != "" && prunable(rec) {
 			ts.Prunable++
 		}
 	})
 	for _, ts := range st.Types {
-		ts.Salience.done(ts.Records)
+		histogramMean(&ts.Salience, ts.Records)
 	}
 	return st, err
 }
@@ -82,7 +74,8 @@ func (d *Decayer) Stats(ctx context.Context, tenant string) (Stats, error) {
 // Preview is what a proposed decay configuration would do to a tenant's
 // active set, beside the configuration in force: the salience distribution
 // of each type now and at a horizon, and how many records a sweep would
-// expire then, assuming no reinforcement in between.
+// expire then, assuming no reinforcement in between. It is
+// [api.DecayPreview] with the configurations typed.
 type Preview struct {
 	Now      time.Time                    `json:"now"`
 	At       time.Time                    `json:"at"`
@@ -93,21 +86,12 @@ type Preview struct {
 }
 
 // TypePreview is one type's part of a [Preview].
-type TypePreview struct {
-	Records  int        `json:"records"`
-	Current  Projection `json:"current"`
-	Proposed Projection `json:"proposed"`
-}
+type TypePreview = api.DecayTypePreview
 
 // Projection is a type's salience under one configuration: its
 // distribution now and at the horizon, and how many records a sweep would
 // expire at each time.
-type Projection struct {
-	Now      Histogram `json:"now"`
-	At       Histogram `json:"at"`
-	PruneNow int       `json:"prune_now"`
-	PruneAt  int       `json:"prune_at"`
-}
+type Projection = api.SalienceProjection
 
 // Preview computes what proposed would do to a tenant's active set, now and
 // at the horizon at, beside the configuration in force (for `engram decay
@@ -131,13 +115,13 @@ func (d *Decayer) Preview(ctx context.Context, tenant string, proposed Config, a
 	err := d.eachLive(ctx, tenant, batch, func(row store.DecayRow) {
 		tp := pv.Types[row.Record.Type]
 		tp.Records++
-		tp.Current.observe(effective(row, cur), cur.PruneThreshold, now, at)
-		tp.Proposed.observe(effective(row, proposed), proposed.PruneThreshold, now, at)
+		project(&tp.Current, effective(row, cur), cur.PruneThreshold, now, at)
+		project(&tp.Proposed, effective(row, proposed), proposed.PruneThreshold, now, at)
 	})
 	for _, tp := range pv.Types {
 		for _, pr := range []*Projection{&tp.Current, &tp.Proposed} {
-			pr.Now.done(tp.Records)
-			pr.At.done(tp.Records)
+			histogramMean(&pr.Now, tp.Records)
+			histogramMean(&pr.At, tp.Records)
 		}
 	}
 	return pv, err
@@ -145,14 +129,15 @@ func (d *Decayer) Preview(ctx context.Context, tenant string, proposed Config, a
 
 func newProjection() Projection { return Projection{Now: newHistogram(), At: newHistogram()} }
 
-func (pr *Projection) observe(rec memory.Record, threshold float64, now, at time.Time) {
+// project counts rec into pr, at now and at the horizon at.
+func project(pr *Projection, rec memory.Record, threshold float64, now, at time.Time) {
 	for _, x := range []struct {
 		t     time.Time
 		h     *Histogram
 		prune *int
 	}{{now, &pr.Now, &pr.PruneNow}, {at, &pr.At, &pr.PruneAt}} {
 		s := Current(rec, x.t)
-		x.h.observe(s)
+		histogramAdd(x.h, s)
 		if expiryOf(rec, s, threshold, x.t).reason != "" && prunable(rec) {
 			*x.prune++
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
@@ -377,13 +378,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 // MaxEventBytes is the largest event accepted.
 func (in *Ingester) MaxEventBytes() int { return in.cfg.MaxEventBytes }
 
-// Explanation is what the policy in force would do with an event.
-type Explanation struct {
-	Policy     string          `json:"policy"`
-	Event      json.RawMessage `json:"event"`
-	Redactions []string        `json:"redactions,omitempty"`
-	Decision   policy.Decision `json:"decision"`
-}
+// Explanation is what the policy in force would do with an event: the
+// answer of POST /v1/policy:explain.
+type Explanation = api.PolicyExplanation
 
 // Explain prepares and classifies an event without storing anything: the
 // redacted event, the decision and the rules that made it.

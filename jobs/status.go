@@ -4,42 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/engram-dev/engram/api"
 )
 
 // RunInfo is a run as job_runs records it.
-type RunInfo struct {
-	ID        int64            `json:"id"`
-	Job       string           `json:"job"`
-	Trigger   string           `json:"trigger"`
-	Node      string           `json:"node"`
-	Status    string           `json:"status"`
-	StartedAt time.Time        `json:"started_at"`
-	EndedAt   *time.Time       `json:"ended_at,omitempty"`
-	Counts    map[string]int64 `json:"counts"`
-	Error     string           `json:"error,omitempty"`
-}
+type RunInfo = api.JobRun
 
 // JobStatus is a job, its schedule, its last run and where it stopped.
-type JobStatus struct {
-	Name     string `json:"name"`
-	Schedule string `json:"schedule"`
-	// NextRun is the next tick of its schedule; it runs then if this
-	// daemon leads.
-	NextRun *time.Time `json:"next_run,omitempty"`
-	LastRun *RunInfo   `json:"last_run,omitempty"`
-	// Cursor is where an interrupted walk resumes.
-	Cursor json.RawMessage `json:"cursor,omitempty"`
-}
+type JobStatus = api.JobStatus
 
-// Overview is the scheduler as one daemon sees it.
-type Overview struct {
-	Node   string      `json:"node"`
-	Leader bool        `json:"leader"`
-	Jobs   []JobStatus `json:"jobs"`
-}
+// Overview is the scheduler as one daemon sees it: the answer of GET
+// /v1/jobs.
+type Overview = api.JobsOverview
 
 const (
 	lastRunsSQL = `

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 )
 
@@ -11,21 +12,7 @@ const ClassifierVersion = "rules-v1"
 // Decision is how the policy plane classifies one event (substrate RFC
 // §15.5: type, sensitivity, initial confidence, decay curve, scope and
 // visibility), and which operator rules decided it.
-type Decision struct {
-	// Type is the record the event becomes beyond its episode's timeline:
-	// semantic for a fact, episodic for everything else (timeline only).
-	Type        memory.Type        `json:"type"`
-	Drop        bool               `json:"drop,omitempty"`
-	Sensitivity memory.Sensitivity `json:"sensitivity"`
-	Confidence  float64            `json:"confidence"`
-	Scope       string             `json:"scope,omitempty"`
-	Visibility  string             `json:"visibility"`
-	Decay       *memory.Decay      `json:"decay,omitempty"`
-	// Rules are the operator rules that matched, in order; empty when the
-	// classifier decided alone.
-	Rules      []string `json:"rules,omitempty"`
-	Classifier string   `json:"classifier"`
-}
+type Decision = api.PolicyDecision
 
 // Classify decides what ev becomes. found is the sensitivity that
 // redaction implied for the event's content ("" when it found nothing):

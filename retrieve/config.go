@@ -5,28 +5,29 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 )
 
 // LayerName names a layer of the answer.
-type LayerName string
+type LayerName = api.LayerName
 
 // The layers, in the order of substrate RFC §15.8: the thread's working
 // memory, facts, procedures, plans, and episodes where the layers above
 // leave the budget unspent.
 const (
-	LayerWorking    LayerName = "working"
-	LayerSemantic   LayerName = "semantic"
-	LayerCompetence LayerName = "competence"
-	LayerPlan       LayerName = "plan"
-	LayerEpisodic   LayerName = "episodic"
+	LayerWorking    = api.LayerWorking
+	LayerSemantic   = api.LayerSemantic
+	LayerCompetence = api.LayerCompetence
+	LayerPlan       = api.LayerPlan
+	LayerEpisodic   = api.LayerEpisodic
 )
 
 // Layers lists the layers in answer order.
 var Layers = []LayerName{LayerWorking, LayerSemantic, LayerCompetence, LayerPlan, LayerEpisodic}
 
-// recordType is the record type a layer holds.
-func (l LayerName) recordType() memory.Type {
+// recordType is the record type layer l holds.
+func recordType(l LayerName) memory.Type {
 	switch l {
 	case LayerWorking:
 		return memory.Working
@@ -43,14 +44,14 @@ func (l LayerName) recordType() memory.Type {
 // Gating is what trust gating does to a record the caller may see but
 // whose sensitivity is at the limit of the caller's clearance (substrate
 // RFC §13, §15.9). The stored record never changes.
-type Gating string
+type Gating = api.Gating
 
 // Gatings.
 const (
-	Return    Gating = "return"    // the record as stored
-	Summarise Gating = "summarise" // structure kept, content replaced by [WITHHELD]
-	Redact    Gating = "redact"    // secrets and personal data replaced, as at write (SR-1)
-	Withhold  Gating = "withhold"  // left out, and counted as withheld
+	Return    = api.GatingReturn    // the record as stored
+	Summarise = api.GatingSummarise // structure kept, content replaced by [WITHHELD]
+	Redact    = api.GatingRedact    // secrets and personal data replaced, as at write (SR-1)
+	Withhold  = api.GatingWithhold  // left out, and counted as withheld
 )
 
 // Weights are how the ranking combines its signals. Relevance is

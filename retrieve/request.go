@@ -7,49 +7,23 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/schemas"
 )
 
 // Request asks what memory helps with a task, within a trust context
-// (substrate RFC §15.8), and how much of it to return.
-type Request struct {
-	Task   Task   `json:"task"`
-	Trust  Trust  `json:"trust"`
-	Budget Budget `json:"budget"`
-}
+// (substrate RFC §15.8), and how much of it to return: the body of POST
+// /v1/retrieve.
+type Request = api.RetrieveRequest
 
-// Task describes what the agent is about to do: free text, an intent label,
-// signals (error messages), the tools in play, the context conditions (os,
-// project kind, any keys: scalar values), and where it happens.
-type Task struct {
-	Text       string         `json:"text,omitempty"`
-	Intent     string         `json:"intent,omitempty"`
-	Signals    []string       `json:"signals,omitempty"`
-	Tools      []string       `json:"tools,omitempty"`
-	Conditions map[string]any `json:"conditions,omitempty"`
-	ThreadID   string         `json:"thread_id,omitempty"`
-	AgentID    string         `json:"agent_id,omitempty"`
-	Scope      string         `json:"scope,omitempty"`
-}
+// Task describes what the agent is about to do.
+type Task = api.Task
 
-// Trust is who is asking (substrate RFC §13, §15.9): the clearance granted,
-// whether the person at the agent is authenticated, and the environment the
-// answer will be shown in (shared_screen, ci, …), which may lower the
-// clearance.
-type Trust struct {
-	Clearance     memory.Sensitivity `json:"clearance,omitempty"`
-	Authenticated *bool              `json:"authenticated,omitempty"`
-	Environment   string             `json:"environment,omitempty"`
-}
+// Trust is who is asking (substrate RFC §13, §15.9).
+type Trust = api.Trust
 
-// Budget caps the answer: items and approximate tokens in all, and items
-// per layer. Zero fields take the configured defaults.
-type Budget struct {
-	Items  *int              `json:"items,omitempty"`
-	Tokens *int              `json:"tokens,omitempty"`
-	Layers map[LayerName]int `json:"layers,omitempty"`
-}
+// Budget caps the answer; zero fields take the configured defaults.
+type Budget = api.Budget
 
 // Limits on a request, so that one call cannot ask for unbounded work.
 const (
@@ -63,7 +37,7 @@ const (
 )
 
 // check validates r, naming every bad field with a JSON pointer.
-func (r Request) check() error {
+func check(r Request) error {
 	var bad []schemas.Violation
 	add := func(ptr, format string, args ...any) {
 		bad = append(bad, schemas.Violation{Pointer: ptr, Message: fmt.Sprintf(format, args...)})

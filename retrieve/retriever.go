@@ -13,6 +13,7 @@ import (
 	"github.com/pgvector/pgvector-go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
@@ -22,80 +23,20 @@ import (
 
 // Result is a layered answer (substrate RFC §15.8): structured records,
 // never a blob of text.
-type Result struct {
-	RetrievalID uuid.UUID `json:"retrieval_id"`
-	// Clearance is the clearance the answer was gated at: the request's,
-	// lowered by an unauthenticated caller or the environment.
-	Clearance memory.Sensitivity `json:"clearance"`
-	Layers    []Layer            `json:"layers"`
-	// Withheld counts the records the trust context kept back: never
-	// which.
-	Withheld int `json:"withheld"`
-	// LexicalOnly says vector search took no part, and Notes why.
-	LexicalOnly bool     `json:"lexical_only"`
-	Notes       []string `json:"notes,omitempty"`
-	Budget      Usage    `json:"budget"`
-}
+type Result = api.RetrieveResult
 
 // Usage is how much of the budget an answer spent.
-type Usage struct {
-	Items       int `json:"items"`
-	Tokens      int `json:"tokens"`
-	ItemsLimit  int `json:"items_limit"`
-	TokensLimit int `json:"tokens_limit"`
-}
+type Usage = api.BudgetUsage
 
 // Layer is one layer of the answer, best first.
-type Layer struct {
-	Name  LayerName `json:"layer"`
-	Items []Item    `json:"items"`
-	// Omitted counts matching records the budget left out.
-	Omitted int `json:"omitted,omitempty"`
-	// NeedsDisambiguation says several procedures or plans match about
-	// equally well (substrate RFC §15A.11); SeparatingKeys are the
-	// condition keys whose values would tell them apart.
-	NeedsDisambiguation bool     `json:"needs_disambiguation,omitempty"`
-	SeparatingKeys      []string `json:"separating_keys,omitempty"`
-}
+type Layer = api.Layer
 
 // Item is one record of the answer, as trust gating shows it, with its
 // score and why it matched.
-type Item struct {
-	Record memory.Record `json:"record"`
-	Score  float64       `json:"score"`
-	Gating Gating        `json:"gating"`
-	Tokens int           `json:"tokens"`
-	Why    Why           `json:"why"`
-}
+type Item = api.Item
 
 // Why explains an item's score.
-type Why struct {
-	// Lexical is the BM25 score normalised by the layer's best; BM25 the
-	// raw score and Terms the query's lexemes the record holds.
-	Lexical float64  `json:"lexical"`
-	BM25    float64  `json:"bm25"`
-	Terms   []string `json:"terms,omitempty"`
-	// Vector is the cosine similarity with the task's vector, when vector
-	// search found the record.
-	Vector     *float64 `json:"vector,omitempty"`
-	Relevance  float64  `json:"relevance"`
-	Salience   float64  `json:"salience"`
-	Confidence float64  `json:"confidence"`
-	Provenance float64  `json:"provenance"`
-	// Applicability is the share of the record's conditions the task
-	// satisfies (none is violated, or it would not be here);
-	// MatchedConditions and UnknownConditions name them.
-	Applicability     *float64 `json:"applicability,omitempty"`
-	MatchedConditions []string `json:"matched_conditions,omitempty"`
-	UnknownConditions []string `json:"unknown_conditions,omitempty"`
-	// MatchedSignal is the trigger a procedure matched on.
-	MatchedSignal string `json:"matched_signal,omitempty"`
-	// SuccessRate is a procedure's or plan's smoothed success rate, and
-	// Recency how recently it was reinforced (1 now, ½ after 30 days).
-	SuccessRate *float64 `json:"success_rate,omitempty"`
-	Recency     *float64 `json:"recency,omitempty"`
-	IntentMatch bool     `json:"intent_match,omitempty"`
-}
+type Why = api.Why
 
 // Settings holds the retrieval configuration in force; a reload swaps it.
 type Settings struct{ cfg atomic.Pointer[Config] }
@@ -170,7 +111,7 @@ func New(db pg.DBTX, settings *Settings, opts ...Option) *Retriever {
 // trust-gated, within budget, and logged under a new retrieval id.
 func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (Result, error) {
 	start := time.Now()
-	if err := req.check(); err != nil {
+	if err := check(req); err != nil {
 		return Result{}, err
 	}
 	cfg := r.settings.Config()
@@ -287,7 +228,7 @@ func (r *Retriever) queries(cfg Config, t Task, text string, c memory.Sensitivit
 			continue
 		}
 		qs = append(qs, store.SearchQuery{
-			Type: l.recordType(), Text: text, Conditions: t.Conditions, Scope: scope, AgentID: t.AgentID, ThreadID: t.ThreadID,
+			Type: recordType(l), Text: text, Conditions: t.Conditions, Scope: scope, AgentID: t.AgentID, ThreadID: t.ThreadID,
 			MaxSensitivity: c, At: now, Limit: cfg.Candidates, CommonTermShare: cfg.CommonTermShare,
 		})
 	}

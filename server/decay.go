@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
@@ -54,30 +55,8 @@ func currentSalience(v any, at time.Time) any {
 	return v
 }
 
-// feedbackRequest is the body of POST /v1/feedback. Record ids are read as
-// strings so that a malformed one is reported at its place.
-type feedbackRequest struct {
-	RetrievalID string          `json:"retrieval_id"`
-	Key         string          `json:"key"`
-	RecordIDs   []string        `json:"record_ids"`
-	Outcome     decay.Outcome   `json:"outcome"`
-	Rationale   string          `json:"rationale"`
-	Evidence    []memory.Source `json:"evidence"`
-}
-
-// feedbackRecord is a record's state after feedback.
-type feedbackRecord struct {
-	ID       uuid.UUID `json:"id"`
-	Salience float64   `json:"salience"`
-	Version  int       `json:"version"`
-}
-
-type feedbackResponse struct {
-	Applied   int              `json:"applied"`
-	Records   []feedbackRecord `json:"records"`
-	Duplicate []uuid.UUID      `json:"duplicate"`
-	NotLive   []uuid.UUID      `json:"not_live"`
-}
+// feedbackRequest is the body of POST /v1/feedback.
+type feedbackRequest = api.FeedbackRequest
 
 // feedback serves POST /v1/feedback (substrate RFC §15.6).
 func (s *Server) feedback(w http.ResponseWriter, r *http.Request) error {
@@ -109,18 +88,18 @@ func (s *Server) feedback(w http.ResponseWriter, r *http.Request) error {
 	}
 	ch.Evidence = req.Evidence
 	res, err := s.decay.Feedback(r.Context(), principalOf(r).tenant, decay.FeedbackRequest{
-		RetrievalID: req.RetrievalID, Key: req.Key, RecordIDs: ids, Outcome: req.Outcome,
+		RetrievalID: req.RetrievalID, Key: req.Key, RecordIDs: ids, Outcome: decay.Outcome(req.Outcome),
 	}, ch)
 	if err != nil {
 		return err
 	}
 	if req.RetrievalID != "" && s.retrieve != nil {
-		s.retrieve.ObserveFeedback(string(req.Outcome), len(res.Applied))
+		s.retrieve.ObserveFeedback(req.Outcome, len(res.Applied))
 	}
-	out := feedbackResponse{Applied: len(res.Applied), Records: make([]feedbackRecord, len(res.Applied)),
+	out := api.FeedbackResult{Applied: len(res.Applied), Records: make([]api.FeedbackRecord, len(res.Applied)),
 		Duplicate: orEmpty(res.Duplicate), NotLive: orEmpty(res.NotLive)}
 	for i, rec := range res.Applied {
-		out.Records[i] = feedbackRecord{ID: rec.ID, Salience: rec.Salience, Version: rec.Version}
+		out.Records[i] = api.FeedbackRecord{ID: rec.ID, Salience: rec.Salience, Version: rec.Version}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -161,13 +140,7 @@ func (s *Server) salienceStats(w http.ResponseWriter, r *http.Request) error {
 }
 
 // previewRequest is the body of POST /v1/decay/preview.
-type previewRequest struct {
-	// Proposed is the decay section of a configuration, over the
-	// defaults; absent, the configuration in force.
-	Proposed json.RawMessage `json:"proposed"`
-	// At is the horizon: a duration ahead ("+30d", "12h") or a time.
-	At string `json:"at"`
-}
+type previewRequest = api.DecayPreviewRequest
 
 // decayPreview serves POST /v1/decay/preview.
 func (s *Server) decayPreview(w http.ResponseWriter, r *http.Request) error {
@@ -199,8 +172,25 @@ func (s *Server) decayPreview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, pv)
+	out, err := previewAnswer(pv)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// previewAnswer is pv as the API writes it: the configurations as JSON.
+func previewAnswer(pv decay.Preview) (api.DecayPreview, error) {
+	current, err := json.Marshal(pv.Current)
+	if err != nil {
+		return api.DecayPreview{}, fmt.Errorf("encode decay configuration: %w", err)
+	}
+	proposed, err := json.Marshal(pv.Proposed)
+	if err != nil {
+		return api.DecayPreview{}, fmt.Errorf("encode decay configuration: %w", err)
+	}
+	return api.DecayPreview{Now: pv.Now, At: pv.At, Bounds: pv.Bounds, Current: current, Proposed: proposed, Types: pv.Types}, nil
 }
 
 // horizon reads a preview's horizon: empty is [DefaultHorizon] from now, a

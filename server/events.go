@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/store"
 )
@@ -40,7 +41,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return ingestProblem(err, single)
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"events": staged})
+	writeJSON(w, http.StatusAccepted, api.StagedEvents{Events: staged})
 	return nil
 }
 
@@ -118,15 +119,6 @@ const (
 	streamLinger = 5 * time.Millisecond
 )
 
-// ack is one line of the stream's answer: an event's id, or why its line
-// was refused.
-type ack struct {
-	Line      int      `json:"line"`
-	ID        string   `json:"id,omitempty"`
-	Duplicate bool     `json:"duplicate,omitempty"`
-	Error     *Problem `json:"error,omitempty"`
-}
-
 // streamEvents serves POST /v1/events:stream: NDJSON events in, NDJSON
 // acknowledgements out as each batch commits, over one long request. A bad
 // line is answered with its line number and the stream goes on.
@@ -150,7 +142,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	var (
 		batch []pending
-		acks  []ack
+		acks  []api.StreamAck
 		line  int
 	)
 	commit := func() error {
@@ -163,11 +155,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				p := s.toProblem(r, ingestProblem(err, true))
 				for _, b := range batch {
-					acks = append(acks, ack{Line: b.line, Error: p})
+					acks = append(acks, api.StreamAck{Line: b.line, Error: p})
 				}
 			} else {
 				for i, st := range staged {
-					acks = append(acks, ack{Line: batch[i].line, ID: st.ID.String(), Duplicate: st.Duplicate})
+					acks = append(acks, api.StreamAck{Line: batch[i].line, ID: st.ID.String(), Duplicate: st.Duplicate})
 				}
 			}
 			batch = batch[:0]
@@ -199,13 +191,13 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			line++
 			switch {
 			case errors.Is(err, errLineTooLong):
-				acks = append(acks, ack{Line: line, Error: problem(http.StatusRequestEntityTooLarge, "too-large", "Event refused",
+				acks = append(acks, api.StreamAck{Line: line, Error: problem(http.StatusRequestEntityTooLarge, "too-large", "Event refused",
 					fmt.Sprintf("the line is over the limit of %d bytes", max))})
 			default:
 				cand, perr := s.ingest.Prepare(line, raw)
 				if perr != nil {
 					p := s.toProblem(r, ingestProblem(perr, true))
-					acks = append(acks, ack{Line: line, Error: p})
+					acks = append(acks, api.StreamAck{Line: line, Error: p})
 				} else {
 					batch = append(batch, pending{line: line, cand: cand})
 				}
@@ -260,7 +252,7 @@ func moreSoon(in *bufio.Reader, d time.Duration) bool {
 	return in.Buffered() > 0
 }
 
-func sortAcks(a []ack) {
+func sortAcks(a []api.StreamAck) {
 	for i := 1; i < len(a); i++ {
 		for j := i; j > 0 && a[j].Line < a[j-1].Line; j-- {
 			a[j], a[j-1] = a[j-1], a[j]

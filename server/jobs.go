@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/jobs"
 )
 
@@ -50,6 +51,6 @@ func (s *Server) runJob(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"run": run})
+	writeJSON(w, http.StatusAccepted, api.JobStarted{Run: run})
 	return nil
 }

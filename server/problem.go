@@ -10,41 +10,20 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
 
-// Problem is an RFC 9457 problem details response. Type is a stable URN
-// clients may switch on; Errors lists field-level violations (JSON pointers
-// into the request body) or bad query parameters.
-type Problem struct {
-	Type      string       `json:"type"`
-	Title     string       `json:"title"`
-	Status    int          `json:"status"`
-	Detail    string       `json:"detail,omitempty"`
-	Instance  string       `json:"instance,omitempty"`
-	Errors    []FieldError `json:"errors,omitempty"`
-	RecordIDs []uuid.UUID  `json:"record_ids,omitempty"`
-	// RetryAfter, when set, is sent as the Retry-After header (429, 503).
-	RetryAfter time.Duration `json:"-"`
-}
+// Problem is an RFC 9457 problem details response; handlers return one as
+// their error.
+type Problem = api.Problem
 
-// FieldError is one violation: a JSON pointer into the body, or the name of
-// a query parameter or header.
-type FieldError struct {
-	Pointer   string `json:"pointer,omitempty"`
-	Parameter string `json:"parameter,omitempty"`
-	Header    string `json:"header,omitempty"`
-	Message   string `json:"message"`
-}
-
-func (p *Problem) Error() string { return p.Title + ": " + p.Detail }
+// FieldError is one violation of a [Problem].
+type FieldError = api.FieldError
 
 const problemPrefix = "urn:engram:problem:"
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
@@ -128,12 +129,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 }
 
 // updateRequest is the body of PATCH /v1/records/{id}: working memory only.
-type updateRequest struct {
-	Version   int             `json:"version"`
-	Payload   json.RawMessage `json:"payload"`
-	Tags      []string        `json:"tags"`
-	Rationale string          `json:"rationale"`
-}
+type updateRequest = api.UpdateRequest
 
 func (s *Server) updateRecord(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r.PathValue("id"))
@@ -200,26 +196,9 @@ func (s *Server) deleteRecord(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// reviseRequest is the body of every revision custom method; each uses the
-// fields that apply to it.
-type reviseRequest struct {
-	Version   int             `json:"version"`
-	Rationale string          `json:"rationale"`
-	Evidence  []memory.Source `json:"evidence"`
-	// supersede, contest (a new contradicting record), merge (a template)
-	Record json.RawMessage `json:"record"`
-	// fork
-	Variants []json.RawMessage `json:"variants"`
-	// contest
-	Against []uuid.UUID `json:"against"`
-	// merge
-	RecordIDs []uuid.UUID `json:"record_ids"`
-	// append
-	Timeline  []memory.TimelineEntry `json:"timeline"`
-	ToolGraph []map[string]any       `json:"tool_graph"`
-	Artifacts []string               `json:"artifacts"`
-	Outcome   string                 `json:"outcome"`
-}
+// reviseRequest is the body of every revision custom method
+// ([api.ReviseRequest]); each uses the fields that apply to it.
+type reviseRequest api.ReviseRequest
 
 // decodeRevision reads a revision's body, redacted, and its audit
 // identity.
@@ -366,7 +345,7 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"versions": versions})
+	writeJSON(w, http.StatusOK, api.RecordHistory{Versions: versions})
 	return nil
 }
 
@@ -379,7 +358,7 @@ func (s *Server) recordAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
+	writeJSON(w, http.StatusOK, api.AuditTrail{Entries: entries})
 	return nil
 }
 
@@ -395,7 +374,7 @@ func (s *Server) recordRelations(w http.ResponseWriter, r *http.Request) error {
 	if edges == nil {
 		edges = []store.Edge{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"relations": edges})
+	writeJSON(w, http.StatusOK, api.RecordRelations{Relations: edges})
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 )
@@ -47,10 +48,7 @@ type Candidate struct {
 
 // Staged is the answer for one staged event: its id, and whether it was a
 // retry absorbed into an event staged before.
-type Staged struct {
-	ID        uuid.UUID `json:"id"`
-	Duplicate bool      `json:"duplicate"`
-}
+type Staged = api.StagedEvent
 
 const stageSQL = `
 INSERT INTO candidates (tenant_id, id, agent_id, thread_id, kind, event_time, event, dedup_key, sensitivity, redactions)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 )
 
@@ -32,10 +33,7 @@ type Filter struct {
 }
 
 // Page is one page of a listing. NextCursor is empty on the last page.
-type Page struct {
-	Records    []memory.Record `json:"records"`
-	NextCursor string          `json:"next_cursor,omitempty"`
-}
+type Page = api.RecordPage
 
 // DefaultLimit and MaxLimit bound a page.
 const (
@@ -142,11 +140,7 @@ func GetAsOf(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID, at ti
 }
 
 // Version is one revision of a record from the version log.
-type Version struct {
-	Version    int           `json:"version"`
-	RecordedAt time.Time     `json:"recorded_at"`
-	Record     memory.Record `json:"record"`
-}
+type Version = api.RecordVersion
 
 const historySQL = `
 SELECT v_version, v_recorded_at, ` + recordColumns + ` FROM (
@@ -205,16 +199,7 @@ type prefixRow struct {
 func (p prefixRow) Scan(dest ...any) error { return p.row.Scan(append(p.dst, dest...)...) }
 
 // AuditEntry is one audited action on a record (substrate RFC §15A.8).
-type AuditEntry struct {
-	ID        int64           `json:"id"`
-	RecordID  uuid.UUID       `json:"record_id"`
-	Action    string          `json:"action"`
-	Actor     string          `json:"actor"`
-	At        time.Time       `json:"at"`
-	Version   *int            `json:"version,omitempty"`
-	Rationale string          `json:"rationale,omitempty"`
-	Evidence  []memory.Source `json:"evidence"`
-}
+type AuditEntry = api.AuditEntry
 
 const auditSQL = `
 SELECT id, record_id, action, actor, at, version, rationale, evidence
@@ -244,13 +229,7 @@ func Audit(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID) ([]Audi
 
 // Edge is a relation seen from one record: outgoing (the record is the
 // source) or incoming (the record is the target).
-type Edge struct {
-	SourceID  uuid.UUID        `json:"source_id"`
-	Predicate memory.Predicate `json:"predicate"`
-	TargetID  uuid.UUID        `json:"target_id"`
-	Weight    *float64         `json:"weight,omitempty"`
-	CreatedAt time.Time        `json:"created_at"`
-}
+type Edge = api.Edge
 
 const relationsSQL = `
 SELECT source_id, predicate, target_id, weight, created_at

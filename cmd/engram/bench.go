@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/engram-dev/engram/api"
 )
 
 // benchIngest serves `engram bench ingest`: it streams synthetic agent
@@ -164,11 +166,7 @@ func benchStream(ctx context.Context, cl *client, run string, stream, streams, e
 	refused := 0
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
-		var a struct {
-			Line  int
-			ID    string
-			Error json.RawMessage
-		}
+		var a api.StreamAck
 		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
 			return nil, 0, fmt.Errorf("read acknowledgement: %w", err)
 		}
@@ -270,22 +268,12 @@ func explainPolicy(c *cli, ctx context.Context, args []string) error {
 		_, err = c.stdout.Write(out)
 		return err
 	}
-	var x struct {
-		Policy     string
-		Redactions []string
-		Decision   struct {
-			Type, Sensitivity, Scope, Visibility, Classifier string
-			Drop                                             bool
-			Confidence                                       float64
-			Rules                                            []string
-			Decay                                            json.RawMessage
-		}
-	}
+	var x api.PolicyExplanation
 	if err := json.Unmarshal(out, &x); err != nil {
 		return err
 	}
 	d := x.Decision
-	verdict := "kept as " + d.Type
+	verdict := "kept as " + string(d.Type)
 	if d.Drop {
 		verdict = "dropped"
 	}
@@ -299,8 +287,12 @@ func explainPolicy(c *cli, ctx context.Context, args []string) error {
 		if d.Scope != "" {
 			fmt.Fprintf(c.stdout, "scope        %s\n", d.Scope)
 		}
-		if len(d.Decay) > 0 {
-			fmt.Fprintf(c.stdout, "decay        %s\n", d.Decay)
+		if d.Decay != nil {
+			decay, err := json.Marshal(d.Decay)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "decay        %s\n", decay)
 		}
 	}
 	if len(x.Redactions) > 0 {

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/engram-dev/engram/api"
 )
 
 // client calls engramd's HTTP API with one API key.
@@ -28,33 +30,9 @@ func newClient(base, key, actor string) *client {
 // kind: an operator key on a tenant's data, or a tenant's key on the jobs.
 const problemForbidden = "urn:engram:problem:forbidden"
 
-// problemError is an RFC 9457 problem the API answered with.
-type problemError struct {
-	Type      string       `json:"type"`
-	Title     string       `json:"title"`
-	Status    int          `json:"status"`
-	Detail    string       `json:"detail"`
-	Errors    []fieldError `json:"errors"`
-	RecordIDs []string     `json:"record_ids"`
-}
-
-func (p *problemError) Error() string {
-	if p.Detail == "" {
-		return p.Title
-	}
-	return p.Title + ": " + p.Detail
-}
-
-// fieldError is one violation of a problem: a JSON pointer into the
+// location is where a problem's violation is: a JSON pointer into the
 // request body, a query parameter or a header.
-type fieldError struct {
-	Pointer   string `json:"pointer"`
-	Parameter string `json:"parameter"`
-	Header    string `json:"header"`
-	Message   string `json:"message"`
-}
-
-func (f fieldError) location() string {
+func location(f api.FieldError) string {
 	switch {
 	case f.Pointer != "":
 		return f.Pointer
@@ -67,7 +45,7 @@ func (f fieldError) location() string {
 }
 
 // do sends a request with a JSON body (when body is non-nil) and returns
-// the response body of a success. Any other answer is a *problemError.
+// the response body of a success. Any other answer is an *[api.Problem].
 func (c *client) do(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, error) {
 	u := c.base + path
 	if len(query) > 0 {
@@ -102,14 +80,14 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 	if res.StatusCode >= 200 && res.StatusCode < 300 {
 		return b, nil
 	}
-	p := &problemError{}
+	p := &api.Problem{}
 	if json.Unmarshal(b, p) != nil || p.Title == "" {
 		// Not engramd's problem: a proxy's page, say. Show its start.
 		text := strings.TrimSpace(string(b))
 		if len(text) > 200 {
 			text = text[:200] + "…"
 		}
-		p = &problemError{Title: http.StatusText(res.StatusCode), Detail: text}
+		p = &api.Problem{Title: http.StatusText(res.StatusCode), Detail: text}
 	}
 	p.Status = res.StatusCode
 	return nil, p

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -10,40 +11,10 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/memory"
 )
-
-// memoryTypes are the types in the order the tables show them.
-var memoryTypes = []string{"working", "semantic", "competence", "plan_graph", "episodic"}
-
-// histogram is a salience distribution over the answer's bounds.
-type histogram struct {
-	Counts []int   `json:"counts"`
-	Mean   float64 `json:"mean"`
-}
-
-type projection struct {
-	Now      histogram `json:"now"`
-	At       histogram `json:"at"`
-	PruneNow int       `json:"prune_now"`
-	PruneAt  int       `json:"prune_at"`
-}
-
-type decayPreview struct {
-	Now     time.Time `json:"now"`
-	At      time.Time `json:"at"`
-	Bounds  []float64 `json:"bounds"`
-	Current struct {
-		PruneThreshold float64 `json:"prune_threshold"`
-	} `json:"current"`
-	Proposed struct {
-		PruneThreshold float64 `json:"prune_threshold"`
-	} `json:"proposed"`
-	Types map[string]struct {
-		Records  int        `json:"records"`
-		Current  projection `json:"current"`
-		Proposed projection `json:"proposed"`
-	} `json:"types"`
-}
 
 // decayCommand serves `engram decay preview` and `engram decay stats`.
 func decayCommand(c *cli, ctx context.Context, args []string) error {
@@ -81,7 +52,7 @@ func decayPreviewCommand(c *cli, ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(map[string]any{"proposed": proposed, "at": *at})
+	body, err := json.Marshal(api.DecayPreviewRequest{At: *at, Proposed: proposed})
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
@@ -111,13 +82,20 @@ func decaySection(path string) (json.RawMessage, error) {
 }
 
 func (c *cli) previewTable(b []byte) error {
-	var pv decayPreview
+	var pv api.DecayPreview
 	if err := json.Unmarshal(b, &pv); err != nil {
+		return fmt.Errorf("decode preview: %w", err)
+	}
+	// Of the configurations, the table shows the prune threshold.
+	var current, proposed struct {
+		PruneThreshold float64 `json:"prune_threshold"`
+	}
+	if err := errors.Join(json.Unmarshal(pv.Current, &current), json.Unmarshal(pv.Proposed, &proposed)); err != nil {
 		return fmt.Errorf("decode preview: %w", err)
 	}
 	horizon := "+" + span(pv.At.Sub(pv.Now))
 	fmt.Fprintf(c.stdout, "Decay preview: now %s and at %s (%s); nothing was changed.\n", stamp(pv.Now), stamp(pv.At), horizon)
-	fmt.Fprintf(c.stdout, "Prune threshold: %s in force, %s proposed.\n\n", salience(pv.Current.PruneThreshold), salience(pv.Proposed.PruneThreshold))
+	fmt.Fprintf(c.stdout, "Prune threshold: %s in force, %s proposed.\n\n", salience(current.PruneThreshold), salience(proposed.PruneThreshold))
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"TYPE", "RECORDS", "PROFILES", "WHEN"}
 	for _, b := range pv.Bounds {
@@ -126,22 +104,22 @@ func (c *cli) previewTable(b []byte) error {
 	head = append(head, ">"+strconv.FormatFloat(pv.Bounds[len(pv.Bounds)-1], 'f', -1, 64), "MEAN", "PRUNED", "")
 	row(w, head...)
 	shown := false
-	for _, t := range memoryTypes {
-		tp, ok := pv.Types[t]
-		if !ok || tp.Records == 0 {
+	for _, t := range memory.Types {
+		tp := pv.Types[t]
+		if tp == nil || tp.Records == 0 {
 			continue
 		}
 		shown = true
 		for _, p := range []struct {
 			name string
-			pr   projection
+			pr   api.SalienceProjection
 		}{{"in force", tp.Current}, {"proposed", tp.Proposed}} {
 			for _, when := range []struct {
 				name  string
-				h     histogram
+				h     api.SalienceHistogram
 				prune int
 			}{{"now", p.pr.Now, p.pr.PruneNow}, {horizon, p.pr.At, p.pr.PruneAt}} {
-				cols := []string{t, strconv.Itoa(tp.Records), p.name, when.name}
+				cols := []string{string(t), strconv.Itoa(tp.Records), p.name, when.name}
 				for _, n := range when.h.Counts {
 					cols = append(cols, strconv.Itoa(n))
 				}
@@ -157,16 +135,7 @@ func (c *cli) previewTable(b []byte) error {
 }
 
 func (c *cli) statsTable(b []byte) error {
-	var st struct {
-		At             time.Time `json:"at"`
-		PruneThreshold float64   `json:"prune_threshold"`
-		Bounds         []float64 `json:"bounds"`
-		Types          map[string]struct {
-			Records  int       `json:"records"`
-			Salience histogram `json:"salience"`
-			Prunable int       `json:"prunable"`
-		} `json:"types"`
-	}
+	var st api.SalienceStats
 	if err := json.Unmarshal(b, &st); err != nil {
 		return fmt.Errorf("decode statistics: %w", err)
 	}
@@ -177,9 +146,12 @@ func (c *cli) statsTable(b []byte) error {
 		head = append(head, "≤"+strconv.FormatFloat(b, 'f', -1, 64))
 	}
 	row(w, append(head, ">"+strconv.FormatFloat(st.Bounds[len(st.Bounds)-1], 'f', -1, 64), "MEAN", "PRUNABLE", "")...)
-	for _, t := range memoryTypes {
-		ts := st.Types[t]
-		cols := []string{t, strconv.Itoa(ts.Records)}
+	for _, t := range memory.Types {
+		ts := api.SalienceTypeStats{}
+		if st.Types[t] != nil {
+			ts = *st.Types[t]
+		}
+		cols := []string{string(t), strconv.Itoa(ts.Records)}
 		for _, n := range ts.Salience.Counts {
 			cols = append(cols, strconv.Itoa(n))
 		}

@@ -6,15 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-// feedbackRequest is the body of POST /v1/feedback.
-type feedbackRequest struct {
-	RetrievalID string   `json:"retrieval_id"`
-	RecordIDs   []string `json:"record_ids,omitempty"`
-	Outcome     string   `json:"outcome"`
-	Rationale   string   `json:"rationale,omitempty"`
-}
+	"github.com/engram-dev/engram/api"
+)
 
 // feedback serves `engram feedback RETRIEVAL_ID --outcome O`: how the
 // records a retrieval returned served the task, which reinforces or
@@ -31,7 +25,7 @@ func feedback(c *cli, ctx context.Context, args []string) error {
 	if *outcome == "" {
 		return usageErrorf("feedback: --outcome is required: used_success, used_failure or unused")
 	}
-	req := feedbackRequest{RetrievalID: pos[0], Outcome: *outcome, Rationale: *rationale}
+	req := api.FeedbackRequest{RetrievalID: pos[0], Outcome: *outcome, Rationale: *rationale}
 	for _, r := range records {
 		req.RecordIDs = append(req.RecordIDs, strings.Split(r, ",")...)
 	}
@@ -47,16 +41,7 @@ func feedback(c *cli, ctx context.Context, args []string) error {
 // feedbackTable prints what feedback did: a line of counts, then each
 // record it changed with its salience and version now.
 func (c *cli) feedbackTable(outcome string, b []byte) error {
-	var res struct {
-		Applied int `json:"applied"`
-		Records []struct {
-			ID       string  `json:"id"`
-			Salience float64 `json:"salience"`
-			Version  int     `json:"version"`
-		} `json:"records"`
-		Duplicate []string `json:"duplicate"`
-		NotLive   []string `json:"not_live"`
-	}
+	var res api.FeedbackResult
 	if err := json.Unmarshal(b, &res); err != nil {
 		return fmt.Errorf("decode feedback: %w", err)
 	}
@@ -73,7 +58,7 @@ func (c *cli) feedbackTable(outcome string, b []byte) error {
 	w := c.tabwriter()
 	row(w, "ID", "SALIENCE", "VERSION")
 	for _, r := range res.Records {
-		row(w, r.ID, salience(r.Salience), strconv.Itoa(r.Version))
+		row(w, r.ID.String(), salience(r.Salience), strconv.Itoa(r.Version))
 	}
 	return w.Flush()
 }

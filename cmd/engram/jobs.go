@@ -10,32 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/engram-dev/engram/api"
 )
-
-// jobRun is what the tables show of a job run.
-type jobRun struct {
-	ID        int64            `json:"id"`
-	Job       string           `json:"job"`
-	Trigger   string           `json:"trigger"`
-	Node      string           `json:"node"`
-	Status    string           `json:"status"`
-	StartedAt time.Time        `json:"started_at"`
-	EndedAt   *time.Time       `json:"ended_at"`
-	Counts    map[string]int64 `json:"counts"`
-	Error     string           `json:"error"`
-}
-
-type jobsOverview struct {
-	Node   string `json:"node"`
-	Leader bool   `json:"leader"`
-	Jobs   []struct {
-		Name     string          `json:"name"`
-		Schedule string          `json:"schedule"`
-		NextRun  *time.Time      `json:"next_run"`
-		LastRun  *jobRun         `json:"last_run"`
-		Cursor   json.RawMessage `json:"cursor"`
-	} `json:"jobs"`
-}
 
 // jobsCommand serves `engram jobs list` and `engram jobs run NAME`.
 func jobsCommand(c *cli, ctx context.Context, args []string) error {
@@ -57,7 +34,7 @@ func jobsCommand(c *cli, ctx context.Context, args []string) error {
 }
 
 func (c *cli) jobsTable(b []byte) error {
-	var ov jobsOverview
+	var ov api.JobsOverview
 	if err := json.Unmarshal(b, &ov); err != nil {
 		return fmt.Errorf("decode jobs: %w", err)
 	}
@@ -116,9 +93,7 @@ func jobsRun(c *cli, ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var started struct {
-		Run jobRun `json:"run"`
-	}
+	var started api.JobStarted
 	if err := json.Unmarshal(b, &started); err != nil {
 		return fmt.Errorf("decode run: %w", err)
 	}
@@ -141,7 +116,7 @@ func jobsRun(c *cli, ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		var ov jobsOverview
+		var ov api.JobsOverview
 		if err := json.Unmarshal(b, &ov); err != nil {
 			return fmt.Errorf("decode jobs: %w", err)
 		}

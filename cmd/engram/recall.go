@@ -8,37 +8,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/memory"
 )
-
-// retrieveRequest is the body of POST /v1/retrieve.
-type retrieveRequest struct {
-	Task   retrieveTask   `json:"task"`
-	Trust  retrieveTrust  `json:"trust,omitzero"`
-	Budget retrieveBudget `json:"budget,omitzero"`
-}
-
-type retrieveTask struct {
-	Text       string         `json:"text,omitempty"`
-	Intent     string         `json:"intent,omitempty"`
-	Signals    []string       `json:"signals,omitempty"`
-	Tools      []string       `json:"tools,omitempty"`
-	Conditions map[string]any `json:"conditions,omitempty"`
-	ThreadID   string         `json:"thread_id,omitempty"`
-	AgentID    string         `json:"agent_id,omitempty"`
-	Scope      string         `json:"scope,omitempty"`
-}
-
-type retrieveTrust struct {
-	Clearance     string `json:"clearance,omitempty"`
-	Authenticated *bool  `json:"authenticated,omitempty"`
-	Environment   string `json:"environment,omitempty"`
-}
-
-type retrieveBudget struct {
-	Items  *int           `json:"items,omitempty"`
-	Tokens *int           `json:"tokens,omitempty"`
-	Layers map[string]int `json:"layers,omitempty"`
-}
 
 // condFlag is the repeatable --cond KEY=VALUE: a task condition, its value
 // a boolean, a number or a string.
@@ -92,9 +65,9 @@ func conditionValue(v string) any {
 }
 
 // layerFlag is the repeatable --layer LAYER=N: items for one layer.
-type layerFlag map[string]int
+type layerFlag map[api.LayerName]int
 
-func (f layerFlag) String() string { return fmt.Sprint(map[string]int(f)) }
+func (f layerFlag) String() string { return fmt.Sprint(map[api.LayerName]int(f)) }
 
 func (f layerFlag) Set(v string) error {
 	k, val, ok := strings.Cut(v, "=")
@@ -102,7 +75,7 @@ func (f layerFlag) Set(v string) error {
 	if !ok || k == "" || err != nil {
 		return fmt.Errorf("want LAYER=N, such as semantic=5")
 	}
-	f[k] = n
+	f[api.LayerName(k)] = n
 	return nil
 }
 
@@ -111,7 +84,8 @@ func (f layerFlag) Set(v string) error {
 func recall(c *cli, ctx context.Context, args []string) error {
 	fs := c.flags("recall")
 	var (
-		req             retrieveRequest
+		req             api.RetrieveRequest
+		clearance       string
 		signals, tools  listFlag
 		conds           = condFlag{}
 		layers          = layerFlag{}
@@ -126,7 +100,7 @@ func recall(c *cli, ctx context.Context, args []string) error {
 	fs.StringVar(&t.ThreadID, "thread", "", "")
 	fs.StringVar(&t.AgentID, "agent", "", "")
 	fs.StringVar(&t.Scope, "scope", "", "")
-	fs.StringVar(&req.Trust.Clearance, "clearance", "", "")
+	fs.StringVar(&clearance, "clearance", "", "")
 	fs.BoolVar(&unauthenticated, "unauthenticated", false, "")
 	fs.StringVar(&req.Trust.Environment, "env", "", "")
 	fs.IntVar(&items, "items", 0, "")
@@ -146,6 +120,7 @@ func recall(c *cli, ctx context.Context, args []string) error {
 	if len(conds) > 0 {
 		t.Conditions = conds
 	}
+	req.Trust.Clearance = memory.Sensitivity(clearance)
 	if unauthenticated {
 		no := false
 		req.Trust.Authenticated = &no
@@ -169,41 +144,11 @@ func recall(c *cli, ctx context.Context, args []string) error {
 	return c.call(ctx, "POST", "/v1/retrieve", nil, body, c.orTable(c.recallAnswer))
 }
 
-// retrieveResult is what recall shows of an answer of POST /v1/retrieve.
-type retrieveResult struct {
-	RetrievalID string   `json:"retrieval_id"`
-	Clearance   string   `json:"clearance"`
-	Withheld    int      `json:"withheld"`
-	LexicalOnly bool     `json:"lexical_only"`
-	Notes       []string `json:"notes"`
-	Budget      struct {
-		Items       int `json:"items"`
-		Tokens      int `json:"tokens"`
-		ItemsLimit  int `json:"items_limit"`
-		TokensLimit int `json:"tokens_limit"`
-	} `json:"budget"`
-	Layers []struct {
-		Layer string `json:"layer"`
-		Items []struct {
-			Record record  `json:"record"`
-			Score  float64 `json:"score"`
-			Gating string  `json:"gating"`
-			Why    struct {
-				MatchedSignal string   `json:"matched_signal"`
-				SuccessRate   *float64 `json:"success_rate"`
-			} `json:"why"`
-		} `json:"items"`
-		Omitted             int      `json:"omitted"`
-		NeedsDisambiguation bool     `json:"needs_disambiguation"`
-		SeparatingKeys      []string `json:"separating_keys"`
-	} `json:"layers"`
-}
-
 // recallAnswer prints an answer of POST /v1/retrieve: a header with the
 // retrieval, its clearance and what it spent, then each layer with an item
 // a line, best first; the empty layers are named together at the end.
 func (c *cli) recallAnswer(b []byte) error {
-	var res retrieveResult
+	var res api.RetrieveResult
 	if err := json.Unmarshal(b, &res); err != nil {
 		return fmt.Errorf("decode answer: %w", err)
 	}
@@ -221,10 +166,10 @@ func (c *cli) recallAnswer(b []byte) error {
 	var empty []string
 	for _, l := range res.Layers {
 		if len(l.Items) == 0 && l.Omitted == 0 {
-			empty = append(empty, l.Layer)
+			empty = append(empty, string(l.Name))
 			continue
 		}
-		fmt.Fprintf(&out, "\n%s\n", l.Layer)
+		fmt.Fprintf(&out, "\n%s\n", l.Name)
 		for _, it := range l.Items {
 			line := recallSummary(it.Record, it.Why.MatchedSignal, it.Why.SuccessRate)
 			if g, ok := gated[it.Gating]; ok {
@@ -253,7 +198,7 @@ func (c *cli) recallAnswer(b []byte) error {
 // recallSummary describes an item in a line: a fact, task or plan as the
 // record tables do; a procedure with the signal it matched and its success
 // rate; an episode by its outcome and first events.
-func recallSummary(r record, signal string, rate *float64) string {
+func recallSummary(r memory.Record, signal string, rate *float64) string {
 	var p struct {
 		State          string `json:"state"`
 		ContextSummary string `json:"context_summary"`
@@ -306,7 +251,7 @@ func recallSummary(r record, signal string, rate *float64) string {
 
 // gated says what trust gating did to an item it did not return as
 // stored.
-var gated = map[string]string{"summarise": "summarised", "redact": "redacted"}
+var gated = map[api.Gating]string{api.GatingSummarise: "summarised", api.GatingRedact: "redacted"}
 
 func plural(n int) string {
 	if n == 1 {

@@ -11,6 +11,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/api"
 )
 
 // recordCommands are the subcommands of engram records.
@@ -106,6 +110,8 @@ func (c *cli) recordsList(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+		// An [api.RecordPage] whose records stay as they came: --json
+		// --all passes them through.
 		var page struct {
 			Records    []json.RawMessage `json:"records"`
 			NextCursor string            `json:"next_cursor"`
@@ -190,17 +196,6 @@ func (c *cli) recordsCreate(ctx context.Context, args []string) error {
 	return c.call(ctx, "POST", "/v1/records", q, rec, c.printJSON)
 }
 
-// revision is the body of the revision requests; each sets what applies.
-type revision struct {
-	Version   int             `json:"version,omitempty"`
-	Rationale string          `json:"rationale,omitempty"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
-	Record    json.RawMessage `json:"record,omitempty"`
-	Variants  json.RawMessage `json:"variants,omitempty"`
-	Against   []string        `json:"against,omitempty"`
-	RecordIDs []string        `json:"record_ids,omitempty"`
-}
-
 func (c *cli) recordsUpdate(ctx context.Context, args []string) error {
 	fs := c.flags("records update")
 	file, version, rationale := fs.String("f", "", ""), fs.Int("version", 0, ""), fs.String("rationale", "", "")
@@ -212,7 +207,7 @@ func (c *cli) recordsUpdate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.send(ctx, "PATCH", recordPath(pos[0], ""), revision{Version: *version, Rationale: *rationale, Payload: payload})
+	return c.send(ctx, "PATCH", recordPath(pos[0], ""), api.UpdateRequest{Version: *version, Rationale: *rationale, Payload: payload})
 }
 
 func (c *cli) recordsSupersede(ctx context.Context, args []string) error {
@@ -226,7 +221,7 @@ func (c *cli) recordsSupersede(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.send(ctx, "POST", recordPath(pos[0], ":supersede"), revision{Version: *version, Rationale: *rationale, Record: rec})
+	return c.send(ctx, "POST", recordPath(pos[0], ":supersede"), api.ReviseRequest{Version: *version, Rationale: *rationale, Record: rec})
 }
 
 func (c *cli) recordsFork(ctx context.Context, args []string) error {
@@ -240,10 +235,11 @@ func (c *cli) recordsFork(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !bytes.HasPrefix(bytes.TrimSpace(variants), []byte("[")) {
+	r := api.ReviseRequest{Version: *version, Rationale: *rationale}
+	if !bytes.HasPrefix(bytes.TrimSpace(variants), []byte("[")) || json.Unmarshal(variants, &r.Variants) != nil {
 		return usageErrorf("records fork: FILE must hold a JSON array of variant records")
 	}
-	return c.send(ctx, "POST", recordPath(pos[0], ":fork"), revision{Version: *version, Rationale: *rationale, Variants: variants})
+	return c.send(ctx, "POST", recordPath(pos[0], ":fork"), r)
 }
 
 func (c *cli) recordsContest(ctx context.Context, args []string) error {
@@ -255,9 +251,13 @@ func (c *cli) recordsContest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := revision{Rationale: *rationale}
+	r := api.ReviseRequest{Rationale: *rationale}
 	for _, a := range against {
-		r.Against = append(r.Against, strings.Split(a, ",")...)
+		ids, err := recordIDs("records contest", strings.Split(a, ","))
+		if err != nil {
+			return err
+		}
+		r.Against = append(r.Against, ids...)
 	}
 	if *file != "" {
 		if r.Record, err = c.readJSON(*file); err != nil {
@@ -274,7 +274,7 @@ func (c *cli) recordsRetract(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.send(ctx, "POST", recordPath(pos[0], ":retract"), revision{Version: *version, Rationale: *rationale})
+	return c.send(ctx, "POST", recordPath(pos[0], ":retract"), api.ReviseRequest{Version: *version, Rationale: *rationale})
 }
 
 func (c *cli) recordsAppend(ctx context.Context, args []string) error {
@@ -310,7 +310,11 @@ func (c *cli) recordsMerge(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := revision{Rationale: *rationale, RecordIDs: pos}
+	ids, err := recordIDs("records merge", pos)
+	if err != nil {
+		return err
+	}
+	r := api.ReviseRequest{Rationale: *rationale, RecordIDs: ids}
 	if *file != "" {
 		if r.Record, err = c.readJSON(*file); err != nil {
 			return err
@@ -340,7 +344,7 @@ func (c *cli) recordsPurge(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(revision{Rationale: *rationale})
+	b, err := json.Marshal(api.ReviseRequest{Rationale: *rationale})
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
@@ -352,13 +356,27 @@ func (c *cli) recordsPurge(ctx context.Context, args []string) error {
 	})
 }
 
-// send posts a revision and prints the answer.
-func (c *cli) send(ctx context.Context, method, path string, r revision) error {
+// send sends a revision (an [api.ReviseRequest] or [api.UpdateRequest]) and
+// prints the answer.
+func (c *cli) send(ctx context.Context, method, path string, r any) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
 	return c.call(ctx, method, path, nil, b, c.printJSON)
+}
+
+// recordIDs parses the record ids of a command's arguments.
+func recordIDs(command string, args []string) ([]uuid.UUID, error) {
+	ids := make([]uuid.UUID, len(args))
+	for i, a := range args {
+		id, err := uuid.Parse(a)
+		if err != nil {
+			return nil, usageErrorf("%s: %q is not a record id", command, a)
+		}
+		ids[i] = id
+	}
+	return ids, nil
 }
 
 // call sends a request and hands a successful answer's body to print.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/url"
 	"strings"
+
+	"github.com/engram-dev/engram/api"
 )
 
 // DefaultURL is engramd's default listen address.
@@ -275,7 +277,7 @@ func (c *cli) client() (*client, error) {
 // error with a pointer to the usage text.
 func report(w io.Writer, err error) {
 	var (
-		p *problemError
+		p *api.Problem
 		u *usageError
 	)
 	switch {
@@ -286,10 +288,14 @@ func report(w io.Writer, err error) {
 		}
 		fmt.Fprintln(w)
 		for _, fe := range p.Errors {
-			fmt.Fprintf(w, "  %s: %s\n", fe.location(), fe.Message)
+			fmt.Fprintf(w, "  %s: %s\n", location(fe), fe.Message)
 		}
 		if len(p.RecordIDs) > 0 {
-			fmt.Fprintf(w, "  records: %s\n", strings.Join(p.RecordIDs, ", "))
+			ids := make([]string, len(p.RecordIDs))
+			for i, id := range p.RecordIDs {
+				ids[i] = id.String()
+			}
+			fmt.Fprintf(w, "  records: %s\n", strings.Join(ids, ", "))
 		}
 		if p.Type == problemForbidden {
 			fmt.Fprintln(w, "  ENGRAM_API_KEY (or --api-key) picks the key: engram jobs takes an operator key, the other commands a tenant's key")

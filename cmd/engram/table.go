@@ -10,18 +10,10 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-)
 
-// record is what the tables show of a MemoryRecord.
-type record struct {
-	ID          string          `json:"id"`
-	Type        string          `json:"type"`
-	Status      string          `json:"status"`
-	Version     int             `json:"version"`
-	Sensitivity string          `json:"sensitivity"`
-	Salience    float64         `json:"salience"`
-	Payload     json.RawMessage `json:"payload"`
-}
+	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/memory"
+)
 
 // summaryWidth bounds the summary column, in characters.
 const summaryWidth = 72
@@ -69,23 +61,17 @@ func (c *cli) recordTable(raws []json.RawMessage) error {
 	w := c.tabwriter()
 	row(w, "ID", "TYPE", "STATUS", "VERSION", "SENSITIVITY", "SALIENCE", "SUMMARY")
 	for _, raw := range raws {
-		var r record
+		var r memory.Record
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return fmt.Errorf("decode record: %w", err)
 		}
-		row(w, r.ID, r.Type, r.Status, strconv.Itoa(r.Version), r.Sensitivity, salience(r.Salience), summarize(r.Type, r.Payload))
+		row(w, r.ID.String(), string(r.Type), string(r.Status), strconv.Itoa(r.Version), string(r.Sensitivity), salience(r.Salience), summarize(r.Type, r.Payload))
 	}
 	return w.Flush()
 }
 
 func (c *cli) historyTable(b []byte) error {
-	var h struct {
-		Versions []struct {
-			Version    int       `json:"version"`
-			RecordedAt time.Time `json:"recorded_at"`
-			Record     record    `json:"record"`
-		} `json:"versions"`
-	}
+	var h api.RecordHistory
 	if err := json.Unmarshal(b, &h); err != nil {
 		return fmt.Errorf("decode history: %w", err)
 	}
@@ -93,23 +79,13 @@ func (c *cli) historyTable(b []byte) error {
 	row(w, "VERSION", "RECORDED", "STATUS", "SENSITIVITY", "SALIENCE", "SUMMARY")
 	for _, v := range h.Versions {
 		r := v.Record
-		row(w, strconv.Itoa(v.Version), stamp(v.RecordedAt), r.Status, r.Sensitivity, salience(r.Salience), summarize(r.Type, r.Payload))
+		row(w, strconv.Itoa(v.Version), stamp(v.RecordedAt), string(r.Status), string(r.Sensitivity), salience(r.Salience), summarize(r.Type, r.Payload))
 	}
 	return w.Flush()
 }
 
 func (c *cli) auditTable(b []byte) error {
-	var a struct {
-		Entries []struct {
-			ID        int64             `json:"id"`
-			Action    string            `json:"action"`
-			Actor     string            `json:"actor"`
-			At        time.Time         `json:"at"`
-			Version   *int              `json:"version"`
-			Rationale string            `json:"rationale"`
-			Evidence  []json.RawMessage `json:"evidence"`
-		} `json:"entries"`
-	}
+	var a api.AuditTrail
 	if err := json.Unmarshal(b, &a); err != nil {
 		return fmt.Errorf("decode audit: %w", err)
 	}
@@ -130,15 +106,7 @@ func (c *cli) auditTable(b []byte) error {
 }
 
 func (c *cli) relationsTable(b []byte) error {
-	var r struct {
-		Relations []struct {
-			SourceID  string    `json:"source_id"`
-			Predicate string    `json:"predicate"`
-			TargetID  string    `json:"target_id"`
-			Weight    *float64  `json:"weight"`
-			CreatedAt time.Time `json:"created_at"`
-		} `json:"relations"`
-	}
+	var r api.RecordRelations
 	if err := json.Unmarshal(b, &r); err != nil {
 		return fmt.Errorf("decode relations: %w", err)
 	}
@@ -149,7 +117,7 @@ func (c *cli) relationsTable(b []byte) error {
 		if e.Weight != nil {
 			weight = salience(*e.Weight)
 		}
-		row(w, e.SourceID, e.Predicate, e.TargetID, weight, stamp(e.CreatedAt))
+		row(w, e.SourceID.String(), string(e.Predicate), e.TargetID.String(), weight, stamp(e.CreatedAt))
 	}
 	return w.Flush()
 }
@@ -161,7 +129,7 @@ func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
 // summarize describes a payload in a line: a fact as "subject predicate =
 // object [conditions]", a procedure by its skill, a plan by its intent and
 // id, a task by its thread and state, an episode by its events.
-func summarize(typ string, payload json.RawMessage) string {
+func summarize(typ memory.Type, payload json.RawMessage) string {
 	var p struct {
 		Subject   string          `json:"subject"`
 		Predicate string          `json:"predicate"`

@@ -1,0 +1,42 @@
+package api
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Problem is an RFC 9457 problem details response
+// (application/problem+json), the body of every error answer. Type is a
+// stable URN clients may switch on (urn:engram:problem:…); Errors lists
+// field-level violations; RecordIDs names the records a conflict is
+// about.
+type Problem struct {
+	Type      string       `json:"type"`
+	Title     string       `json:"title"`
+	Status    int          `json:"status"`
+	Detail    string       `json:"detail,omitempty"`
+	Instance  string       `json:"instance,omitempty"`
+	Errors    []FieldError `json:"errors,omitempty"`
+	RecordIDs []uuid.UUID  `json:"record_ids,omitempty"`
+	// RetryAfter is the Retry-After header of a 429 or 503, not part of
+	// the body.
+	RetryAfter time.Duration `json:"-"`
+}
+
+// Error is the problem's title and, when it has one, its detail.
+func (p *Problem) Error() string {
+	if p.Detail == "" {
+		return p.Title
+	}
+	return p.Title + ": " + p.Detail
+}
+
+// FieldError is one violation of a [Problem]: a JSON pointer into the
+// request body, or the name of a query parameter or header.
+type FieldError struct {
+	Pointer   string `json:"pointer,omitempty"`
+	Parameter string `json:"parameter,omitempty"`
+	Header    string `json:"header,omitempty"`
+	Message   string `json:"message"`
+}

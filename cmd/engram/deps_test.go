@@ -1,0 +1,29 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The CLI speaks to engramd only through the wire types of package api: it
+// does not link pgx, nor any of engram's packages beyond api and memory.
+func TestImportsNoDatabase(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not on PATH")
+	}
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		switch {
+		case strings.HasPrefix(dep, "github.com/jackc/pgx"):
+			t.Errorf("the CLI depends on %s", dep)
+		case strings.HasPrefix(dep, "github.com/engram-dev/engram/") && dep != "github.com/engram-dev/engram/cmd/engram" &&
+			dep != "github.com/engram-dev/engram/api" && dep != "github.com/engram-dev/engram/memory":
+			t.Errorf("the CLI depends on %s; it may use only api and memory of engram's packages", dep)
+		}
+	}
+}
