@@ -68,10 +68,14 @@ const (
 	Merged     Status = "merged" // folded into another record
 	Deleted    Status = "deleted"
 	Expired    Status = "expired" // pruned by decay, restorable until purged
+	// Draft records wait for a reviewer's approval (write-path RFC §12.6);
+	// quarantined ones are held for investigation (§12.11.5).
+	Draft       Status = "draft"
+	Quarantined Status = "quarantined"
 )
 
 // Statuses lists every status.
-var Statuses = []Status{Active, Contested, Superseded, Retracted, Merged, Deleted, Expired}
+var Statuses = []Status{Active, Contested, Superseded, Retracted, Merged, Deleted, Expired, Draft, Quarantined}
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
