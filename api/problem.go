@@ -19,6 +19,10 @@ type Problem struct {
 	Instance  string       `json:"instance,omitempty"`
 	Errors    []FieldError `json:"errors,omitempty"`
 	RecordIDs []uuid.UUID  `json:"record_ids,omitempty"`
+	// Gate and Reason name the gate of the write path that refused a write
+	// and its structured reason (write-rejected problems).
+	Gate   string `json:"gate,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// RetryAfter is the Retry-After header of a 429 or 503, not part of
 	// the body.
 	RetryAfter time.Duration `json:"-"`

@@ -408,7 +408,9 @@ func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Pol
 		if err != nil {
 			return nil, fmt.Errorf("candidate %s: %w", f.cand.ID, err)
 		}
-		settled[f.settled].RecordIDs = append(settled[f.settled].RecordIDs, id)
+		if id != uuid.Nil {
+			settled[f.settled].RecordIDs = append(settled[f.settled].RecordIDs, id)
+		}
 	}
 	for _, st := range settled {
 		switch {
@@ -465,8 +467,14 @@ func learnFact(ctx context.Context, tx *revise.Tx, tenant string, ev memory.Even
 	if d.Decay != nil {
 		rec.Lifecycle.Decay = *d.Decay
 	}
-	out, _, err := tx.ObserveFact(ctx, tenant, rec, revise.Change{Actor: ch.Actor, Evidence: []memory.Source{src}})
-	return out.ID, err
+	a, err := tx.ObserveFact(ctx, tenant, rec, revise.Change{Actor: ch.Actor, Evidence: []memory.Source{src}})
+	var re *revise.RejectedError
+	if errors.As(err, &re) {
+		// The write path refused the fact (a contradiction with more
+		// credible facts, say): the event stays in its episode, classified.
+		return uuid.Nil, nil
+	}
+	return a.Record.ID, err
 }
 
 func newEpisode(ev memory.Event, c store.Candidate, d policy.Decision) memory.Record {

@@ -168,12 +168,27 @@ func TestFactsBecomeSemanticRecords(t *testing.T) {
 	require.Equal(t, []memory.Relation{{Predicate: memory.DerivedFrom, TargetID: recs[0]}}, f.Relations)
 
 	// The same fact again is absorbed into the existing record; a
-	// contradicting one contests it.
+	// contradicting one no more credible is refused by the write path's
+	// contradiction gate (write-path RFC §12.2.4), and its event stays
+	// classified, in its episode.
 	again := b.send(t, fact("make", "k2"), fact("bazel", "k3"))
 	b.drain(t)
 	_, recsAgain, _ := b.candidate(t, again[0].ID)
 	require.Equal(t, f.ID, recsAgain[1])
-	_, recsNew, _ := b.candidate(t, again[1].ID)
+	status, recsNew, _ := b.candidate(t, again[1].ID)
+	require.Equal(t, store.CandidateDone, status)
+	require.Equal(t, []uuid.UUID{recs[0]}, recsNew, "the episode only")
+	f, err = store.Get(b.ctx, b.db.Pool, "acme", f.ID)
+	require.NoError(t, err)
+	require.Equal(t, memory.Active, f.Status)
+
+	// With the contradiction policy contest, the same event contests it.
+	b.worker = ingest.NewWorker(ingest.WorkerConfig{DB: b.db.Pool, Partitions: 2, BatchSize: 100,
+		Writer: revise.New(b.db.Pool, revise.Config{Gates: revise.Gates{Contradiction: revise.ContradictionConfig{Policy: revise.PolicyContest}}})})
+	contest := b.send(t, fact("bazel", "k4"))
+	b.drain(t)
+	_, recsNew, _ = b.candidate(t, contest[0].ID)
+	require.Len(t, recsNew, 2)
 	contested, err := store.Get(b.ctx, b.db.Pool, "acme", recsNew[1])
 	require.NoError(t, err)
 	require.Equal(t, memory.Contested, contested.Status)

@@ -17,27 +17,161 @@ import (
 )
 
 // Create validates rec, fills in what it leaves out (id, times, status,
-// lifecycle defaults for its type) and stores it as version 1.
+// lifecycle defaults for its type) and admits it through the gates of its
+// layer ([Tx.Admit]); it returns the record that stands for the write: the
+// new one, or the live one that absorbed it.
 func (w *Writer) Create(ctx context.Context, tenant string, rec memory.Record, ch Change) (memory.Record, error) {
+	a, err := w.Admit(ctx, tenant, rec, ch)
+	return a.Record, err
+}
+
+// Admit runs [Tx.Admit] in a transaction of its own.
+func (w *Writer) Admit(ctx context.Context, tenant string, rec memory.Record, ch Change) (Admission, error) {
+	var a Admission
 	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
 		var err error
-		rec, err = tx.Create(ctx, tenant, rec, ch)
+		a, err = tx.Admit(ctx, tenant, rec, ch)
 		return err
 	})
-	return rec, err
+	return a, err
 }
 
 // Create is [Writer.Create] in the transaction.
 func (t *Tx) Create(ctx context.Context, tenant string, rec memory.Record, ch Change) (memory.Record, error) {
-	if err := checkChange(ch); err != nil {
-		return memory.Record{}, err
-	}
-	return t.create(ctx, tenant, rec, memory.Active, "", ch)
+	a, err := t.Admit(ctx, tenant, rec, ch)
+	return a.Record, err
 }
 
-// create stores a new record in the status it starts in; pointer prefixes
-// the pointers of its validation errors.
-func (t *Tx) create(ctx context.Context, tenant string, rec memory.Record, status memory.Status, pointer string, ch Change) (memory.Record, error) {
+// Admit passes a new record through the gates of its layer, in order —
+// schema, evidence, contradiction, dedup, provenance, approval (write-path
+// RFC §12.1.2) — and writes what they decide: a new record, nothing (a
+// duplicate absorbed), the next version of the record it duplicates
+// (merged), contested records, or a draft for review. A gate's refusal is a
+// [*RejectedError] and nothing is written.
+func (t *Tx) Admit(ctx context.Context, tenant string, rec memory.Record, ch Change) (Admission, error) {
+	a, err := t.admit(ctx, tenant, rec, ch)
+	layer := string(rec.Type)
+	var re *RejectedError
+	switch {
+	case errors.As(err, &re):
+		t.w.metrics.writes.WithLabelValues(layer, "rejected").Inc()
+		t.w.metrics.rejections.WithLabelValues(re.Gate, re.Reason).Inc()
+	case err == nil:
+		t.w.metrics.writes.WithLabelValues(layer, string(a.Outcome)).Inc()
+	}
+	return a, err
+}
+
+func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Change) (Admission, error) {
+	if err := checkChange(ch); err != nil {
+		return Admission{}, err
+	}
+	w, g := t.w, t.w.cfg.Gates
+	inherited := rec.Lifecycle.Decay.Curve == "" && rec.Lifecycle.Decay.HalfLifeSeconds == 0
+	if err := w.timed(GateSchema, func() error {
+		if err := w.prepare(&rec, memory.Active, ""); err != nil {
+			return err
+		}
+		return t.checkRelations(ctx, tenant, rec.Relations, "")
+	}); err != nil {
+		return Admission{}, err
+	}
+	var ev evidence
+	if err := w.timed(GateEvidence, func() error {
+		var err error
+		ev, err = t.checkEvidence(ctx, tenant, rec)
+		return err
+	}); err != nil {
+		return Admission{}, err
+	}
+	durable := rec.Type == memory.Semantic || rec.Type == memory.Competence || rec.Type == memory.PlanGraph
+
+	var c contradiction
+	if rec.Type == memory.Semantic {
+		if err := w.timed(GateContradiction, func() error {
+			var err error
+			c, err = t.findContradictions(ctx, tenant, rec)
+			return err
+		}); err != nil {
+			return Admission{}, err
+		}
+	}
+
+	if durable && !g.Dedup.Off {
+		var a Admission
+		var done bool
+		if err := w.timed(GateDedup, func() error {
+			var err error
+			a, done, err = t.dedup(ctx, tenant, rec, ch)
+			return err
+		}); err != nil || done {
+			return a, err
+		}
+	}
+
+	if err := w.timed(GateProvenance, func() error { return t.checkCycle(ctx, tenant, rec, ev, nil) }); err != nil {
+		return Admission{}, err
+	}
+
+	a := Admission{Outcome: Created}
+	var queue bool
+	var proposal []uuid.UUID
+	if len(c.conflicts) > 0 {
+		switch g.policyFor(rec.Scope) {
+		case PolicyReview:
+			// §12.2.4: a newcomer more credible than what it contradicts
+			// goes to a reviewer with a proposal to supersede it; a less
+			// credible one is refused with the contradiction report.
+			if mine := w.adjusted(rec.Confidence, ev, false); mine <= c.maxAdjusted {
+				return Admission{}, reject(GateContradiction, ReasonContradiction, c.ids(),
+					"contradicts %d live fact(s) of higher or equal adjusted confidence (%.2f against %.2f)", len(c.conflicts), mine, c.maxAdjusted)
+			}
+			queue, proposal = true, c.ids()
+			a.Reasons = append(a.Reasons, fmt.Sprintf("contradicts %d live fact(s) with a higher adjusted confidence: proposed to supersede them", len(c.conflicts)))
+		case PolicySupersede:
+			return t.replace(ctx, tenant, rec, inherited, ch, ev, c)
+		case PolicyContest:
+			return t.contestWith(ctx, tenant, rec, ch, c)
+		case PolicyFork:
+			if c.sameConditions {
+				return t.contestWith(ctx, tenant, rec, ch, c)
+			}
+		}
+	}
+
+	var risk *Risk
+	if err := w.timed(GateApproval, func() error {
+		if !g.Approval.Enabled || !durable {
+			return nil
+		}
+		var err error
+		if risk, err = t.risk(ctx, tenant, rec, ev, c); err != nil {
+			return err
+		}
+		if risk.Tier != TierAuto {
+			queue = true
+			a.Reasons = append(a.Reasons, fmt.Sprintf("risk %.2f is at or above the review threshold", risk.Score))
+		}
+		return nil
+	}); err != nil {
+		return Admission{}, err
+	}
+	a.Risk = risk
+	if queue {
+		return t.queue(ctx, tenant, rec, inherited, ch, ev, a, proposal)
+	}
+	if err := t.insertNew(ctx, tenant, &rec, inherited, ch, ev, ApprovalNotRequired, risk.score()); err != nil {
+		return Admission{}, err
+	}
+	a.Record = rec
+	return a, nil
+}
+
+// create stores a new record of a revision operation (supersede, fork,
+// contest, merge) in the status it starts in: schema, evidence and
+// provenance gates, with the records it revises as its lineage for the
+// cycle check. pointer prefixes the pointers of its validation errors.
+func (t *Tx) create(ctx context.Context, tenant string, rec memory.Record, status memory.Status, pointer string, ch Change, lineage ...uuid.UUID) (memory.Record, error) {
 	inherited := rec.Lifecycle.Decay.Curve == "" && rec.Lifecycle.Decay.HalfLifeSeconds == 0
 	if err := t.w.prepare(&rec, status, pointer); err != nil {
 		return memory.Record{}, err
@@ -45,18 +179,38 @@ func (t *Tx) create(ctx context.Context, tenant string, rec memory.Record, statu
 	if err := t.checkRelations(ctx, tenant, rec.Relations, pointer); err != nil {
 		return memory.Record{}, err
 	}
-	if err := store.InsertRecord(ctx, t.tx, tenant, rec, inherited); err != nil {
-		return memory.Record{}, written(tenant, rec, err)
+	ev, err := t.checkEvidence(ctx, tenant, rec)
+	if err != nil {
+		return memory.Record{}, err
 	}
-	for _, rel := range rec.Relations {
-		if err := store.AddRelation(ctx, t.tx, tenant, rec.ID, rel); err != nil {
-			return memory.Record{}, err
-		}
+	if err := t.checkCycle(ctx, tenant, rec, ev, lineage); err != nil {
+		return memory.Record{}, err
 	}
-	if err := t.audit(ctx, tenant, rec, ActionCreate, ch); err != nil {
+	approval := ApprovalNotRequired
+	if status == memory.Draft {
+		approval = ApprovalPending
+	}
+	if err := t.insertNew(ctx, tenant, &rec, inherited, ch, ev, approval, 0); err != nil {
 		return memory.Record{}, err
 	}
 	return rec, nil
+}
+
+// insertNew writes a prepared record, its relations, its audit entry and
+// its provenance stamp.
+func (t *Tx) insertNew(ctx context.Context, tenant string, rec *memory.Record, inherited bool, ch Change, ev evidence, approval string, risk float64) error {
+	if err := store.InsertRecord(ctx, t.tx, tenant, *rec, inherited); err != nil {
+		return written(tenant, *rec, err)
+	}
+	for _, rel := range rec.Relations {
+		if err := store.AddRelation(ctx, t.tx, tenant, rec.ID, rel); err != nil {
+			return err
+		}
+	}
+	if err := t.audit(ctx, tenant, *rec, ActionCreate, ch); err != nil {
+		return err
+	}
+	return t.w.timed(GateProvenance, func() error { return t.stamp(ctx, tenant, *rec, ch, ev, approval, risk) })
 }
 
 // prepare fills in a new record's defaults and validates it against the
@@ -152,8 +306,9 @@ func (w *Writer) validate(rec memory.Record, pointer string) error {
 }
 
 // sourceKinds are the kinds of evidence a provenance source or an audit
-// entry may cite (§15A.4, with the struct variant's human).
-var sourceKinds = []string{"event", "artifact", "tool_call", "observation", "outcome", "human"}
+// entry may cite (§15A.4, with the struct variant's human, and the write
+// path's reasoning and record of write-path RFC §12.4.3).
+var sourceKinds = []string{"event", "artifact", "tool_call", "observation", "outcome", "human", SourceReasoning, SourceRecord}
 
 func checkChange(ch Change) error {
 	if ch.Actor == "" {

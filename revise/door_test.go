@@ -25,7 +25,7 @@ var storeWrites = []string{
 	"InsertEntries", "ReviseEpisodes",
 	"RecordFeedback", "Reinforce", "ReviseFeedback",
 	"Expire", "PurgeExpired", "PurgeRecord", "StampProfiles",
-	"PutArtifact",
+	"PutArtifact", "InsertProvenance", "MarkTampered",
 }
 
 // doorViolations lists the calls to store's writing statements in a Go

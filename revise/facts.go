@@ -3,85 +3,33 @@ package revise
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
-	"github.com/engram-dev/engram/store"
 )
 
-// FactOutcome says what [Tx.ObserveFact] did with an observed fact.
-type FactOutcome string
-
-// Fact outcomes.
-const (
-	// FactCreated: no active fact had its key; it is the fact now.
-	FactCreated FactOutcome = "created"
-	// FactAbsorbed: the active fact with its key says the same; nothing
-	// new was stored.
-	FactAbsorbed FactOutcome = "absorbed"
-	// FactContested: the active fact with its key says otherwise; both are
-	// contested until consolidation or an operator resolves them.
-	FactContested FactOutcome = "contested"
-)
-
-// ObserveFact writes an observed semantic fact under the semantic revision
-// rules (substrate RFC §7; write-path RFC §12.2.4, structurally): an active
-// fact with the same scope, subject, predicate and conditions and the same
-// object absorbs it; one with another object is contested by it. It returns
-// the record that stands for the observation: the new, the absorbing or the
-// contesting one. Every writer of observed facts (the policy plane,
-// consolidation) decides here, the same way.
-func (t *Tx) ObserveFact(ctx context.Context, tenant string, rec memory.Record, ch Change) (memory.Record, FactOutcome, error) {
-	if err := checkChange(ch); err != nil {
-		return memory.Record{}, "", err
-	}
+// ObserveFact writes an observed semantic fact — from an event, or learned
+// by consolidation — through the gates ([Tx.Admit]), so that every writer
+// of facts follows the same semantic revision rules (substrate RFC §7;
+// write-path RFC §12.2.4, §12.3): the same fact again is absorbed (merged
+// when it brings new evidence), a contradicting one is decided by its
+// scope's contradiction policy. It runs in a savepoint: a fact the gates
+// refuse, or one that runs into a concurrent writer of the same fact, does
+// not abort the caller's transaction; the refusal is returned.
+func (t *Tx) ObserveFact(ctx context.Context, tenant string, rec memory.Record, ch Change) (Admission, error) {
 	if rec.Type != memory.Semantic {
-		return memory.Record{}, "", fmt.Errorf("observe fact: a %s record is not a fact", rec.Type)
+		return Admission{}, fmt.Errorf("observe fact: a %s record is not a fact", rec.Type)
 	}
-	// The insert runs in a savepoint: running into the active fact must
-	// not abort the caller's transaction.
-	var created memory.Record
+	var a Admission
 	err := pg.WithTx(ctx, t.tx, func(ctx context.Context, sp pgx.Tx) error {
 		var err error
-		created, err = (&Tx{w: t.w, tx: sp}).create(ctx, tenant, rec, memory.Active, "", ch)
+		a, err = (&Tx{w: t.w, tx: sp}).Admit(ctx, tenant, rec, ch)
 		return err
 	})
-	var ce *ConflictError
-	if err == nil {
-		return created, FactCreated, nil
-	}
-	if !errors.As(err, &ce) || ce.Code != CodeActiveFactExists {
-		return memory.Record{}, "", err
-	}
-	id, err := store.FindActiveFact(ctx, t.tx, tenant, rec.Scope, rec.Payload)
-	if err != nil {
-		return memory.Record{}, "", err
-	}
-	existing, err := store.Get(ctx, t.tx, tenant, id)
-	if err != nil {
-		return memory.Record{}, "", err
-	}
-	var cur, next memory.SemanticPayload
-	if err := json.Unmarshal(existing.Payload, &cur); err != nil {
-		return memory.Record{}, "", fmt.Errorf("decode fact: %w", err)
-	}
-	if err := json.Unmarshal(rec.Payload, &next); err != nil {
-		return memory.Record{}, "", fmt.Errorf("decode fact: %w", err)
-	}
-	if jsonEqual(cur.Object, next.Object) {
-		return existing, FactAbsorbed, nil
-	}
-	recs, err := t.Contest(ctx, tenant, []uuid.UUID{existing.ID}, &rec,
-		Change{Actor: ch.Actor, Rationale: "a new observation contradicts this fact", Evidence: ch.Evidence})
-	if err != nil {
-		return memory.Record{}, "", err
-	}
-	return recs[len(recs)-1], FactContested, nil
+	return a, err
 }
 
 // jsonEqual reports whether two JSON documents hold the same value.

@@ -194,7 +194,7 @@ func (t *Tx) Supersede(ctx context.Context, tenant string, id uuid.UUID, version
 			return err
 		}
 		next.Relations = slices.DeleteFunc(next.Relations, func(r memory.Relation) bool { return r.TargetID == old.ID })
-		if created, err = t.create(ctx, tenant, next, memory.Active, "/record", ch); err != nil {
+		if created, err = t.create(ctx, tenant, next, memory.Active, "/record", ch, old.ID); err != nil {
 			return err
 		}
 		rel := memory.Relation{Predicate: memory.Supersedes, TargetID: old.ID}
@@ -238,7 +238,7 @@ func (t *Tx) Fork(ctx context.Context, tenant string, id uuid.UUID, version int,
 				v.Type = memory.Semantic
 			}
 			inherit(&v, old)
-			c, err := t.create(ctx, tenant, v, memory.Active, fmt.Sprintf("/variants/%d", i), ch)
+			c, err := t.create(ctx, tenant, v, memory.Active, fmt.Sprintf("/variants/%d", i), ch, old.ID)
 			if err != nil {
 				return err
 			}
@@ -334,7 +334,7 @@ func (t *Tx) Contest(ctx context.Context, tenant string, ids []uuid.UUID, next *
 				n.Type = recs[0].Type
 			}
 			inherit(&n, recs[0])
-			c, err := t.create(ctx, tenant, n, memory.Contested, "/record", ch)
+			c, err := t.create(ctx, tenant, n, memory.Contested, "/record", ch, ids...)
 			if err != nil {
 				return err
 			}
@@ -412,7 +412,7 @@ func (t *Tx) Merge(ctx context.Context, tenant string, ids []uuid.UUID, template
 				return err
 			}
 		}
-		if merged, err = t.create(ctx, tenant, merged, memory.Active, "/record", ch); err != nil {
+		if merged, err = t.create(ctx, tenant, merged, memory.Active, "/record", ch, ids...); err != nil {
 			return err
 		}
 		for _, src := range srcs {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
@@ -48,12 +49,17 @@ type Config struct {
 	Defaults func(memory.Type) (memory.Decay, memory.DeletionPolicy)
 	// Now is the write path's clock; nil means time.Now.
 	Now func() time.Time
+	// Gates configures the gates (see [Gates]); zero fields are defaults.
+	Gates Gates
+	// Registry receives the write path's metrics; nil registers none.
+	Registry prometheus.Registerer
 }
 
 // Writer is the write path over a database.
 type Writer struct {
-	db  pg.DBTX
-	cfg Config
+	db      pg.DBTX
+	cfg     Config
+	metrics *metrics
 }
 
 // New returns the write path over db (a pool; or a transaction, in which
@@ -68,7 +74,8 @@ func New(db pg.DBTX, cfg Config) *Writer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Writer{db: db, cfg: cfg}
+	cfg.Gates = cfg.Gates.withDefaults()
+	return &Writer{db: db, cfg: cfg, metrics: newMetrics(cfg.Registry)}
 }
 
 // MaxPayloadBytes is the payload limit in force.

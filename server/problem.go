@@ -74,6 +74,7 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		p        *Problem
 		ve       *schemas.ValidationError
 		ce       *revise.ConflictError
+		re       *revise.RejectedError
 		tl       *revise.TooLargeError
 		maxBytes *http.MaxBytesError
 	)
@@ -87,6 +88,13 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		for _, v := range ve.Violations {
 			p.Errors = append(p.Errors, FieldError{Pointer: v.Pointer, Message: v.Message})
 		}
+		return p
+	case errors.As(err, &re):
+		// A gate of the write path refused the write (write-path RFC
+		// §12.1.5): the gate and its structured reason, and the records
+		// involved; nothing was written.
+		p := problem(http.StatusUnprocessableEntity, "write-rejected", "Write rejected", re.Detail)
+		p.Gate, p.Reason, p.RecordIDs = re.Gate, re.Reason, re.RecordIDs
 		return p
 	case errors.As(err, &ce):
 		p := problem(http.StatusConflict, strings.ReplaceAll(ce.Code, "_", "-"), "Conflict", ce.Detail)

@@ -32,13 +32,25 @@ func (s *Server) createRecord(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rd.raise(&rec)
-	out, err := s.writer.Create(r.Context(), principalOf(r).tenant, rec, ch)
+	a, err := s.writer.Admit(r.Context(), principalOf(r).tenant, rec, ch)
 	if err != nil {
 		return err
 	}
-	s.metrics.revisions.WithLabelValues(revise.ActionCreate).Inc()
+	out := a.Record
 	w.Header().Set("Location", "/v1/records/"+out.ID.String())
-	writeJSON(w, http.StatusCreated, out)
+	w.Header().Set("Engram-Write-Outcome", string(a.Outcome))
+	switch a.Outcome {
+	case revise.Absorbed, revise.Merged:
+		// The write path answered with the live record the write
+		// duplicates (write-path RFC §12.3).
+		writeJSON(w, http.StatusOK, out)
+	case revise.Queued:
+		// A draft, waiting for a reviewer (§12.6.4).
+		writeJSON(w, http.StatusAccepted, out)
+	default:
+		s.metrics.revisions.WithLabelValues(revise.ActionCreate).Inc()
+		writeJSON(w, http.StatusCreated, out)
+	}
 	return nil
 }
 

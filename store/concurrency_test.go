@@ -103,8 +103,9 @@ func TestConcurrentUpdatesLoseNothing(t *testing.T) {
 	t.Logf("%d conflicts retried", total)
 }
 
-// Two forks racing to create the same conditional fact: the partial unique
-// index lets only one through.
+// Writers racing to create contradicting versions of one conditional fact:
+// one wins. The others are refused by the contradiction gate when they
+// see the winner, or by the partial unique index when they do not yet.
 func TestConcurrentCreatesOfOneFact(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -121,6 +122,11 @@ func TestConcurrentCreatesOfOneFact(t *testing.T) {
 	for _, err := range errs {
 		if err == nil {
 			wins++
+			continue
+		}
+		var re *revise.RejectedError
+		if errors.As(err, &re) {
+			require.Equal(t, revise.ReasonContradiction, re.Reason)
 			continue
 		}
 		requireConflict(t, err, revise.CodeActiveFactExists)

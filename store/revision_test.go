@@ -28,9 +28,13 @@ func TestOneActiveFactPerConditionSet(t *testing.T) {
 	b := setup(t)
 	first := b.create(t, fact("user", "prefers_language", "go", nil))
 
+	// The write path's contradiction gate refuses a contradicting fact no
+	// more credible than the one in force, naming it.
 	_, err := b.w.Create(b.ctx, b.tenant, fact("user", "prefers_language", "python", nil), b.ch)
-	ce := requireConflict(t, err, revise.CodeActiveFactExists)
-	require.Equal(t, []uuid.UUID{first.ID}, ce.RecordIDs)
+	var re *revise.RejectedError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, revise.ReasonContradiction, re.Reason)
+	require.Equal(t, []uuid.UUID{first.ID}, re.RecordIDs)
 
 	// Other condition sets and other scopes coexist.
 	b.create(t, fact("user", "prefers_language", "python", map[string]any{"project_kind": "data_science"}))

@@ -272,12 +272,16 @@ func TestRevisions(t *testing.T) {
 	}))
 	require.Contains(t, e.ok("records", "list", "--type", "episodic"), "1 event, success")
 
-	skill := func(confidence float64) map[string]any {
+	skill := func(confidence float64, step string) map[string]any {
 		return map[string]any{"type": "competence", "confidence": confidence, "payload": map[string]any{
 			"kind": "competence", "skill_name": "fix_linker_cache", "triggers": []any{map[string]any{"signal": "ld: cache mismatch"}},
-			"recipe": []any{map[string]any{"step": "clear the cache"}}}}
+			"recipe": []any{map[string]any{"step": step}}}}
 	}
-	a, b := e.create(skill(0.6)), e.create(skill(0.8))
+	// The same procedure written twice is one record (the write path's
+	// dedup gate); one with another recipe is a second, to be merged.
+	a := e.create(skill(0.6, "clear the cache"))
+	require.Equal(t, a, e.create(skill(0.6, "clear the cache")))
+	b := e.create(skill(0.8, "clear the linker cache"))
 	var merged struct {
 		ID         string
 		Confidence float64
@@ -309,10 +313,14 @@ func TestAPIErrors(t *testing.T) {
 	require.Contains(t, r.stderr, "\n  /confidence: ")
 	require.Contains(t, r.stderr, "\n  /payload: missing properties: 'subject'\n")
 
+	// The same fact again is absorbed: the answer is the record in force.
 	id := e.create(fact("go", nil))
-	r = e.run("", "records", "create", "-f", e.file("dup.json", fact("go", nil)))
+	require.Equal(t, id, e.create(fact("go", nil)))
+	// A contradicting one, no more credible, is refused by the write
+	// path's contradiction gate, naming the fact in force.
+	r = e.run("", "records", "create", "-f", e.file("other.json", fact("python", nil)))
 	require.Error(t, r.err)
-	require.Contains(t, r.stderr, "engram: Conflict (HTTP 409): an active fact")
+	require.Contains(t, r.stderr, "engram: Write rejected (HTTP 422): contradicts 1 live fact(s)")
 	require.Contains(t, r.stderr, "\n  records: "+id+"\n")
 
 	r = e.run("", "records", "supersede", id, "--version", "7", "-f", e.file("next.json", fact("rust", nil)))

@@ -28,12 +28,12 @@ import (
 // newWriter returns the write path, whose new records take their decay
 // profile and deletion policy from the decay configuration in force, and
 // that configuration's holder. Every writer of the daemon shares it.
-func newWriter(pool *pgxpool.Pool, cfg config.Config) (*revise.Writer, *decay.Settings, error) {
+func newWriter(pool *pgxpool.Pool, cfg config.Config, reg prometheus.Registerer) (*revise.Writer, *decay.Settings, error) {
 	settings, err := decay.NewSettings(cfg.Decay)
 	if err != nil {
 		return nil, nil, err
 	}
-	w := revise.New(pool, revise.Config{MaxPayloadBytes: cfg.MaxPayloadBytes, Defaults: settings.Defaults})
+	w := revise.New(pool, revise.Config{MaxPayloadBytes: cfg.MaxPayloadBytes, Defaults: settings.Defaults, Gates: cfg.WritePath, Registry: reg})
 	return w, settings, nil
 }
 
@@ -64,6 +64,7 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},
 		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }},
 		{Name: retrieve.StatsJob, Run: func(ctx context.Context, r *jobs.Run) error { return ret.retriever.RefreshStats(ctx, r) }},
+		{Name: revise.AuditProvenanceJob, Run: func(ctx context.Context, r *jobs.Run) error { return writer.RunProvenanceAudit(ctx, r) }},
 	}
 	if b := ret.backfiller; b != nil {
 		all = append(all,

@@ -60,7 +60,7 @@ func TestReloadConfiguration(t *testing.T) {
 
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	writer, settings, err := newWriter(db.Pool, cfg)
+	writer, settings, err := newWriter(db.Pool, cfg, nil)
 	require.NoError(t, err)
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
@@ -76,8 +76,9 @@ func TestReloadConfiguration(t *testing.T) {
 	require.Equal(t, decay.Duration(10*24*time.Hour), settings.Config().Profiles[memory.Semantic].HalfLife)
 	ov, err := p.scheduler.Jobs(ctx)
 	require.NoError(t, err)
-	require.Equal(t, "off", ov.Jobs[0].Schedule)
-	require.Equal(t, "@every 1m", ov.Jobs[1].Schedule)
+	require.Equal(t, "audit_provenance", ov.Jobs[0].Name)
+	require.Equal(t, "off", ov.Jobs[1].Schedule)
+	require.Equal(t, "@every 1m", ov.Jobs[2].Schedule)
 
 	for doc, field := range map[string]string{
 		"decay: {profiles: {semantic: {floor: 2}}}\n":   "decay.profiles.semantic.floor",
@@ -92,7 +93,7 @@ func TestReloadConfiguration(t *testing.T) {
 		require.Equal(t, decay.Duration(10*24*time.Hour), settings.Config().Profiles[memory.Semantic].HalfLife, "the configuration in force stays")
 		ov, err := p.scheduler.Jobs(ctx)
 		require.NoError(t, err)
-		require.Equal(t, "@every 1m", ov.Jobs[1].Schedule)
+		require.Equal(t, "@every 1m", ov.Jobs[2].Schedule)
 	}
 }
 
@@ -102,12 +103,12 @@ func TestUnknownJobRefusedAtStart(t *testing.T) {
 	db := pgtest.NewSchema(t)
 	cfg := config.Default()
 	cfg.Jobs = map[string]string{"compact": "@hourly"}
-	writer, settings, err := newWriter(db.Pool, cfg)
+	writer, settings, err := newWriter(db.Pool, cfg, nil)
 	require.NoError(t, err)
 	ret, err := newRetrieval(cfg, db.Pool, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = startPeriodic(context.Background(), cfg, nil, db.Pool, writer, settings, ret, nil, slog.New(slog.DiscardHandler))
-	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retrieval_stats)")
+	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are audit_provenance, decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retrieval_stats)")
 }
 
 // With embedding.provider none engramd has no embedding jobs, and its
@@ -119,14 +120,14 @@ func TestProviderNoneHasNoEmbeddingJobs(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("embedding: {provider: none}\n"), 0o600))
 	cfg, err := config.Load([]string{"--config", path}, func(string) string { return "" })
 	require.NoError(t, err)
-	writer, settings, err := newWriter(db.Pool, cfg)
+	writer, settings, err := newWriter(db.Pool, cfg, nil)
 	require.NoError(t, err)
 	ret, err := newRetrieval(cfg, db.Pool, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	p, err := startPeriodic(context.Background(), cfg, nil, db.Pool, writer, settings, ret, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() { p.stop(context.Background(), 10*time.Second) })
-	require.Equal(t, []string{"decay_purge", "decay_sweep", "retrieval_stats"}, p.scheduler.Names())
+	require.Equal(t, []string{"audit_provenance", "decay_purge", "decay_sweep", "retrieval_stats"}, p.scheduler.Names())
 }
 
 // engramd starts with embedding.provider none and retrieves lexically.

@@ -131,9 +131,14 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return err
 	}
 	defer pool.Close()
-	writer, settings, err := newWriter(pool, cfg)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	writer, settings, err := newWriter(pool, cfg, reg)
 	if err != nil {
 		return err
+	}
+	if len(cfg.WritePath.Provenance.Keys) == 0 {
+		logger.Warn("no provenance signing key: stamps are stored unsigned; set write_path.provenance or ENGRAM_PROVENANCE_KEYS")
 	}
 
 	keys, err := apiKeys(cfg, stdout)
@@ -149,8 +154,6 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		}
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ing, worker, err := startPlanes(ctx, cfg, pool, writer, logger, reg)
 	if err != nil {
 		return err

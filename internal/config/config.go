@@ -73,6 +73,12 @@ type Config struct {
 	// decay_sweep: "*/15 * * * *"; "off" runs a job only when asked. yaml
 	// jobs, over [DefaultJobs]. Reloaded on SIGHUP.
 	Jobs map[string]string `yaml:"jobs"`
+	// WritePath configures the gates of the write path: evidence
+	// authority, contradiction policy per scope, dedup, provenance signing
+	// keys, approval (see [revise.Gates]). yaml write_path; the signing
+	// keys also from ENGRAM_PROVENANCE_KEYS as "id:secret[,…]", the first
+	// one signing.
+	WritePath revise.Gates `yaml:"write_path"`
 	// Retrieve tunes retrieval: ranking weights, the default budget and
 	// trust gating (see [retrieve.Config]). yaml retrieve.
 	Retrieve retrieve.Config `yaml:"retrieve"`
@@ -166,7 +172,7 @@ func Default() Config {
 func DefaultJobs(provider string) map[string]string {
 	j := map[string]string{
 		decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule,
-		retrieve.StatsJob: retrieve.DefaultStatsSchedule,
+		retrieve.StatsJob: retrieve.DefaultStatsSchedule, revise.AuditProvenanceJob: revise.DefaultAuditProvenanceSchedule,
 	}
 	if provider != EmbeddingNone {
 		j[embedding.BackfillJob] = embedding.DefaultBackfillSchedule
@@ -253,6 +259,17 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 		}
 		c.ShutdownTimeout = d
 	}
+	if v := getenv("ENGRAM_PROVENANCE_KEYS"); v != "" {
+		c.WritePath.Provenance = revise.ProvenanceConfig{}
+		for i, pair := range strings.Split(v, ",") {
+			id, secret, ok := strings.Cut(strings.TrimSpace(pair), ":")
+			if !ok {
+				return fmt.Errorf("ENGRAM_PROVENANCE_KEYS: entry %d is not id:secret", i+1)
+			}
+			c.WritePath.Provenance.Keys = append(c.WritePath.Provenance.Keys, revise.SigningKey{ID: id, Secret: secret})
+		}
+		c.WritePath.Provenance.Active = c.WritePath.Provenance.Keys[0].ID
+	}
 	if v := getenv("ENGRAM_API_KEYS"); v != "" {
 		c.APIKeys = nil
 		for i, pair := range strings.Split(v, ",") {
@@ -315,6 +332,9 @@ func (c Config) Validate() error {
 		return errors.New("ingest.max_attempts: must be at least 1")
 	}
 	if err := c.Decay.Validate(); err != nil {
+		return err
+	}
+	if err := c.WritePath.Validate(); err != nil {
 		return err
 	}
 	if err := c.Retrieve.Validate(); err != nil {

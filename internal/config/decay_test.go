@@ -26,7 +26,7 @@ func TestDecayAndJobsConfig(t *testing.T) {
 	c, err := config.Load(nil, env(nil))
 	require.NoError(t, err)
 	require.Equal(t, decay.DefaultConfig(), c.Decay)
-	require.Equal(t, map[string]string{"decay_sweep": "*/15 * * * *", "decay_purge": "17 * * * *",
+	require.Equal(t, map[string]string{"audit_provenance": "@daily", "decay_sweep": "*/15 * * * *", "decay_purge": "17 * * * *",
 		"retrieval_stats": "@every 5m", "embedding_backfill": "@every 1m", "embedding_reindex": "off"}, c.Jobs)
 
 	c, err = loadFile(t, `
@@ -43,7 +43,7 @@ jobs:
 	require.Equal(t, decay.Duration(14*24*time.Hour), c.Decay.PurgeGrace)
 	require.Equal(t, decay.Duration(48*time.Hour), c.Decay.Profiles[memory.Episodic].HalfLife)
 	require.Equal(t, decay.DefaultProfile(memory.Semantic), c.Decay.Profiles[memory.Semantic])
-	require.Equal(t, map[string]string{"decay_sweep": "@every 5m", "decay_purge": "17 * * * *",
+	require.Equal(t, map[string]string{"audit_provenance": "@daily", "decay_sweep": "@every 5m", "decay_purge": "17 * * * *",
 		"retrieval_stats": "@every 5m", "embedding_backfill": "@every 1m", "embedding_reindex": "off"}, c.Jobs)
 }
 

@@ -1,0 +1,185 @@
+package revise
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
+)
+
+// contradiction is what the contradiction gate found for a fact: the live
+// facts with its scope, subject and predicate that hold another object
+// where their validity overlaps its own — same conditions, or conditions
+// that meet without one refining the other — and their time boxes meet
+// (structural contradiction, write-path RFC §12.2.4, without a language
+// model).
+type contradiction struct {
+	conflicts []memory.Record
+	// maxAdjusted is the highest adjusted confidence among them.
+	maxAdjusted float64
+	// sameConditions: one of them has exactly the newcomer's validity, so
+	// the two cannot both be active (substrate RFC §7).
+	sameConditions bool
+	// related: a live fact shares the newcomer's subject and predicate,
+	// contradicting or not (the approval gate's novelty).
+	related bool
+}
+
+func (c contradiction) ids() []uuid.UUID {
+	out := make([]uuid.UUID, len(c.conflicts))
+	for i, r := range c.conflicts {
+		out[i] = r.ID
+	}
+	return out
+}
+
+// findContradictions is the contradiction gate's search.
+func (t *Tx) findContradictions(ctx context.Context, tenant string, rec memory.Record) (contradiction, error) {
+	var c contradiction
+	var p memory.SemanticPayload
+	if err := json.Unmarshal(rec.Payload, &p); err != nil {
+		return c, fmt.Errorf("decode fact: %w", err)
+	}
+	facts, err := store.LiveFacts(ctx, t.tx, tenant, rec.Scope, p.Subject, p.Predicate)
+	if err != nil {
+		return c, err
+	}
+	c.related = len(facts) > 0
+	for _, f := range facts {
+		var fp memory.SemanticPayload
+		if err := json.Unmarshal(f.Payload, &fp); err != nil {
+			return c, fmt.Errorf("decode fact %s: %w", f.ID, err)
+		}
+		if jsonEqual(fp.Object, p.Object) || !overlap(fp.Validity, p.Validity) || specialises(fp.Validity, p.Validity) {
+			continue
+		}
+		c.conflicts = append(c.conflicts, f)
+		if sameValidity(fp.Validity, p.Validity) {
+			c.sameConditions = true
+		}
+	}
+	if len(c.conflicts) == 0 {
+		return c, nil
+	}
+	stamps, err := store.Stamps(ctx, t.tx, tenant, c.ids())
+	if err != nil {
+		return c, err
+	}
+	for _, f := range c.conflicts {
+		var s Stamp
+		adj := 0.0
+		if raw, ok := stamps[f.ID]; ok && json.Unmarshal(raw, &s) == nil {
+			adj = s.AdjustedConfidence
+		} else {
+			ev, _ := t.checkEvidence(ctx, tenant, f)
+			adj = t.w.adjusted(f.Confidence, ev, false)
+		}
+		c.maxAdjusted = max(c.maxAdjusted, adj)
+	}
+	return c, nil
+}
+
+// overlap reports whether two validities can hold at once: their
+// conditions are not disjoint and their time boxes meet.
+func overlap(a, b memory.Validity) bool {
+	if a.Conditions.Disjoint(b.Conditions) {
+		return false
+	}
+	start := func(v memory.Validity) time.Time {
+		if v.Start != nil {
+			return *v.Start
+		}
+		return time.Time{}
+	}
+	end := func(v memory.Validity) time.Time {
+		if v.End != nil {
+			return *v.End
+		}
+		return time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return !start(a).After(end(b)) && !start(b).After(end(a))
+}
+
+// specialises reports whether one validity's conditions strictly contain
+// the other's: a fact for a narrower context refines a broader one (an
+// exception to a default, substrate RFC §7), it does not contradict it.
+func specialises(a, b memory.Validity) bool {
+	sub := func(x, y memory.Conditions) bool { // x ⊂ y
+		if len(x) >= len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !jsonEqualAny(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return sub(a.Conditions, b.Conditions) || sub(b.Conditions, a.Conditions)
+}
+
+func jsonEqualAny(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+func sameValidity(a, b memory.Validity) bool {
+	ja, _ := json.Marshal(memory.Validity{Conditions: a.Conditions, Start: a.Start, End: a.End})
+	jb, _ := json.Marshal(memory.Validity{Conditions: b.Conditions, Start: b.Start, End: b.End})
+	return string(ja) == string(jb)
+}
+
+// replace admits rec in place of the facts it contradicts (contradiction
+// policy supersede): they leave the active set, superseded by it.
+func (t *Tx) replace(ctx context.Context, tenant string, rec memory.Record, inherited bool, ch Change, ev evidence, c contradiction) (Admission, error) {
+	ids := c.ids()
+	olds, err := store.LockMany(ctx, t.tx, tenant, ids)
+	if err != nil {
+		return Admission{}, err
+	}
+	for i := range olds {
+		if olds[i].Payload, err = setRevision(olds[i].Payload, func(r *memory.Revision) { r.SupersededBy = rec.ID.String() }); err != nil {
+			return Admission{}, err
+		}
+		if err := t.leave(ctx, tenant, &olds[i], memory.Superseded, ActionSupersede,
+			Change{Actor: ch.Actor, Rationale: "superseded by a contradicting fact (contradiction policy supersede)", Evidence: ch.Evidence}); err != nil {
+			return Admission{}, err
+		}
+	}
+	if rec.Payload, err = setRevision(rec.Payload, func(r *memory.Revision) { r.Supersedes = ids[0].String() }); err != nil {
+		return Admission{}, err
+	}
+	if err := t.checkCycle(ctx, tenant, rec, ev, ids); err != nil {
+		return Admission{}, err
+	}
+	if err := t.insertNew(ctx, tenant, &rec, inherited, ch, ev, ApprovalNotRequired, 0); err != nil {
+		return Admission{}, err
+	}
+	for _, id := range ids {
+		rel := memory.Relation{Predicate: memory.Supersedes, TargetID: id}
+		if err := store.AddRelation(ctx, t.tx, tenant, rec.ID, rel); err != nil {
+			return Admission{}, err
+		}
+		rec.Relations = append(rec.Relations, rel)
+	}
+	return Admission{Record: rec, Outcome: Created, Replaced: ids}, nil
+}
+
+// contestWith admits rec contested, with the facts it contradicts
+// (contradiction policies contest and fork).
+func (t *Tx) contestWith(ctx context.Context, tenant string, rec memory.Record, ch Change, c contradiction) (Admission, error) {
+	recs, err := t.Contest(ctx, tenant, c.ids(), &rec,
+		Change{Actor: ch.Actor, Rationale: "a new observation contradicts this fact", Evidence: ch.Evidence})
+	if err != nil {
+		return Admission{}, err
+	}
+	return Admission{Record: recs[len(recs)-1], Outcome: Contested, Contested: slices.Clone(c.ids())}, nil
+}

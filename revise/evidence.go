@@ -1,0 +1,89 @@
+package revise
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
+)
+
+// evidence is what the evidence gate learned of a write's evidence.
+type evidence struct {
+	// Mean and Best are the mean and the highest authority of its sources
+	// (the unstated authority when it cites none).
+	Mean, Best float64
+	// Records are the records it cites as evidence (kind record).
+	Records []uuid.UUID
+}
+
+// external source kinds: evidence from outside memory and the agent
+// (§12.11.4's diversity rule).
+var external = []string{"human", "tool_call", "outcome", "artifact", "event", "observation"}
+
+// checkEvidence is the evidence gate (write-path RFC §12.2.3, without a
+// language model): each source kind has an authority; facts and procedures
+// whose evidence is only the writing agent's own reasoning are refused
+// (§12.11.3); with the diversity rule on, facts, procedures and plans need
+// one source from outside memory and the agent (§12.11.4); a cited record
+// must be one of the tenant's.
+func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record) (evidence, error) {
+	g := t.w.cfg.Gates
+	srcs := rec.Provenance.Sources
+	ev := evidence{Mean: *g.Evidence.Unstated, Best: *g.Evidence.Unstated}
+	if len(srcs) > 0 {
+		sum, best := 0.0, 0.0
+		for _, s := range srcs {
+			a := g.Evidence.Authority[s.Kind]
+			sum += a
+			best = max(best, a)
+			if s.Kind == SourceRecord {
+				id, err := uuid.Parse(strings.TrimPrefix(s.Ref, "record://"))
+				if err != nil || !strings.HasPrefix(s.Ref, "record://") {
+					return ev, reject(GateEvidence, ReasonUnknownEvidence, nil, "evidence %q of kind record must be record://<id>", s.Ref)
+				}
+				ev.Records = append(ev.Records, id)
+			}
+		}
+		ev.Mean, ev.Best = sum/float64(len(srcs)), best
+	}
+	durable := rec.Type == memory.Semantic || rec.Type == memory.Competence || rec.Type == memory.PlanGraph
+	if (rec.Type == memory.Semantic || rec.Type == memory.Competence) && len(srcs) > 0 &&
+		!slices.ContainsFunc(srcs, func(s memory.Source) bool { return s.Kind != SourceReasoning }) {
+		return ev, reject(GateEvidence, ReasonSelfEvidence, nil,
+			"a %s record needs evidence beyond the writing agent's own reasoning (write-path RFC §12.11.3)", rec.Type)
+	}
+	if durable && g.Evidence.RequireExternal &&
+		!slices.ContainsFunc(srcs, func(s memory.Source) bool { return slices.Contains(external, s.Kind) }) {
+		return ev, reject(GateEvidence, ReasonNoExternal, nil,
+			"a %s record needs one source from outside memory (%s): the evidence-diversity rule is on", rec.Type, strings.Join(external, ", "))
+	}
+	if len(ev.Records) > 0 {
+		found, err := store.ExistingIDs(ctx, t.tx, tenant, ev.Records)
+		if err != nil {
+			return ev, err
+		}
+		for _, id := range ev.Records {
+			if !slices.Contains(found, id) {
+				return ev, reject(GateEvidence, ReasonUnknownEvidence, []uuid.UUID{id}, "the evidence cites record %s, which is not one of the tenant's", id)
+			}
+		}
+	}
+	return ev, nil
+}
+
+// adjusted is a write's adjusted confidence (§12.4.4): its stated
+// confidence, the verification score (the evidence's mean authority: no
+// model verifies the claim), the best evidence's authority and human
+// approval, weighted.
+func (w *Writer) adjusted(confidence float64, ev evidence, approved bool) float64 {
+	b := w.cfg.Gates.Evidence.Weights
+	c := b.Agent*confidence + b.Verified*ev.Mean + b.Authority*ev.Best
+	if approved {
+		c += b.Approved
+	}
+	return min(1, max(0, c))
+}

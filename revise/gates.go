@@ -1,0 +1,328 @@
+package revise
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/memory"
+)
+
+// The gates of the write path (write-path RFC §12.1.2–12.1.5), in order:
+// schema, evidence, contradiction, dedup, provenance, approval. Each answers
+// accept, reject (a structured reason) or defer (to review); each is timed
+// (engram_write_gate_duration_seconds{gate}). A write commits only when
+// every gate accepts; a rejection writes nothing; a deferral stores the
+// record as a draft, out of retrieval, for a reviewer.
+//
+// Which gates a write passes depends on its layer (§12.1.4): working memory
+// and episodes are checked for schema and stamped with provenance only
+// (they record what happened; there is nothing to contradict or approve),
+// facts pass every gate, procedures and plans every gate but
+// contradiction, which is structural and defined for facts. Revisions that
+// resolve a conflict themselves (supersede, fork, contest, merge) pass
+// schema, evidence and provenance: they are the resolution the
+// contradiction and dedup gates would ask for.
+
+// Gate names, as metrics and rejections name them.
+const (
+	GateSchema        = "schema"
+	GateEvidence      = "evidence"
+	GateContradiction = "contradiction"
+	GateDedup         = "dedup"
+	GateProvenance    = "provenance"
+	GateApproval      = "approval"
+)
+
+// Source kinds of the write path beyond the canonical schema's (§12.4.3):
+// an agent's own reasoning, and another memory record (ref record://<id>).
+const (
+	SourceReasoning = "reasoning"
+	SourceRecord    = "record"
+)
+
+// Rejection reasons (structured, write-path RFC §12.1.5).
+const (
+	ReasonSelfEvidence     = "self_evidence"
+	ReasonNoExternal       = "no_external_evidence"
+	ReasonUnknownEvidence  = "unknown_evidence"
+	ReasonContradiction    = "contradiction"
+	ReasonProvenanceCycle  = "provenance_cycle"
+	ReasonApprovalTimeout  = "approval_timeout"
+	ReasonReviewerRejected = "rejected_by_reviewer"
+)
+
+// Contradiction policies: what the contradiction gate does with a fact
+// that contradicts a live one (§12.2.4 and the revision policies of
+// substrate RFC §7).
+const (
+	// PolicyReview: defer to review with a supersession proposal when the
+	// newcomer's adjusted confidence is higher, reject it when not (§12.2.4).
+	PolicyReview = "review"
+	// PolicySupersede: the newcomer replaces the facts it contradicts.
+	PolicySupersede = "supersede"
+	// PolicyContest: the newcomer and the facts it contradicts are all
+	// contested until resolved.
+	PolicyContest = "contest"
+	// PolicyFork: a newcomer with other conditions coexists as a
+	// conditional variant; one with the same conditions contests.
+	PolicyFork = "fork"
+)
+
+// Gates configures the gates. The zero value of each field is its
+// documented default; [DefaultGates] spells them out.
+type Gates struct {
+	Evidence      EvidenceConfig      `yaml:"evidence"`
+	Contradiction ContradictionConfig `yaml:"contradiction"`
+	Dedup         DedupConfig         `yaml:"dedup"`
+	Provenance    ProvenanceConfig    `yaml:"provenance"`
+	Approval      ApprovalGateConfig  `yaml:"approval"`
+}
+
+// EvidenceConfig configures the evidence gate (§12.2.3, §12.11.3–4).
+type EvidenceConfig struct {
+	// Authority is each source kind's authority in [0, 1]: by default
+	// human 1, outcome 0.9, tool_call and artifact 0.8, observation and
+	// event 0.6, record 0.5, reasoning 0.3.
+	Authority map[string]float64 `yaml:"authority"`
+	// Unstated is the authority of a write that cites no evidence (the
+	// writer's own word): 0.5 by default.
+	Unstated *float64 `yaml:"unstated"`
+	// RequireExternal refuses facts, procedures and plans none of whose
+	// evidence comes from outside memory and the agent (a human, a tool
+	// call, an outcome, an artifact, an event or observation): the
+	// evidence-diversity rule of §12.11.4. Off by default.
+	RequireExternal bool `yaml:"require_external"`
+	// Weights are the β of the adjusted confidence (§12.4.4): the agent's
+	// confidence, the verification score (here the mean authority of the
+	// evidence: there is no verifier model), the best evidence's
+	// authority and human approval. Default 0.15, 0.30, 0.25, 0.30.
+	Weights *ConfidenceWeights `yaml:"weights"`
+}
+
+// ConfidenceWeights are the β of §12.4.4; they sum to 1.
+type ConfidenceWeights struct {
+	Agent     float64 `yaml:"agent"`
+	Verified  float64 `yaml:"verified"`
+	Authority float64 `yaml:"authority"`
+	Approved  float64 `yaml:"approved"`
+}
+
+// ContradictionConfig configures the contradiction gate.
+type ContradictionConfig struct {
+	// Policy is the policy for facts of any scope not in Scopes: review
+	// (§12.2.4, the default), supersede, contest or fork.
+	Policy string `yaml:"policy"`
+	// Scopes sets the policy per scope.
+	Scopes map[string]string `yaml:"scopes"`
+}
+
+// DedupConfig configures the dedup gate (§12.3).
+type DedupConfig struct {
+	// Off turns the gate off: every write is a new record.
+	Off bool `yaml:"off"`
+}
+
+// ApprovalGateConfig configures the approval gate's risk score (§12.6.2).
+type ApprovalGateConfig struct {
+	// Enabled sends writes whose risk reaches Review to the review queue.
+	// Off by default, so that a new installation writes without waiting
+	// for a person; contradictions (§12.2.4) go to review either way.
+	Enabled bool `yaml:"enabled"`
+	// Review and Block are the tier thresholds: below Review a write is
+	// approved automatically, from Block it waits for a decision when the
+	// caller can wait (0.3 and 0.7 by default).
+	Review *float64 `yaml:"review"`
+	Block  *float64 `yaml:"block"`
+	// Weights are the ω of R(w): layer 0.25, contradiction 0.20,
+	// evidence 0.15, confidence 0.15, blast radius 0.15, novelty 0.10.
+	Weights *RiskWeights `yaml:"weights"`
+}
+
+// RiskWeights are the ω of §12.6.2.
+type RiskWeights struct {
+	Layer         float64 `yaml:"layer"`
+	Contradiction float64 `yaml:"contradiction"`
+	Evidence      float64 `yaml:"evidence"`
+	Confidence    float64 `yaml:"confidence"`
+	BlastRadius   float64 `yaml:"blast_radius"`
+	Novelty       float64 `yaml:"novelty"`
+}
+
+// DefaultGates returns the gates' defaults.
+func DefaultGates() Gates {
+	unstated, review, block := 0.5, 0.3, 0.7
+	return Gates{
+		Evidence: EvidenceConfig{
+			Authority: map[string]float64{
+				"human": 1, "outcome": 0.9, "tool_call": 0.8, "artifact": 0.8,
+				"observation": 0.6, "event": 0.6, SourceRecord: 0.5, SourceReasoning: 0.3,
+			},
+			Unstated: &unstated,
+			Weights:  &ConfidenceWeights{Agent: 0.15, Verified: 0.30, Authority: 0.25, Approved: 0.30},
+		},
+		Contradiction: ContradictionConfig{Policy: PolicyReview},
+		Approval: ApprovalGateConfig{Review: &review, Block: &block,
+			Weights: &RiskWeights{Layer: 0.25, Contradiction: 0.20, Evidence: 0.15, Confidence: 0.15, BlastRadius: 0.15, Novelty: 0.10}},
+	}
+}
+
+// withDefaults fills what g leaves out from [DefaultGates].
+func (g Gates) withDefaults() Gates {
+	d := DefaultGates()
+	if g.Evidence.Authority == nil {
+		g.Evidence.Authority = d.Evidence.Authority
+	} else {
+		merged := map[string]float64{}
+		for k, v := range d.Evidence.Authority {
+			merged[k] = v
+		}
+		for k, v := range g.Evidence.Authority {
+			merged[k] = v
+		}
+		g.Evidence.Authority = merged
+	}
+	if g.Evidence.Unstated == nil {
+		g.Evidence.Unstated = d.Evidence.Unstated
+	}
+	if g.Evidence.Weights == nil {
+		g.Evidence.Weights = d.Evidence.Weights
+	}
+	if g.Contradiction.Policy == "" {
+		g.Contradiction.Policy = d.Contradiction.Policy
+	}
+	if g.Approval.Review == nil {
+		g.Approval.Review = d.Approval.Review
+	}
+	if g.Approval.Block == nil {
+		g.Approval.Block = d.Approval.Block
+	}
+	if g.Approval.Weights == nil {
+		g.Approval.Weights = d.Approval.Weights
+	}
+	return g
+}
+
+// GatesError names a bad field of the write_path section.
+type GatesError struct{ Field, Problem string }
+
+func (e *GatesError) Error() string { return "write_path." + e.Field + ": " + e.Problem }
+
+// Validate checks g, naming the first bad field.
+func (g Gates) Validate() error {
+	g = g.withDefaults()
+	bad := func(field, format string, args ...any) error {
+		return &GatesError{Field: field, Problem: fmt.Sprintf(format, args...)}
+	}
+	kinds := make([]string, 0, len(g.Evidence.Authority))
+	for k := range g.Evidence.Authority {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		if !slices.Contains(sourceKinds, k) {
+			return bad("evidence.authority."+k, "is not a source kind (%s)", strings.Join(sourceKinds, ", "))
+		}
+		if a := g.Evidence.Authority[k]; a < 0 || a > 1 {
+			return bad("evidence.authority."+k, "must be in [0, 1]")
+		}
+	}
+	if u := *g.Evidence.Unstated; u < 0 || u > 1 {
+		return bad("evidence.unstated", "must be in [0, 1]")
+	}
+	w := g.Evidence.Weights
+	if w.Agent < 0 || w.Verified < 0 || w.Authority < 0 || w.Approved < 0 || !near(w.Agent+w.Verified+w.Authority+w.Approved, 1) {
+		return bad("evidence.weights", "must be non-negative and sum to 1")
+	}
+	policies := []string{PolicyReview, PolicySupersede, PolicyContest, PolicyFork}
+	if !slices.Contains(policies, g.Contradiction.Policy) {
+		return bad("contradiction.policy", "%q is not review, supersede, contest or fork", g.Contradiction.Policy)
+	}
+	for scope, p := range g.Contradiction.Scopes {
+		if !slices.Contains(policies, p) {
+			return bad("contradiction.scopes."+scope, "%q is not review, supersede, contest or fork", p)
+		}
+	}
+	if r, b := *g.Approval.Review, *g.Approval.Block; r < 0 || b > 1 || r > b {
+		return bad("approval", "thresholds must satisfy 0 ≤ review ≤ block ≤ 1")
+	}
+	rw := g.Approval.Weights
+	if rw.Layer < 0 || rw.Contradiction < 0 || rw.Evidence < 0 || rw.Confidence < 0 || rw.BlastRadius < 0 || rw.Novelty < 0 ||
+		!near(rw.Layer+rw.Contradiction+rw.Evidence+rw.Confidence+rw.BlastRadius+rw.Novelty, 1) {
+		return bad("approval.weights", "must be non-negative and sum to 1")
+	}
+	return g.Provenance.validate()
+}
+
+func near(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
+
+// policyFor is the contradiction policy of a scope.
+func (g Gates) policyFor(scope string) string {
+	if p, ok := g.Contradiction.Scopes[scope]; ok {
+		return p
+	}
+	return g.Contradiction.Policy
+}
+
+// Outcome is what the write path did with an admitted write.
+type Outcome string
+
+// Outcomes of [Tx.Admit].
+const (
+	// Created: a new record, in the active set.
+	Created Outcome = "created"
+	// Absorbed: a live record holds the same content; it is the answer and
+	// nothing was written (dedup, §12.3).
+	Absorbed Outcome = "absorbed"
+	// Merged: a live record held the same structure; the newcomer's new
+	// evidence and tags were folded into it, as its next version.
+	Merged Outcome = "merged"
+	// Contested: the newcomer contradicts live facts and all are
+	// contested now (contradiction policy contest or fork).
+	Contested Outcome = "contested"
+	// Queued: the record is a draft waiting for a reviewer (§12.6).
+	Queued Outcome = "queued"
+)
+
+// Admission is the write path's answer to a write.
+type Admission struct {
+	Record  memory.Record `json:"record"`
+	Outcome Outcome       `json:"outcome"`
+	// Reasons say why a write was queued or merged, for the caller.
+	Reasons []string `json:"reasons,omitempty"`
+	// Replaced are the records a write superseded (contradiction policy
+	// supersede); Contested those it contests.
+	Replaced  []uuid.UUID `json:"replaced,omitempty"`
+	Contested []uuid.UUID `json:"contested,omitempty"`
+	// Risk is the approval gate's R(w) and its factors.
+	Risk *Risk `json:"risk,omitempty"`
+}
+
+// RejectedError is a write a gate refused: nothing was written.
+type RejectedError struct {
+	Gate   string
+	Reason string
+	Detail string
+	// RecordIDs are the records involved (those a fact contradicts, say).
+	RecordIDs []uuid.UUID
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("%s gate: %s: %s", e.Gate, e.Reason, e.Detail)
+}
+
+func reject(gate, reason string, ids []uuid.UUID, format string, args ...any) *RejectedError {
+	return &RejectedError{Gate: gate, Reason: reason, Detail: fmt.Sprintf(format, args...), RecordIDs: ids}
+}
+
+// timed runs a gate and observes its duration.
+func (w *Writer) timed(gate string, f func() error) error {
+	start := time.Now()
+	err := f()
+	w.metrics.gate.WithLabelValues(gate).Observe(time.Since(start).Seconds())
+	return err
+}

@@ -1,0 +1,39 @@
+package revise
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the write path's (write-path RFC §12.12.3): writes by layer
+// and outcome (acceptance rate, dedup hit rate), rejections by gate and
+// reason, each gate's latency, tampered stamps found.
+type metrics struct {
+	writes     *prometheus.CounterVec
+	rejections *prometheus.CounterVec
+	gate       *prometheus.HistogramVec
+	tampered   prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "engram_writes_total",
+			Help: "Writes of new records through the write path, by layer (record type) and outcome: created, absorbed, merged, contested, queued, rejected.",
+		}, []string{"layer", "outcome"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "engram_write_rejections_total",
+			Help: "Writes a gate refused, by gate and structured reason.",
+		}, []string{"gate", "reason"}),
+		gate: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "engram_write_gate_duration_seconds",
+			Help:    "Time one gate of the write path took over one write.",
+			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
+		}, []string{"gate"}),
+		tampered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "engram_provenance_tampered_total",
+			Help: "Provenance stamps the audit found not to match their signature.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.writes, m.rejections, m.gate, m.tampered)
+	}
+	return m
+}
