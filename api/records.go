@@ -74,8 +74,9 @@ type UpdateRequest struct {
 }
 
 // ReviseRequest is the body of the revision methods, POST
-// /v1/records/{id}:{supersede|fork|contest|retract|append|restore|purge}
-// and POST /v1/records:merge; each uses the fields that apply to it.
+// /v1/records/{id}:{supersede|fork|contest|retract|rollback|quarantine|
+// release|append|restore|purge} and POST /v1/records:merge; each uses the
+// fields that apply to it.
 // Version, where it applies, is the version revised: a stale one is a
 // conflict.
 type ReviseRequest struct {

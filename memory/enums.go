@@ -121,3 +121,20 @@ var Predicates = []Predicate{Supports, Contradicts, DerivedFrom, Supersedes, For
 
 // Valid reports whether p is a known predicate.
 func (p Predicate) Valid() bool { return slices.Contains(Predicates, p) }
+
+// FlagKind names why a record is flagged for re-validation.
+type FlagKind string
+
+// Flag kinds.
+const (
+	// DerivedFromQuarantined: the record derives, directly or through other
+	// records, from a record under quarantine (write-path RFC §12.11.5:
+	// "all dependent items are flagged for re-validation").
+	DerivedFromQuarantined FlagKind = "derived_from_quarantined"
+)
+
+// FlagKinds lists every flag kind.
+var FlagKinds = []FlagKind{DerivedFromQuarantined}
+
+// Valid reports whether k is a known flag kind.
+func (k FlagKind) Valid() bool { return slices.Contains(FlagKinds, k) }

@@ -33,6 +33,10 @@ type Record struct {
 	Provenance Provenance      `json:"provenance"`
 	Relations  []Relation      `json:"relations,omitempty"`
 	Payload    json.RawMessage `json:"payload"`
+	// Flags are the record's flags for re-validation, shown where a record
+	// is read by id or listed; never written with a record. The canonical
+	// schema admits the property (it closes no record's properties).
+	Flags []Flag `json:"flags,omitempty"`
 }
 
 // Lifecycle is when a record was last reinforced, how it decays and whether
@@ -83,6 +87,16 @@ type Relation struct {
 	Predicate Predicate `json:"predicate"`
 	TargetID  uuid.UUID `json:"target_id"`
 	Weight    *float64  `json:"weight,omitempty"`
+}
+
+// Flag marks a record for re-validation because of another record, its
+// source (write-path RFC §12.11.5). A flag is no revision: the flagged
+// record keeps its status and version.
+type Flag struct {
+	Kind     FlagKind  `json:"flag"`
+	SourceID uuid.UUID `json:"source_id"`
+	Reason   string    `json:"reason,omitempty"`
+	At       time.Time `json:"at"`
 }
 
 // Visibility is who may retrieve a record.

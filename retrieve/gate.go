@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/policy"
 )
 
 // Withheld is what summarising puts in place of content.
@@ -23,8 +24,9 @@ var structural = []string{
 // (the store returned nothing above it): a record at the limit of the
 // clearance is returned, summarised, redacted or withheld as configured
 // (substrate RFC §13, §15.9). The stored record never changes: gating works
-// on a copy. ok is false when the record is withheld.
-func (r *Retriever) gate(cfg Config, c memory.Sensitivity, cand candidate) (Item, bool, error) {
+// on a copy, and redacts with rd, the policy's. ok is false when the record
+// is withheld.
+func (r *Retriever) gate(cfg Config, rd *policy.Redactor, c memory.Sensitivity, cand candidate) (Item, bool, error) {
 	if cand.rec.Sensitivity.Rank() > c.Rank() {
 		// The store never returns these; refuse rather than trust it.
 		return Item{}, false, nil
@@ -52,13 +54,13 @@ func (r *Retriever) gate(cfg Config, c memory.Sensitivity, cand candidate) (Item
 		if err := json.Unmarshal(rec.Payload, &v); err != nil {
 			return Item{}, false, fmt.Errorf("decode payload of %s: %w", rec.ID, err)
 		}
-		v, _ = r.redactor.Value(v)
+		v, _ = rd.Value(v)
 		p, err := json.Marshal(v)
 		if err != nil {
 			return Item{}, false, fmt.Errorf("encode payload of %s: %w", rec.ID, err)
 		}
 		rec.Payload = p
-		rec.Tags, _ = r.redactor.Strings(rec.Tags)
+		rec.Tags, _ = rd.Strings(rec.Tags)
 	}
 	if rec.Tags == nil {
 		rec.Tags = []string{}

@@ -64,7 +64,7 @@ type Retriever struct {
 	db       pg.DBTX
 	embedder embedding.Embedder
 	settings *Settings
-	redactor *policy.Redactor
+	redactor func() *policy.Redactor
 	logger   *slog.Logger
 	metrics  *metrics
 	now      func() time.Time
@@ -77,9 +77,12 @@ type Option func(*Retriever)
 // is lexical only.
 func WithEmbedder(e embedding.Embedder) Option { return func(r *Retriever) { r.embedder = e } }
 
-// WithRedactor sets the redactor gating's redact uses; the default knows
-// the built-in secret and personal-data detectors only.
-func WithRedactor(rd *policy.Redactor) Option { return func(r *Retriever) { r.redactor = rd } }
+// WithRedactor sets where gating's redact takes its redactor from: the
+// policy in force, read once per answer, so that the operator's literals
+// and a reloaded policy apply at read time as they do at write time
+// (SR-1). Without it, the built-in secret and personal-data detectors
+// alone redact.
+func WithRedactor(rd func() *policy.Redactor) Option { return func(r *Retriever) { r.redactor = rd } }
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(r *Retriever) { r.logger = l } }
@@ -99,7 +102,8 @@ func New(db pg.DBTX, settings *Settings, opts ...Option) *Retriever {
 		o(r)
 	}
 	if r.redactor == nil {
-		r.redactor, _ = policy.NewRedactor(nil)
+		builtin, _ := policy.NewRedactor(nil)
+		r.redactor = func() *policy.Redactor { return builtin }
 	}
 	if r.metrics == nil {
 		r.metrics = newMetrics(nil)
@@ -114,7 +118,7 @@ func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (R
 	if err := check(req); err != nil {
 		return Result{}, err
 	}
-	cfg := r.settings.Config()
+	cfg, rd := r.settings.Config(), r.redactor()
 	now := r.now().UTC()
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -170,7 +174,7 @@ func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (R
 				out.Omitted++
 				continue
 			}
-			item, ok, err := r.gate(cfg, res.Clearance, c)
+			item, ok, err := r.gate(cfg, rd, res.Clearance, c)
 			if err != nil {
 				return Result{}, err
 			}

@@ -16,9 +16,9 @@ import (
 )
 
 // storeWrites are package store's statements that change memory — records,
-// their versions, relations, audit entries, episode entries, feedback and
-// artifacts — or lock records to change them. Only the write path calls
-// them (write-path RFC §12.1.1: one door).
+// their versions, relations, audit entries, episode entries, feedback,
+// artifacts and flags — or lock records to change them. Only the write
+// path calls them (write-path RFC §12.1.1: one door).
 var storeWrites = []string{
 	"InsertRecord", "UpdateRecord", "Lock", "LockMany", "LockByID",
 	"AddRelation", "InsertAudit", "AuditEach",
@@ -26,6 +26,7 @@ var storeWrites = []string{
 	"RecordFeedback", "Reinforce", "ReviseFeedback",
 	"Expire", "PurgeExpired", "PurgeRecord", "StampProfiles",
 	"PutArtifact", "InsertProvenance", "MarkTampered",
+	"InsertFlags", "ClearFlags",
 }
 
 // doorViolations lists the calls to store's writing statements in a Go

@@ -130,4 +130,12 @@ const (
 	ActionExpire    = "expire"
 	ActionRestore   = "restore"
 	ActionFeedback  = "feedback"
+	// ActionRollback retracts a bad revision's record (write-path RFC
+	// §12.5.6); ActionReactivate brings back what it had replaced.
+	ActionRollback   = "rollback"
+	ActionReactivate = "reactivate"
+	// ActionQuarantine holds a suspect record out of retrieval for
+	// investigation (write-path RFC §12.11.5); ActionRelease ends that.
+	ActionQuarantine = "quarantine"
+	ActionRelease    = "release"
 )

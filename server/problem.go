@@ -152,7 +152,14 @@ func decodeRecord(raw json.RawMessage, pointer string) (memory.Record, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return rec, fieldProblem(pointer, "is required")
 	}
-	return rec, decodeStrict(bytes.NewReader(raw), &rec, pointer)
+	if err := decodeStrict(bytes.NewReader(raw), &rec, pointer); err != nil {
+		return rec, err
+	}
+	if rec.Flags != nil {
+		// Flags are raised by quarantine, never written with a record.
+		return rec, fieldProblem(pointer+"/flags", "is set by the server: omit it")
+	}
+	return rec, nil
 }
 
 func decodeProblem(err error, pointer string) error {

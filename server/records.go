@@ -76,6 +76,12 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
 	if asOf == nil {
 		// The version is the entity tag PATCH's If-Match takes.
 		w.Header().Set("ETag", `"`+strconv.Itoa(rec.Version)+`"`)
+		// Flags are current state, with no history: a past read has none.
+		recs := []memory.Record{rec}
+		if err := store.AttachFlags(r.Context(), s.db, tenant, recs); err != nil {
+			return err
+		}
+		rec = recs[0]
 	}
 	writeJSON(w, http.StatusOK, rec)
 	return nil
@@ -117,6 +123,12 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		f.Scope = &scope
 	}
 	f.Subject, f.Predicate, f.Cursor = q.Get("subject"), q.Get("predicate"), q.Get("cursor")
+	if v := q.Get("flag"); v != "" {
+		f.Flag = memory.FlagKind(v)
+		if !f.Flag.Valid() {
+			return badParam("flag", "%q is not a flag; the one flag is derived_from_quarantined", v)
+		}
+	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > store.MaxLimit {
@@ -128,10 +140,19 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if asOf != nil && f.Flag != "" {
+		return badParam("flag", "cannot be combined with as_of: flags are current state, with no history")
+	}
 	f.AsOf = asOf
-	page, err := store.List(r.Context(), s.db, principalOf(r).tenant, f)
+	tenant := principalOf(r).tenant
+	page, err := store.List(r.Context(), s.db, tenant, f)
 	if err != nil {
 		return err
+	}
+	if asOf == nil {
+		if err := store.AttachFlags(r.Context(), s.db, tenant, page.Records); err != nil {
+			return err
+		}
 	}
 	if page.Records == nil {
 		page.Records = []memory.Record{}
@@ -242,7 +263,7 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 	idText, op, ok := strings.Cut(r.PathValue("idop"), ":")
 	if !ok {
 		return problem(http.StatusNotFound, "not-found", "Not found",
-			"POST a revision as /v1/records/{id}:{supersede|fork|contest|retract|append|purge}")
+			"POST a revision as /v1/records/{id}:{supersede|fork|contest|retract|rollback|quarantine|release|append|restore|purge}")
 	}
 	id, err := pathID(idText)
 	if err != nil {
@@ -306,6 +327,24 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		out = rec
+	case "rollback":
+		res, err := s.writer.Rollback(ctx, tenant, id, req.Version, ch)
+		if err != nil {
+			return err
+		}
+		out = map[string]any{"rolled_back": res.RolledBack, "retracted": nonNilRecords(res.Retracted), "reactivated": nonNilRecords(res.Reactivated)}
+	case "quarantine":
+		res, err := s.writer.Quarantine(ctx, tenant, id, req.Version, ch)
+		if err != nil {
+			return err
+		}
+		out = map[string]any{"record": res.Record, "flagged": nonNilIDs(res.Flagged), "truncated": res.Truncated}
+	case "release":
+		res, err := s.writer.Release(ctx, tenant, id, req.Version, ch)
+		if err != nil {
+			return err
+		}
+		out = map[string]any{"record": res.Record, "unflagged": nonNilIDs(res.Unflagged)}
 	case "restore":
 		return s.restoreRecord(w, r, id, ch)
 	case "purge":
@@ -317,7 +356,7 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	default:
 		return problem(http.StatusNotFound, "not-found", "Not found",
-			fmt.Sprintf("%q is not a revision; use supersede, fork, contest, retract, append or purge", op))
+			fmt.Sprintf("%q is not a revision; use supersede, fork, contest, retract, rollback, quarantine, release, append, restore or purge", op))
 	}
 	s.metrics.revisions.WithLabelValues(op).Inc()
 	writeJSON(w, http.StatusOK, out)
@@ -460,4 +499,20 @@ func readAll(r *http.Request) ([]byte, error) {
 		return nil, decodeProblem(err, "")
 	}
 	return b, nil
+}
+
+// nonNilRecords makes an empty list of records encode as [], not null.
+func nonNilRecords(recs []memory.Record) []memory.Record {
+	if recs == nil {
+		return []memory.Record{}
+	}
+	return recs
+}
+
+// nonNilIDs makes an empty list of ids encode as [], not null.
+func nonNilIDs(ids []uuid.UUID) []uuid.UUID {
+	if ids == nil {
+		return []uuid.UUID{}
+	}
+	return ids
 }

@@ -318,8 +318,27 @@ func TestNoPlantedSecretSurvives(t *testing.T) {
 			}
 		}
 		if len(merge) == 2 {
-			e.send(http.StatusCreated, "POST", "/v1/records:merge", map[string]any{
+			res, ok := e.send(http.StatusCreated, "POST", "/v1/records:merge", map[string]any{
 				"record_ids": merge, "rationale": allText(), "evidence": evidence, "record": semantic(p, "merged", nil)}, actor...)
+			if ok {
+				var merged memory.Record
+				res.decode(t, &merged)
+				e.send(http.StatusOK, "POST", "/v1/records/"+merged.ID.String()+":rollback", map[string]any{
+					"rationale": allText(), "evidence": evidence}, actor...)
+			}
+		}
+		// A quarantine's rationale is also its flags' reason; the second
+		// quarantine's flags stay for the scan.
+		if res, ok := e.send(http.StatusCreated, "POST", "/v1/records", semantic(p, "suspect", nil)); ok {
+			var suspect memory.Record
+			res.decode(t, &suspect)
+			derived := semantic(p, "derived", nil)
+			derived["relations"] = []any{map[string]any{"predicate": "derived_from", "target_id": suspect.ID}}
+			e.send(http.StatusCreated, "POST", "/v1/records", derived)
+			for _, op := range []string{"quarantine", "release", "quarantine"} {
+				e.send(http.StatusOK, "POST", "/v1/records/"+suspect.ID.String()+":"+op, map[string]any{
+					"rationale": allText(), "evidence": evidence}, actor...)
+			}
 		}
 		working := map[string]any{"type": "working", "tags": []any{p.text}, "payload": map[string]any{
 			"kind": "working", "thread_id": p.text, "state": "executing", "next_actions": []any{allText()},
@@ -381,6 +400,8 @@ func TestNoPlantedSecretSurvives(t *testing.T) {
 	e.send(http.StatusOK, "POST", "/v1/retrieve", map[string]any{"task": map[string]any{"text": "notes"}, "trust": map[string]any{"clearance": "hyper", "authenticated": true}})
 	require.Positive(t, e.count("SELECT count(*) FROM records WHERE type = 'episodic' AND provenance->>'created_by' LIKE 'policy%'"),
 		"the policy plane wrote episodes")
+	require.Positive(t, e.count("SELECT count(*) FROM record_flags WHERE reason <> ''"), "quarantines left flags with a reason")
+	e.send(http.StatusOK, "GET", "/v1/records?flag=derived_from_quarantined&status=all&limit=1000", nil)
 	e.scan()
 }
 

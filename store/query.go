@@ -25,6 +25,8 @@ type Filter struct {
 	Sensitivities []memory.Sensitivity
 	Subject       string
 	Predicate     string
+	// Flag selects the records flagged with it now (flags have no history).
+	Flag memory.FlagKind
 	// AsOf, when set, lists the records as they were at that time, from the
 	// version log.
 	AsOf   *time.Time
@@ -50,19 +52,20 @@ const listWhere = `
 	AND ($6::text[] IS NULL OR sensitivity = ANY($6))
 	AND ($7::text IS NULL OR subject = $7)
 	AND ($8::text IS NULL OR predicate = $8)
+	AND ($11::text IS NULL OR id IN (SELECT f.record_id FROM record_flags f WHERE f.tenant_id = $1 AND f.flag = $11))
 	AND ($9::uuid IS NULL OR id > $9)
 ORDER BY id
 LIMIT $10`
 
 const listSQL = `SELECT ` + recordColumns + ` FROM records WHERE tenant_id = $1 AND ` + listWhere
 
-// versionsAsOf is each record of a tenant as it was at $11: the last
+// versionsAsOf is each record of a tenant as it was at $12: the last
 // snapshot recorded by then.
 const versionsAsOf = `
 WITH r AS (
 	SELECT DISTINCT ON (v.record_id) s.*
 	FROM record_versions v, jsonb_populate_record(NULL::records, v.snapshot) s
-	WHERE v.tenant_id = $1 AND v.recorded_at <= $11
+	WHERE v.tenant_id = $1 AND v.recorded_at <= $12
 	ORDER BY v.record_id, v.version DESC
 )`
 
@@ -91,7 +94,7 @@ func List(ctx context.Context, db pg.DBTX, tenant string, f Filter) (Page, error
 	// cached generic plan cannot drop the filters left NULL and falls back
 	// to a sequential scan.
 	args := []any{pgx.QueryExecModeExec, tenant, strs(f.Types), strs(statuses), f.Scope, strs(f.Tags), strs(f.Sensitivities),
-		nilIfZero(f.Subject), nilIfZero(f.Predicate), after, limit + 1}
+		nilIfZero(f.Subject), nilIfZero(f.Predicate), after, limit + 1, nilIfZero(string(f.Flag))}
 	query := listSQL
 	if f.AsOf != nil {
 		query, args = listAsOfSQL, append(args, *f.AsOf)

@@ -19,21 +19,24 @@ import (
 
 // recordCommands are the subcommands of engram records.
 var recordCommands = map[string]func(c *cli, ctx context.Context, args []string) error{
-	"get":       (*cli).recordsGet,
-	"list":      (*cli).recordsList,
-	"history":   (*cli).recordsHistory,
-	"audit":     (*cli).recordsAudit,
-	"relations": (*cli).recordsRelations,
-	"create":    (*cli).recordsCreate,
-	"update":    (*cli).recordsUpdate,
-	"supersede": (*cli).recordsSupersede,
-	"fork":      (*cli).recordsFork,
-	"contest":   (*cli).recordsContest,
-	"retract":   (*cli).recordsRetract,
-	"append":    (*cli).recordsAppend,
-	"merge":     (*cli).recordsMerge,
-	"delete":    (*cli).recordsDelete,
-	"purge":     (*cli).recordsPurge,
+	"get":        (*cli).recordsGet,
+	"list":       (*cli).recordsList,
+	"history":    (*cli).recordsHistory,
+	"audit":      (*cli).recordsAudit,
+	"relations":  (*cli).recordsRelations,
+	"create":     (*cli).recordsCreate,
+	"update":     (*cli).recordsUpdate,
+	"supersede":  (*cli).recordsSupersede,
+	"fork":       (*cli).recordsFork,
+	"contest":    (*cli).recordsContest,
+	"retract":    (*cli).recordsRetract,
+	"rollback":   (*cli).recordsRollback,
+	"quarantine": (*cli).recordsQuarantine,
+	"release":    (*cli).recordsRelease,
+	"append":     (*cli).recordsAppend,
+	"merge":      (*cli).recordsMerge,
+	"delete":     (*cli).recordsDelete,
+	"purge":      (*cli).recordsPurge,
 }
 
 // listFlag is a repeatable flag; each value may also be a comma-separated
@@ -73,6 +76,7 @@ func (c *cli) recordsList(ctx context.Context, args []string) error {
 	scope := fs.String("scope", "", "")
 	subject := fs.String("subject", "", "")
 	predicate := fs.String("predicate", "", "")
+	flagged := fs.String("flag", "", "")
 	limit := fs.Int("limit", 0, "")
 	cursor := fs.String("cursor", "", "")
 	asOf := fs.String("as-of", "", "")
@@ -88,6 +92,7 @@ func (c *cli) recordsList(ctx context.Context, args []string) error {
 	}
 	set("subject", *subject)
 	set("predicate", *predicate)
+	set("flag", *flagged)
 	set("cursor", *cursor)
 	set("as_of", *asOf)
 	if *limit != 0 {
@@ -275,6 +280,38 @@ func (c *cli) recordsRetract(ctx context.Context, args []string) error {
 		return err
 	}
 	return c.send(ctx, "POST", recordPath(pos[0], ":retract"), api.ReviseRequest{Version: *version, Rationale: *rationale})
+}
+
+func (c *cli) recordsRollback(ctx context.Context, args []string) error {
+	fs := c.flags("records rollback")
+	version, rationale := fs.Int("version", 0, ""), fs.String("rationale", "", "")
+	pos, err := parse(fs, args, 1, "ID [--version N] [--rationale R]")
+	if err != nil {
+		return err
+	}
+	return c.send(ctx, "POST", recordPath(pos[0], ":rollback"), api.ReviseRequest{Version: *version, Rationale: *rationale})
+}
+
+func (c *cli) recordsQuarantine(ctx context.Context, args []string) error {
+	return c.governance(ctx, "quarantine", args)
+}
+
+func (c *cli) recordsRelease(ctx context.Context, args []string) error {
+	return c.governance(ctx, "release", args)
+}
+
+// governance sends a quarantine or a release, which say why.
+func (c *cli) governance(ctx context.Context, op string, args []string) error {
+	fs := c.flags("records " + op)
+	version, rationale := fs.Int("version", 0, ""), fs.String("rationale", "", "")
+	pos, err := parse(fs, args, 1, "ID --rationale R [--version N]")
+	if err != nil {
+		return err
+	}
+	if *rationale == "" {
+		return usageErrorf("usage: engram records %s ID --rationale R [--version N]: say why", op)
+	}
+	return c.send(ctx, "POST", recordPath(pos[0], ":"+op), api.ReviseRequest{Version: *version, Rationale: *rationale})
 }
 
 func (c *cli) recordsAppend(ctx context.Context, args []string) error {

@@ -31,6 +31,7 @@ Read:
       --sensitivity S  of sensitivity S: public, low, medium, high, hyper (repeatable)
       --subject S      facts about subject S
       --predicate P    facts with predicate P
+      --flag F         flagged F now: derived_from_quarantined
       --limit N        N records a page, 1 to 1000 (default 50)
       --cursor C       the page after the one that printed C
       --as-of TIME     as they were at TIME
@@ -49,6 +50,13 @@ Write (each takes --rationale R, kept in the audit trail; FILE - is standard inp
                                           mark records as contradicting each other;
                                           FILE holds a new contradicting record
   records retract ID [--version N]        withdraw a record from the active set
+  records rollback ID [--version N]       undo the revision that made a record: retract it and
+                                          reactivate what it replaced (and a fork's other variants)
+  records quarantine ID --rationale R [--version N]
+                                          hold a suspect record out of retrieval and flag
+                                          the records derived from it
+  records release ID --rationale R [--version N]
+                                          end a quarantine and clear its flags
   records append ID -f FILE               add FILE's {"timeline": [...], "outcome": ...} to an episode
   records merge ID ID... [-f FILE]        merge duplicates; FILE holds a template record
   records delete ID                       delete a record (it stays in history and audit)
@@ -174,7 +182,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return errHelp
 	case "records":
 		if len(args) == 0 {
-			return usageErrorf("records needs a command: get, list, history, audit, relations, create, update, supersede, fork, contest, retract, append, merge, delete or purge")
+			return usageErrorf("records needs a command: get, list, history, audit, relations, create, update, supersede, fork, contest, retract, rollback, quarantine, release, append, merge, delete or purge")
 		}
 		sub, ok := recordCommands[args[0]]
 		if !ok {

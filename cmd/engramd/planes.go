@@ -79,8 +79,10 @@ type retrieval struct {
 }
 
 // newRetrieval builds the embedder the configuration names and the
-// retriever over it.
-func newRetrieval(cfg config.Config, db pg.DBTX, reg prometheus.Registerer, logger *slog.Logger) (*retrieval, error) {
+// retriever over it. pol is the policy in force (the policy plane's, which
+// SIGHUP reloads): gating's redact takes its redactor, with the operator's
+// literals, from it at every answer. Nil means the built-in redactor.
+func newRetrieval(cfg config.Config, db pg.DBTX, pol func() *policy.Policy, reg prometheus.Registerer, logger *slog.Logger) (*retrieval, error) {
 	settings, err := retrieve.NewSettings(cfg.Retrieve)
 	if err != nil {
 		return nil, err
@@ -95,6 +97,9 @@ func newRetrieval(cfg config.Config, db pg.DBTX, reg prometheus.Registerer, logg
 		}
 	}
 	opts := []retrieve.Option{retrieve.WithLogger(logger), retrieve.WithRegistry(reg)}
+	if pol != nil {
+		opts = append(opts, retrieve.WithRedactor(func() *policy.Redactor { return pol().Redactor() }))
+	}
 	out := &retrieval{settings: settings}
 	if emb != nil {
 		opts = append(opts, retrieve.WithEmbedder(emb))

@@ -1,0 +1,201 @@
+package revise
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
+)
+
+// Rollback is what [Tx.Rollback] changed.
+type Rollback struct {
+	// RolledBack is the bad record, now retracted.
+	RolledBack memory.Record
+	// Retracted are the other variants of the fork the bad record came
+	// from, retracted with it: one revision made them all.
+	Retracted []memory.Record
+	// Reactivated are the records the bad one replaced, back in the active
+	// set.
+	Reactivated []memory.Record
+}
+
+// Rollback undoes a bad revision (write-path RFC §12.5.6): the record id,
+// which replaced one or more predecessors, is retracted and its
+// predecessors are reactivated, in one transaction. The predecessors are
+// what the revision that made id left behind:
+//
+//   - supersede: the record id supersedes;
+//   - fork: the forked fact, and every other variant of the same fork is
+//     retracted with id (the variants came from one revision, and the
+//     forked fact cannot be active beside them);
+//   - merge: every source merged into id.
+//
+// Each predecessor comes back as a new version, active (contested if it was
+// contested when it was replaced), audited as reactivated; a semantic
+// fact's payload revision loses its superseded_by. version, when non-zero,
+// must be id's current version.
+//
+// Refused with [CodeNotAllowed] when id replaced nothing, when a
+// predecessor is no longer superseded or merged (it was revised since), or
+// when a sibling variant was revised since (roll that back first); with
+// [CodeActiveFactExists] when a reactivated fact would collide with another
+// active one.
+func (t *Tx) Rollback(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (Rollback, error) {
+	var out Rollback
+	if err := checkChange(ch); err != nil {
+		return out, err
+	}
+	err := func() error {
+		bad, err := store.Get(ctx, t.tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		// What the revision that made id replaced, and how each must stand.
+		was := map[uuid.UUID]memory.Status{}
+		var forked []uuid.UUID
+		for _, rel := range bad.Relations {
+			switch rel.Predicate {
+			case memory.Supersedes:
+				was[rel.TargetID] = memory.Superseded
+			case memory.ForkedFrom:
+				was[rel.TargetID] = memory.Superseded
+				forked = append(forked, rel.TargetID)
+			}
+		}
+		sources, err := store.Referrers(ctx, t.tx, tenant, memory.MergedInto, []uuid.UUID{id})
+		if err != nil {
+			return err
+		}
+		for _, s := range sources {
+			was[s.ID] = memory.Merged
+		}
+		if len(was) == 0 {
+			return conflict(CodeNotAllowed, []uuid.UUID{id},
+				"record %s replaced no record (it supersedes, forks or merges nothing): there is nothing to reactivate; retract it instead", id)
+		}
+		var siblings []uuid.UUID
+		if len(forked) > 0 {
+			refs, err := store.Referrers(ctx, t.tx, tenant, memory.ForkedFrom, forked)
+			if err != nil {
+				return err
+			}
+			for _, r := range refs {
+				if r.ID != id {
+					siblings = append(siblings, r.ID)
+				}
+			}
+		}
+
+		// Every record the rollback changes is locked in id order, so that
+		// it cannot deadlock with another revision over the same records.
+		preds := sortedKeys(was)
+		locked, err := store.LockMany(ctx, t.tx, tenant, slices.Concat([]uuid.UUID{id}, preds, siblings))
+		if err != nil {
+			return err
+		}
+		bad, prior, sibs := locked[0], locked[1:1+len(preds)], locked[1+len(preds):]
+		if err := checkRevisable(bad, version); err != nil {
+			return err
+		}
+		for _, p := range prior {
+			if p.Status != was[p.ID] {
+				return conflict(CodeNotAllowed, []uuid.UUID{p.ID},
+					"record %s is %s, no longer %s by %s: it was revised since; roll that back first", p.ID, p.Status, was[p.ID], id)
+			}
+		}
+		var retract []memory.Record
+		for _, s := range sibs {
+			switch {
+			case s.Live():
+				retract = append(retract, s)
+			case s.Status == memory.Superseded || s.Status == memory.Merged:
+				// Its successor is live and came after the fork: it would
+				// stand beside the reactivated fact.
+				return conflict(CodeNotAllowed, []uuid.UUID{s.ID},
+					"variant %s of the same fork is %s: roll back its revision first", s.ID, s.Status)
+			}
+			// Retracted, deleted, expired, quarantined or draft variants
+			// are out of the active set already: they stay as they are.
+		}
+
+		if err := t.leave(ctx, tenant, &bad, memory.Retracted, ActionRollback, ch); err != nil {
+			return err
+		}
+		for i := range retract {
+			if err := t.leave(ctx, tenant, &retract[i], memory.Retracted, ActionRollback, ch); err != nil {
+				return err
+			}
+		}
+		react := Change{Actor: ch.Actor, Rationale: fmt.Sprintf("reactivated after rollback of %s", id), Evidence: ch.Evidence}
+		for i := range prior {
+			if err := t.reactivate(ctx, tenant, &prior[i], react); err != nil {
+				return err
+			}
+		}
+
+		if out.RolledBack, err = store.Get(ctx, t.tx, tenant, id); err != nil {
+			return err
+		}
+		for _, r := range retract {
+			got, err := store.Get(ctx, t.tx, tenant, r.ID)
+			if err != nil {
+				return err
+			}
+			out.Retracted = append(out.Retracted, got)
+		}
+		for _, p := range prior {
+			got, err := store.Get(ctx, t.tx, tenant, p.ID)
+			if err != nil {
+				return err
+			}
+			out.Reactivated = append(out.Reactivated, got)
+		}
+		return nil
+	}()
+	return out, err
+}
+
+// reactivate brings a replaced record back into the active set as its next
+// version: contested if it was contested before it was replaced, else
+// active.
+func (t *Tx) reactivate(ctx context.Context, tenant string, rec *memory.Record, ch Change) error {
+	status := memory.Active
+	prev, err := store.StatusAt(ctx, t.tx, tenant, rec.ID, rec.Version-1)
+	if err != nil {
+		return err
+	}
+	if prev.Live() {
+		status = prev
+	}
+	if rec.Type == memory.Semantic {
+		if rec.Payload, err = setRevision(rec.Payload, func(r *memory.Revision) { r.SupersededBy = "" }); err != nil {
+			return err
+		}
+	}
+	return t.leave(ctx, tenant, rec, status, ActionReactivate, ch)
+}
+
+// sortedKeys returns the keys of m in id order.
+func sortedKeys[V any](m map[uuid.UUID]V) []uuid.UUID {
+	out := make([]uuid.UUID, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	slices.SortFunc(out, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	return out
+}
+
+// Rollback runs [Tx.Rollback] in a transaction of its own.
+func (w *Writer) Rollback(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (Rollback, error) {
+	var out Rollback
+	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
+		var err error
+		out, err = tx.Rollback(ctx, tenant, id, version, ch)
+		return err
+	})
+	return out, err
+}
