@@ -26,6 +26,7 @@ var storeWrites = []string{
 	"RecordFeedback", "Reinforce", "ReviseFeedback",
 	"Expire", "PurgeExpired", "PurgeRecord", "StampProfiles",
 	"PutArtifact",
+	"InsertReview", "LockReview", "DecideReview", "EscalateReviews",
 }
 
 // doorViolations lists the calls to store's writing statements in a Go
