@@ -166,7 +166,7 @@ func Default() Config {
 func DefaultJobs(provider string) map[string]string {
 	j := map[string]string{
 		decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule,
-		retrieve.StatsJob: retrieve.DefaultStatsSchedule,
+		retrieve.StatsJob: retrieve.DefaultStatsSchedule, revise.EscalationJob: revise.DefaultEscalationSchedule,
 	}
 	if provider != EmbeddingNone {
 		j[embedding.BackfillJob] = embedding.DefaultBackfillSchedule
