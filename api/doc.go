@@ -6,7 +6,7 @@
 // It imports only the standard library, github.com/google/uuid and
 // [memory], never the database: a client can use it without pulling in pgx
 // (deps_test.go checks). The packages that compute an answer (retrieve,
-// decay, jobs, store, policy, ingest) name these types with aliases, so
+// decay, jobs, store, policy, ingest, revise) name these types with aliases, so
 // that what they return is what the server writes; the one exception is
 // the decay preview, whose configurations the server encodes from the
 // decay package's typed Config.

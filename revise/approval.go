@@ -10,18 +10,15 @@ import (
 	"github.com/engram-dev/engram/store"
 )
 
-// Approval tiers (write-path RFC §12.6.2).
-const (
-	TierAuto  = "auto"
-	TierAsync = "async"
-	TierSync  = "sync"
-)
+// TierAuto is the tier of writes approved without review (write-path RFC
+// §12.6.2); [TierAsync] and [TierSync] are reviewed.
+const TierAuto Tier = "auto"
 
 // Risk is a write's risk score R(w) (§12.6.2), its factors in [0, 1] and
 // the tier it maps to.
 type Risk struct {
 	Score   float64            `json:"score"`
-	Tier    string             `json:"tier"`
+	Tier    Tier               `json:"tier"`
 	Factors map[string]float64 `json:"factors"`
 }
 
@@ -80,22 +77,28 @@ func (t *Tx) risk(ctx context.Context, tenant string, rec memory.Record, ev evid
 	return &Risk{Score: score, Tier: tier, Factors: f}, nil
 }
 
-// queue stores rec as a draft for a reviewer (§12.6.4): out of retrieval
-// until approved. proposal names the records approving it would
-// supersede.
-func (t *Tx) queue(ctx context.Context, tenant string, rec memory.Record, inherited bool, ch Change, ev evidence, a Admission, proposal []uuid.UUID) (Admission, error) {
-	rec.Status = memory.Draft
-	if rec.Type == memory.Semantic {
-		p, err := setRevision(rec.Payload, func(r *memory.Revision) { r.Status = "" })
-		if err != nil {
-			return Admission{}, err
-		}
-		rec.Payload = p
+// queue submits rec for review (§12.6.4): a draft, out of retrieval until a
+// reviewer approves it, with a review carrying the risk, the reasons and,
+// for a contradiction, the proposal to supersede the fact it contradicts.
+// A sync-tier write is held as sync only where its caller can wait (a
+// write of its own, [Writer.Admit]); inside a larger transaction it is
+// reviewed asynchronously.
+func (t *Tx) queue(ctx context.Context, tenant string, rec memory.Record, ch Change, a Admission, proposal []uuid.UUID) (Admission, error) {
+	tier := TierAsync
+	if a.Risk != nil && a.Risk.Tier == TierSync && t.canWait {
+		tier = TierSync
 	}
-	if err := t.insertNew(ctx, tenant, &rec, inherited, ch, ev, ApprovalPending, a.Risk.score()); err != nil {
+	req := ReviewRequest{Tier: tier, Risk: a.Risk.score(), Reasons: a.Reasons, SLA: t.w.cfg.Gates.Reviews.SLAFor(tier)}
+	if a.Risk != nil {
+		req.Factors = a.Risk.Factors
+	}
+	if len(proposal) > 0 {
+		req.Proposal = &Proposal{Supersedes: proposal[0]}
+	}
+	draft, rv, err := t.SubmitForReview(ctx, tenant, rec, ch, req)
+	if err != nil {
 		return Admission{}, err
 	}
-	a.Record, a.Outcome = rec, Queued
-	_ = proposal // the review queue records it (see review.go)
+	a.Record, a.Outcome, a.Review = draft, Queued, &rv
 	return a, nil
 }

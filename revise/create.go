@@ -25,15 +25,33 @@ func (w *Writer) Create(ctx context.Context, tenant string, rec memory.Record, c
 	return a.Record, err
 }
 
-// Admit runs [Tx.Admit] in a transaction of its own.
+// Admit runs [Tx.Admit] in a transaction of its own. A write the approval
+// gate puts in the sync tier waits, after the draft and its review have
+// committed, for a reviewer's decision until its deadline (write-path RFC
+// §12.6.5): approved, the answer is the record, active; rejected, a
+// [*ReviewRejectedError]; undecided at the deadline, an
+// [*ApprovalTimeoutError], the draft retracted (fail-closed).
 func (w *Writer) Admit(ctx context.Context, tenant string, rec memory.Record, ch Change) (Admission, error) {
 	var a Admission
 	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
+		tx.canWait = true
 		var err error
 		a, err = tx.Admit(ctx, tenant, rec, ch)
 		return err
 	})
-	return a, err
+	if err != nil || a.Review == nil || Tier(a.Review.Tier) != TierSync {
+		return a, err
+	}
+	rv, err := w.AwaitDecision(ctx, tenant, a.Review.ID, a.Review.SLADeadline)
+	if err != nil {
+		return Admission{}, err
+	}
+	a.Review = &rv
+	if a.Record, err = store.Get(ctx, w.db, tenant, a.Record.ID); err != nil {
+		return Admission{}, err
+	}
+	a.Outcome = Created
+	return a, nil
 }
 
 // Create is [Writer.Create] in the transaction.
@@ -123,7 +141,7 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 			// goes to a reviewer with a proposal to supersede it; a less
 			// credible one is refused with the contradiction report.
 			if mine := w.adjusted(rec.Confidence, ev, false); mine <= c.maxAdjusted {
-				return Admission{}, reject(GateContradiction, ReasonContradiction, c.ids(),
+				return Admission{}, reject(GateContradiction, string(ReasonContradiction), c.ids(),
 					"contradicts %d live fact(s) of higher or equal adjusted confidence (%.2f against %.2f)", len(c.conflicts), mine, c.maxAdjusted)
 			}
 			queue, proposal = true, c.ids()
@@ -158,7 +176,7 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 	}
 	a.Risk = risk
 	if queue {
-		return t.queue(ctx, tenant, rec, inherited, ch, ev, a, proposal)
+		return t.queue(ctx, tenant, rec, ch, a, proposal)
 	}
 	if err := t.insertNew(ctx, tenant, &rec, inherited, ch, ev, ApprovalNotRequired, risk.score()); err != nil {
 		return Admission{}, err

@@ -27,6 +27,7 @@ var storeWrites = []string{
 	"Expire", "PurgeExpired", "PurgeRecord", "StampProfiles",
 	"PutArtifact", "InsertProvenance", "MarkTampered",
 	"InsertFlags", "ClearFlags",
+	"InsertReview", "LockReview", "DecideReview", "EscalateReviews",
 }
 
 // doorViolations lists the calls to store's writing statements in a Go

@@ -45,12 +45,12 @@ const (
 	SourceRecord    = "record"
 )
 
-// Rejection reasons (structured, write-path RFC §12.1.5).
+// Rejection reasons of the gates (structured, write-path RFC §12.1.5); a
+// contradiction is [ReasonContradiction], as a reviewer's.
 const (
 	ReasonSelfEvidence     = "self_evidence"
 	ReasonNoExternal       = "no_external_evidence"
 	ReasonUnknownEvidence  = "unknown_evidence"
-	ReasonContradiction    = "contradiction"
 	ReasonProvenanceCycle  = "provenance_cycle"
 	ReasonApprovalTimeout  = "approval_timeout"
 	ReasonReviewerRejected = "rejected_by_reviewer"
@@ -81,6 +81,9 @@ type Gates struct {
 	Dedup         DedupConfig         `yaml:"dedup"`
 	Provenance    ProvenanceConfig    `yaml:"provenance"`
 	Approval      ApprovalGateConfig  `yaml:"approval"`
+	// Reviews are the review queue's SLA and sync wait (see
+	// [ApprovalConfig]).
+	Reviews ApprovalConfig `yaml:"reviews"`
 }
 
 // EvidenceConfig configures the evidence gate (§12.2.3, §12.11.3–4).
@@ -255,6 +258,9 @@ func (g Gates) Validate() error {
 		!near(rw.Layer+rw.Contradiction+rw.Evidence+rw.Confidence+rw.BlastRadius+rw.Novelty, 1) {
 		return bad("approval.weights", "must be non-negative and sum to 1")
 	}
+	if err := g.Reviews.Validate(); err != nil {
+		return &GatesError{Field: "reviews." + strings.SplitN(err.Error(), ":", 2)[0], Problem: strings.TrimSpace(strings.SplitN(err.Error(), ":", 2)[1])}
+	}
 	return g.Provenance.validate()
 }
 
@@ -300,6 +306,8 @@ type Admission struct {
 	Contested []uuid.UUID `json:"contested,omitempty"`
 	// Risk is the approval gate's R(w) and its factors.
 	Risk *Risk `json:"risk,omitempty"`
+	// Review is the review of a queued write.
+	Review *Review `json:"review,omitempty"`
 }
 
 // RejectedError is a write a gate refused: nothing was written.

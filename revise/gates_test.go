@@ -105,7 +105,7 @@ func TestContradictionGate(t *testing.T) {
 	b := setup(t)
 	inForce := b.admit(t, fact("make", nil, 0.8, src("tool_call", "call://1"))).Record
 
-	re := b.rejected(t, fact("bazel", nil, 0.8, src("event", "evt://2")), revise.GateContradiction, revise.ReasonContradiction)
+	re := b.rejected(t, fact("bazel", nil, 0.8, src("event", "evt://2")), revise.GateContradiction, string(revise.ReasonContradiction))
 	require.Equal(t, []uuid.UUID{inForce.ID}, re.RecordIDs)
 
 	a := b.admit(t, fact("bazel", nil, 1, src("human", "person://ops")))

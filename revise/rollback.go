@@ -92,7 +92,7 @@ func (t *Tx) Rollback(ctx context.Context, tenant string, id uuid.UUID, version 
 
 		// Every record the rollback changes is locked in id order, so that
 		// it cannot deadlock with another revision over the same records.
-		preds := sortedKeys(was)
+		preds := sortedIDs(was)
 		locked, err := store.LockMany(ctx, t.tx, tenant, slices.Concat([]uuid.UUID{id}, preds, siblings))
 		if err != nil {
 			return err
@@ -179,8 +179,8 @@ func (t *Tx) reactivate(ctx context.Context, tenant string, rec *memory.Record, 
 	return t.leave(ctx, tenant, rec, status, ActionReactivate, ch)
 }
 
-// sortedKeys returns the keys of m in id order.
-func sortedKeys[V any](m map[uuid.UUID]V) []uuid.UUID {
+// sortedIDs returns the keys of m in id order.
+func sortedIDs[V any](m map[uuid.UUID]V) []uuid.UUID {
 	out := make([]uuid.UUID, 0, len(m))
 	for id := range m {
 		out = append(out, id)

@@ -90,6 +90,9 @@ func (w *Writer) clock() time.Time { return w.cfg.Now().UTC().Truncate(time.Micr
 type Tx struct {
 	w  *Writer
 	tx pgx.Tx
+	// canWait: the transaction is a write of its own, whose caller may
+	// wait for a reviewer after it commits (the approval gate's sync tier).
+	canWait bool
 }
 
 // InTx runs fn in one transaction and commits what it wrote when it

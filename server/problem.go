@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
@@ -76,6 +78,8 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		ce       *revise.ConflictError
 		re       *revise.RejectedError
 		tl       *revise.TooLargeError
+		timeout  *revise.ApprovalTimeoutError
+		rejected *revise.ReviewRejectedError
 		maxBytes *http.MaxBytesError
 	)
 	switch {
@@ -99,6 +103,17 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 	case errors.As(err, &ce):
 		p := problem(http.StatusConflict, strings.ReplaceAll(ce.Code, "_", "-"), "Conflict", ce.Detail)
 		p.RecordIDs = ce.RecordIDs
+		return p
+	case errors.As(err, &timeout):
+		// 409, not 408: the request was whole; the write it asked for is
+		// refused for want of a reviewer's decision (fail-closed, write-path
+		// RFC §12.6.5), and repeating it as it is would not help.
+		p := problem(http.StatusConflict, "approval-timeout", "Approval timed out", timeout.Error())
+		p.RecordIDs = []uuid.UUID{timeout.RecordID}
+		return p
+	case errors.As(err, &rejected):
+		p := problem(http.StatusConflict, "review-rejected", "Rejected by a reviewer", rejected.Error())
+		p.RecordIDs = []uuid.UUID{rejected.Review.RecordID}
 		return p
 	case errors.As(err, &tl):
 		p := problem(http.StatusRequestEntityTooLarge, "too-large", "Payload too large", tl.Error())

@@ -45,7 +45,12 @@ func (s *Server) createRecord(w http.ResponseWriter, r *http.Request) error {
 		// duplicates (write-path RFC §12.3).
 		writeJSON(w, http.StatusOK, out)
 	case revise.Queued:
-		// A draft, waiting for a reviewer (§12.6.4).
+		// A draft, waiting for a reviewer (§12.6.4): its review is at
+		// /v1/reviews/{id}.
+		if a.Review != nil {
+			w.Header().Set("Engram-Review", a.Review.ID.String())
+			w.Header().Set("Link", "</v1/reviews/"+a.Review.ID.String()+">; rel=\"review\"")
+		}
 		writeJSON(w, http.StatusAccepted, out)
 	default:
 		s.metrics.revisions.WithLabelValues(revise.ActionCreate).Inc()

@@ -205,6 +205,11 @@ func (s *Server) routes() []route {
 		// Statistics and previews read the caller's tenant only.
 		{"GET /v1/stats/salience", s.salienceStats, tenantRoles, false},
 		{"POST /v1/decay/preview", s.decayPreview, tenantRoles, false},
+		// The review queue (write-path RFC §12.6): a tenant's keys review
+		// its drafts, until reviewers get a role of their own.
+		{"GET /v1/reviews", s.listReviews, tenantRoles, false},
+		{"GET /v1/reviews/{id}", s.getReview, tenantRoles, false},
+		{"POST /v1/reviews/{idop}", s.decideReview, tenantRoles, false},
 		// Jobs walk every tenant, and their runs' counts are every
 		// tenant's.
 		{"GET /v1/jobs", s.listJobs, operatorRoles, false},

@@ -126,7 +126,7 @@ func TestConcurrentCreatesOfOneFact(t *testing.T) {
 		}
 		var re *revise.RejectedError
 		if errors.As(err, &re) {
-			require.Equal(t, revise.ReasonContradiction, re.Reason)
+			require.Equal(t, string(revise.ReasonContradiction), re.Reason)
 			continue
 		}
 		requireConflict(t, err, revise.CodeActiveFactExists)

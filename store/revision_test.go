@@ -33,7 +33,7 @@ func TestOneActiveFactPerConditionSet(t *testing.T) {
 	_, err := b.w.Create(b.ctx, b.tenant, fact("user", "prefers_language", "python", nil), b.ch)
 	var re *revise.RejectedError
 	require.ErrorAs(t, err, &re)
-	require.Equal(t, revise.ReasonContradiction, re.Reason)
+	require.Equal(t, string(revise.ReasonContradiction), re.Reason)
 	require.Equal(t, []uuid.UUID{first.ID}, re.RecordIDs)
 
 	// Other condition sets and other scopes coexist.

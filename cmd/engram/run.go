@@ -85,6 +85,18 @@ Retrieval:
                                           used_success reinforces them, used_failure and unused
                                           penalise them; --record names only some of them
 
+Review (the approval gate's queue of drafts; a tenant's key):
+  reviews list [--status S]... [--all]    the queue, oldest first: pending reviews, or those with
+                                          status S (pending, approved, rejected, expired or all)
+      --limit N        N reviews a page, 1 to 1000 (default 50)
+      --cursor C       the page after the one that printed C
+      --all            every page, following the cursor
+  reviews get ID                          a review with its draft record
+  reviews approve ID --justification J    make the draft active (and carry out its proposal)
+  reviews reject ID --reason R --justification J
+                                          retract the draft; R is factual_error, policy_violation,
+                                          duplicate, insufficient_evidence, contradiction or other
+
 Events and policy:
   policy explain FILE|-                   what the policy in force would do with the event in FILE:
                                           the decision, the rules that made it, what was redacted
@@ -210,6 +222,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return decayCommand(c, ctx, args)
 	case "jobs":
 		return jobsCommand(c, ctx, args)
+	case "reviews":
+		return reviewsCommand(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}

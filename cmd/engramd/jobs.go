@@ -59,12 +59,14 @@ type periodic struct {
 func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.Config, error), pool *pgxpool.Pool,
 	writer *revise.Writer, settings *decay.Settings, ret *retrieval, reg prometheus.Registerer, logger *slog.Logger) (*periodic, error) {
 	dec := decay.New(pool, writer, settings, decay.WithLogger(logger), decay.WithRegistry(reg))
+	esc := revise.NewEscalator(writer, revise.EscalatorConfig{Registry: reg})
 	sched := jobs.New(jobs.Config{Pool: pool, Logger: logger, Registry: reg})
 	all := []jobs.Job{
 		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},
 		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }},
 		{Name: retrieve.StatsJob, Run: func(ctx context.Context, r *jobs.Run) error { return ret.retriever.RefreshStats(ctx, r) }},
 		{Name: revise.AuditProvenanceJob, Run: func(ctx context.Context, r *jobs.Run) error { return writer.RunProvenanceAudit(ctx, r) }},
+		{Name: revise.EscalationJob, Run: func(ctx context.Context, r *jobs.Run) error { return escalate(ctx, esc, r) }},
 	}
 	if b := ret.backfiller; b != nil {
 		all = append(all,
@@ -90,6 +92,16 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 	go p.reloadOnHUP(rctx)
 	logger.Info("periodic jobs started", slog.Any("jobs", cfg.Jobs), slog.String("node", sched.Node()))
 	return p, nil
+}
+
+// escalate runs the review queue's escalation sweep as a job, counting
+// what it did in the run.
+func escalate(ctx context.Context, esc *revise.Escalator, r *jobs.Run) error {
+	res, err := esc.Escalate(ctx)
+	r.Add("escalated", res.Escalated)
+	r.Add("expired", res.Expired)
+	r.Add("pending", res.Pending)
+	return err
 }
 
 // scheduleOf is a job's configured schedule; a job the configuration does

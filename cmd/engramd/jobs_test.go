@@ -23,7 +23,10 @@ import (
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/store"
 )
 
 // syncBuffer is a log destination safe for the goroutines that log to it.
@@ -108,7 +111,7 @@ func TestUnknownJobRefusedAtStart(t *testing.T) {
 	ret, err := newRetrieval(cfg, db.Pool, nil, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = startPeriodic(context.Background(), cfg, nil, db.Pool, writer, settings, ret, nil, slog.New(slog.DiscardHandler))
-	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are audit_provenance, decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retrieval_stats)")
+	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are audit_provenance, decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retrieval_stats, review_escalation)")
 }
 
 // With embedding.provider none engramd has no embedding jobs, and its
@@ -127,7 +130,7 @@ func TestProviderNoneHasNoEmbeddingJobs(t *testing.T) {
 	p, err := startPeriodic(context.Background(), cfg, nil, db.Pool, writer, settings, ret, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() { p.stop(context.Background(), 10*time.Second) })
-	require.Equal(t, []string{"audit_provenance", "decay_purge", "decay_sweep", "retrieval_stats"}, p.scheduler.Names())
+	require.Equal(t, []string{"audit_provenance", "decay_purge", "decay_sweep", "retrieval_stats", "review_escalation"}, p.scheduler.Names())
 }
 
 // engramd starts with embedding.provider none and retrieves lexically.
@@ -280,4 +283,41 @@ func TestTwoDaemonsSweepOncePerTick(t *testing.T) {
 		runs := sweepRuns(t, db)
 		return strings.HasSuffix(runs[len(runs)-1].node, want)
 	}, 30*time.Second, 50*time.Millisecond, "the other daemon sweeps")
+}
+
+// The review_escalation job is registered with its default schedule and
+// escalates the reviews past their SLA, counting them in its run.
+func TestReviewEscalationJob(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t)
+	cfg := config.Default()
+	require.Equal(t, revise.DefaultEscalationSchedule, cfg.Jobs[revise.EscalationJob])
+	writer, settings, err := newWriter(db.Pool, cfg, nil)
+	require.NoError(t, err)
+	ret, err := newRetrieval(cfg, db.Pool, nil, nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ctx := context.Background()
+	p, err := startPeriodic(ctx, cfg, nil, db.Pool, writer, settings, ret, nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { p.stop(ctx, 10*time.Second) })
+
+	require.NoError(t, store.EnsureTenant(ctx, db.Pool, "acme"))
+	payload := []byte(`{"kind": "semantic", "subject": "repo", "predicate": "build_tool", "object": "bazel", "validity": {"mode": "global"}}`)
+	_, rv, err := writer.SubmitForReview(ctx, "acme", memory.Record{Type: memory.Semantic, Confidence: 0.6, Payload: payload},
+		revise.Change{Actor: "agent"}, revise.ReviewRequest{Tier: revise.TierAsync, Risk: 0.5, SLA: time.Microsecond})
+	require.NoError(t, err)
+
+	run, err := p.scheduler.RunNow(ctx, revise.EscalationJob)
+	require.NoError(t, err)
+	var ended jobs.RunInfo
+	require.Eventually(t, func() bool {
+		r, err := p.scheduler.GetRun(ctx, run.ID)
+		ended = r
+		return err == nil && r.Status != "running"
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, "succeeded", ended.Status, ended.Error)
+	require.Equal(t, map[string]int64{"escalated": 1, "expired": 0, "pending": 1}, ended.Counts)
+	got, err := store.GetReview(ctx, db.Pool, "acme", rv.ID)
+	require.NoError(t, err)
+	require.NotNil(t, got.EscalatedAt)
 }

@@ -173,6 +173,7 @@ func DefaultJobs(provider string) map[string]string {
 	j := map[string]string{
 		decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule,
 		retrieve.StatsJob: retrieve.DefaultStatsSchedule, revise.AuditProvenanceJob: revise.DefaultAuditProvenanceSchedule,
+		revise.EscalationJob: revise.DefaultEscalationSchedule,
 	}
 	if provider != EmbeddingNone {
 		j[embedding.BackfillJob] = embedding.DefaultBackfillSchedule
