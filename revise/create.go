@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
@@ -39,6 +40,9 @@ func (w *Writer) Admit(ctx context.Context, tenant string, rec memory.Record, ch
 		a, err = tx.Admit(ctx, tenant, rec, ch)
 		return err
 	})
+	if nerr := w.noteRefusal(ctx, w.db, tenant, rec, err); nerr != nil {
+		return Admission{}, nerr
+	}
 	if err != nil || a.Review == nil || Tier(a.Review.Tier) != TierSync {
 		return a, err
 	}
@@ -66,6 +70,11 @@ func (t *Tx) Create(ctx context.Context, tenant string, rec memory.Record, ch Ch
 // duplicate absorbed), the next version of the record it duplicates
 // (merged), contested records, or a draft for review. A gate's refusal is a
 // [*RejectedError] and nothing is written.
+//
+// The write counts for its agent's reputation (§12.11.5) when it is
+// admitted; a refusal rolls the caller's transaction back with it, so the
+// callers that answer for a refusal — [Writer.Admit], [Tx.ObserveFact] —
+// count it after.
 func (t *Tx) Admit(ctx context.Context, tenant string, rec memory.Record, ch Change) (Admission, error) {
 	a, err := t.admit(ctx, tenant, rec, ch)
 	layer := string(rec.Type)
@@ -76,8 +85,32 @@ func (t *Tx) Admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 		t.w.metrics.rejections.WithLabelValues(re.Gate, re.Reason).Inc()
 	case err == nil:
 		t.w.metrics.writes.WithLabelValues(layer, string(a.Outcome)).Inc()
+		d := store.ReputationDelta{}
+		if a.Outcome != Queued {
+			d.Accepted = 1
+		}
+		if len(a.Replaced) > 0 || len(a.Contested) > 0 || a.contradicts {
+			d.Contradictions = 1
+		}
+		if err := t.w.note(ctx, t.tx, tenant, rec, d); err != nil {
+			return Admission{}, err
+		}
 	}
 	return a, err
+}
+
+// noteRefusal counts a refused write for its agent's reputation, on db,
+// after the refusal rolled back the write's transaction.
+func (w *Writer) noteRefusal(ctx context.Context, db pg.DBTX, tenant string, rec memory.Record, err error) error {
+	var re *RejectedError
+	if !errors.As(err, &re) {
+		return nil
+	}
+	d := store.ReputationDelta{Rejected: 1}
+	if re.Reason == string(ReasonContradiction) {
+		d.Contradictions = 1
+	}
+	return w.note(ctx, db, tenant, rec, d)
 }
 
 func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Change) (Admission, error) {
@@ -144,7 +177,7 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 				return Admission{}, reject(GateContradiction, string(ReasonContradiction), c.ids(),
 					"contradicts %d live fact(s) of higher or equal adjusted confidence (%.2f against %.2f)", len(c.conflicts), mine, c.maxAdjusted)
 			}
-			queue, proposal = true, c.ids()
+			queue, proposal, a.contradicts = true, c.ids(), true
 			a.Reasons = append(a.Reasons, fmt.Sprintf("contradicts %d live fact(s) with a higher adjusted confidence: proposed to supersede them", len(c.conflicts)))
 		case PolicySupersede:
 			return t.replace(ctx, tenant, rec, inherited, ch, ev, c)
@@ -159,10 +192,17 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 
 	var risk *Risk
 	if err := w.timed(GateApproval, func() error {
+		why, err := t.lowReputation(ctx, tenant, rec)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			queue = true
+			a.Reasons = append(a.Reasons, why)
+		}
 		if !g.Approval.Enabled || !durable {
 			return nil
 		}
-		var err error
 		if risk, err = t.risk(ctx, tenant, rec, ev, c); err != nil {
 			return err
 		}

@@ -17,6 +17,12 @@ import (
 // a record's salience becomes is decay's to compute; the write path locks,
 // writes and audits. Decay composes these in one transaction.
 
+// Feedback outcomes that count for the writing agent's reputation.
+const (
+	OutcomeSuccess = "used_success"
+	OutcomeFailure = "used_failure"
+)
+
 // MaxFeedbackRecords bounds the records of one feedback call.
 const MaxFeedbackRecords = 10_000
 
@@ -94,6 +100,17 @@ func (t *Tx) FeedbackTargets(ctx context.Context, tenant string, fb Feedback, at
 			todo = append(todo, r)
 		} else {
 			res.Duplicate = append(res.Duplicate, r.ID)
+		}
+	}
+	// How the memory an agent wrote served counts for its reputation
+	// (write-path RFC §12.11.5: downstream correctness).
+	if fb.Outcome == OutcomeSuccess || fb.Outcome == OutcomeFailure {
+		ids := make([]uuid.UUID, len(todo))
+		for i, r := range todo {
+			ids[i] = r.ID
+		}
+		if err := store.AddOutcomes(ctx, t.tx, tenant, ids, fb.Outcome == OutcomeSuccess, at); err != nil {
+			return nil, res, err
 		}
 	}
 	return todo, res, nil

@@ -28,6 +28,7 @@ var storeWrites = []string{
 	"PutArtifact", "InsertProvenance", "MarkTampered",
 	"InsertFlags", "ClearFlags",
 	"InsertReview", "LockReview", "DecideReview", "EscalateReviews",
+	"AddReputation", "AddOutcomes",
 }
 
 // doorViolations lists the calls to store's writing statements in a Go

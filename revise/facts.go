@@ -29,6 +29,9 @@ func (t *Tx) ObserveFact(ctx context.Context, tenant string, rec memory.Record, 
 		a, err = (&Tx{w: t.w, tx: sp}).Admit(ctx, tenant, rec, ch)
 		return err
 	})
+	if nerr := t.w.noteRefusal(ctx, t.tx, tenant, rec, err); nerr != nil {
+		return Admission{}, nerr
+	}
 	return a, err
 }
 

@@ -84,6 +84,8 @@ type Gates struct {
 	// Reviews are the review queue's SLA and sync wait (see
 	// [ApprovalConfig]).
 	Reviews ApprovalConfig `yaml:"reviews"`
+	// Reputation judges agents by their writes (see [ReputationConfig]).
+	Reputation ReputationConfig `yaml:"reputation"`
 }
 
 // EvidenceConfig configures the evidence gate (§12.2.3, §12.11.3–4).
@@ -207,6 +209,7 @@ func (g Gates) withDefaults() Gates {
 	if g.Approval.Weights == nil {
 		g.Approval.Weights = d.Approval.Weights
 	}
+	g.Reputation = g.Reputation.withDefaults()
 	return g
 }
 
@@ -261,6 +264,9 @@ func (g Gates) Validate() error {
 	if err := g.Reviews.Validate(); err != nil {
 		return &GatesError{Field: "reviews." + strings.SplitN(err.Error(), ":", 2)[0], Problem: strings.TrimSpace(strings.SplitN(err.Error(), ":", 2)[1])}
 	}
+	if err := g.Reputation.validate(); err != nil {
+		return err
+	}
 	return g.Provenance.validate()
 }
 
@@ -308,6 +314,8 @@ type Admission struct {
 	Risk *Risk `json:"risk,omitempty"`
 	// Review is the review of a queued write.
 	Review *Review `json:"review,omitempty"`
+
+	contradicts bool // it contradicts live facts (for the agent's reputation)
 }
 
 // RejectedError is a write a gate refused: nothing was written.

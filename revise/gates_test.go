@@ -259,3 +259,49 @@ func TestGatesValidate(t *testing.T) {
 	}
 	require.NoError(t, revise.DefaultGates().Validate())
 }
+
+// An agent whose writes keep being refused, or whose facts fail those who
+// use them, falls below the reputation threshold, and from then on every
+// fact it writes goes to review (write-path RFC §12.11.5); another agent's
+// do not.
+func TestLowReputationSendsWritesToReview(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(g *revise.Gates) { g.Reputation.MinWrites = 4 })
+	by := func(agent string, r memory.Record) memory.Record { r.AgentID = agent; return r }
+	b.admit(t, by("honest", fact("make", nil, 0.9, src("tool_call", "call://1"))))
+	for _, obj := range []string{"bazel", "ninja", "scons", "gradle"} {
+		_, err := b.w.Admit(b.ctx, "acme", by("liar", fact(obj, nil, 0.5, src("event", "evt://x"))), b.ch)
+		var re *revise.RejectedError
+		require.ErrorAs(t, err, &re, obj)
+	}
+	rep, err := store.GetReputation(b.ctx, b.pool, "acme", "liar")
+	require.NoError(t, err)
+	require.Equal(t, store.Reputation{AgentID: "liar", Writes: 4, Rejected: 4, Contradictions: 4, UpdatedAt: rep.UpdatedAt}, rep)
+	score, judged := revise.ReputationConfig{MinWrites: 4}.Score(rep)
+	require.True(t, judged)
+	require.Zero(t, score)
+
+	other := func(agent, subject string) memory.Record {
+		p, _ := json.Marshal(map[string]any{"kind": "semantic", "subject": subject, "predicate": "owner", "object": "ops", "validity": map[string]any{"mode": "global"}})
+		return memory.Record{Type: memory.Semantic, Confidence: 0.9, AgentID: agent, Payload: p, Provenance: memory.Provenance{Sources: []memory.Source{src("human", "person://x")}}}
+	}
+	a := b.admit(t, other("liar", "billing"))
+	require.Equal(t, revise.Queued, a.Outcome)
+	require.Contains(t, a.Reasons[0], "reputation of 0.00, below 0.50")
+	require.Equal(t, revise.Created, b.admit(t, other("honest", "search")).Outcome)
+
+	// Feedback counts too: failures of the honest agent's facts.
+	rec := b.admit(t, other("honest", "payments")).Record
+	for i := range 6 {
+		err := b.w.InTx(b.ctx, func(ctx context.Context, tx *revise.Tx) error {
+			_, _, err := tx.FeedbackTargets(ctx, "acme", revise.Feedback{Scope: uuid.NewString(), RecordIDs: []uuid.UUID{rec.ID}, Outcome: revise.OutcomeFailure}, rec.CreatedAt)
+			return err
+		})
+		require.NoError(t, err, i)
+	}
+	rep, err = store.GetReputation(b.ctx, b.pool, "acme", "honest")
+	require.NoError(t, err)
+	require.Equal(t, int64(6), rep.Failures)
+	require.Equal(t, revise.Created, b.admit(t, other("honest", "inventory")).Outcome, "three writes: not judged yet")
+	require.Equal(t, revise.Queued, b.admit(t, other("honest", "ledger")).Outcome)
+}

@@ -207,6 +207,7 @@ func (s *Server) routes() []route {
 		{"POST /v1/decay/preview", s.decayPreview, tenantRoles, false},
 		// The review queue (write-path RFC §12.6): a tenant's keys review
 		// its drafts, until reviewers get a role of their own.
+		{"GET /v1/agents", s.listAgents, tenantRoles, false},
 		{"GET /v1/reviews", s.listReviews, tenantRoles, false},
 		{"GET /v1/reviews/{id}", s.getReview, tenantRoles, false},
 		{"POST /v1/reviews/{idop}", s.decideReview, tenantRoles, false},

@@ -1,0 +1,87 @@
+package server_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/memory"
+)
+
+// The write path's gates over HTTP: the same fact again is absorbed (200,
+// the fact in force), a contradiction no more credible is refused (422
+// write-rejected naming the fact), a more credible one is held for review
+// (202, Engram-Review), and approving the review supersedes the fact in
+// force. GET /v1/agents shows the writing agent's counts.
+func TestGatesOverHTTP(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	body := func(object string, confidence float64, sources ...map[string]any) map[string]any {
+		b := factBody(object, nil)
+		b["confidence"], b["agent_id"] = confidence, "coder"
+		if sources != nil {
+			b["provenance"] = map[string]any{"sources": sources}
+		}
+		return b
+	}
+	res := e.do("POST", "/v1/records", acmeKey, body("go", 0.8, map[string]any{"kind": "tool_call", "ref": "call://1"}))
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	require.Equal(t, "created", res.header.Get("Engram-Write-Outcome"))
+	var inForce memory.Record
+	res.decode(t, &inForce)
+
+	res = e.do("POST", "/v1/records", acmeKey, body("go", 0.8, map[string]any{"kind": "tool_call", "ref": "call://1"}))
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, "absorbed", res.header.Get("Engram-Write-Outcome"))
+	var same memory.Record
+	res.decode(t, &same)
+	require.Equal(t, inForce.ID, same.ID)
+
+	res = e.do("POST", "/v1/records", acmeKey, body("python", 0.5))
+	require.Equal(t, http.StatusUnprocessableEntity, res.status, string(res.body))
+	p := res.problem(t)
+	require.Equal(t, "urn:engram:problem:write-rejected", p.Type)
+	require.Equal(t, "contradiction", p.Gate)
+	require.Equal(t, "contradiction", p.Reason)
+	require.Equal(t, inForce.ID, p.RecordIDs[0])
+
+	res = e.do("POST", "/v1/records", acmeKey, body("rust", 1, map[string]any{"kind": "human", "ref": "person://lead"}))
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	require.Equal(t, "queued", res.header.Get("Engram-Write-Outcome"))
+	var draft memory.Record
+	res.decode(t, &draft)
+	require.Equal(t, memory.Draft, draft.Status)
+	review := res.header.Get("Engram-Review")
+	require.NotEmpty(t, review)
+
+	res = e.do("POST", "/v1/reviews/"+review+":approve", acmeKey, map[string]any{"justification": "the lead said so"})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	res = e.do("GET", "/v1/records/"+inForce.ID.String(), acmeKey, nil)
+	res.decode(t, &inForce)
+	require.Equal(t, memory.Superseded, inForce.Status, "approval carries out the supersession proposal")
+	res = e.do("GET", "/v1/records/"+draft.ID.String(), acmeKey, nil)
+	res.decode(t, &draft)
+	require.Equal(t, memory.Active, draft.Status)
+
+	res = e.do("GET", "/v1/agents", acmeKey, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var agents struct {
+		Agents []struct {
+			AgentID        string  `json:"agent_id"`
+			Writes         int     `json:"writes"`
+			Accepted       int     `json:"accepted"`
+			Rejected       int     `json:"rejected"`
+			Contradictions int     `json:"contradictions"`
+			Score          float64 `json:"score"`
+		} `json:"agents"`
+	}
+	res.decode(t, &agents)
+	require.Len(t, agents.Agents, 1)
+	a := agents.Agents[0]
+	require.Equal(t, "coder", a.AgentID)
+	require.Equal(t, 4, a.Writes)
+	require.Equal(t, 2, a.Accepted, "created and absorbed; the queued one waits")
+	require.Equal(t, 1, a.Rejected)
+	require.Equal(t, 2, a.Contradictions)
+}
