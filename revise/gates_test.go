@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -304,4 +305,23 @@ func TestLowReputationSendsWritesToReview(t *testing.T) {
 	require.Equal(t, int64(6), rep.Failures)
 	require.Equal(t, revise.Created, b.admit(t, other("honest", "inventory")).Outcome, "three writes: not judged yet")
 	require.Equal(t, revise.Queued, b.admit(t, other("honest", "ledger")).Outcome)
+}
+
+// A write in the approval gate's sync tier waits for a reviewer; with no
+// decision by its deadline it is refused, fail-closed (write-path RFC
+// §12.6.5), and its draft retracted.
+func TestSyncApprovalRefusesAtItsDeadline(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(g *revise.Gates) {
+		g.Approval.Enabled = true
+		g.Approval.Review, g.Approval.Block = ptr(0.1), ptr(0.2)
+		g.Reviews.SyncMaxWait = 300 * time.Millisecond
+	})
+	_, err := b.w.Admit(b.ctx, "acme", fact("make", nil, 0.3), b.ch)
+	var te *revise.ApprovalTimeoutError
+	require.ErrorAs(t, err, &te)
+	got, err := store.Get(b.ctx, b.pool, "acme", te.RecordID)
+	require.NoError(t, err)
+	require.Equal(t, memory.Retracted, got.Status)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM records WHERE status IN ('active', 'contested', 'draft')`))
 }
