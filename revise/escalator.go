@@ -51,7 +51,7 @@ func NewEscalator(w *Writer, cfg EscalatorConfig) *Escalator {
 		w:     w,
 		batch: cmp.Or(cfg.BatchSize, DefaultEscalationBatch),
 		escalations: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "engram_review_escalations_total",
+			Name: MetricEscalations,
 			Help: "Async reviews that passed their SLA undecided and were escalated (write-path RFC §12.6.4).",
 		}),
 		depth: prometheus.NewGauge(prometheus.GaugeOpts{

@@ -18,7 +18,8 @@ const (
 	// any other tenant's.
 	RoleTenant Role = "tenant"
 	// RoleOperator runs the daemon: it lists and runs the periodic jobs,
-	// which work across every tenant. It reads and writes no tenant's
+	// which work across every tenant, and reads the write path's metrics,
+	// which count every tenant's writes. It reads and writes no tenant's
 	// memory.
 	RoleOperator Role = "operator"
 )

@@ -94,6 +94,10 @@ type Server struct {
 	retrieve *retrieve.Retriever
 	now      func() time.Time
 	handler  http.Handler
+	// gatherer reads back the metrics of Config.Registry, and started is
+	// when the server was made: GET /v1/stats/writes.
+	gatherer prometheus.Gatherer
+	started  time.Time
 }
 
 // principal is who a request's key speaks for.
@@ -144,6 +148,7 @@ func New(cfg Config) *Server {
 		reg = prometheus.NewRegistry()
 	}
 	s.metrics = newMetrics(reg)
+	s.gatherer, s.started = reg, s.now()
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -215,6 +220,8 @@ func (s *Server) routes() []route {
 		// tenant's.
 		{"GET /v1/jobs", s.listJobs, operatorRoles, false},
 		{"POST /v1/jobs/{nameop}", s.runJob, operatorRoles, false},
+		// The write path's metrics are this daemon's, over every tenant.
+		{"GET /v1/stats/writes", s.writeStats, operatorRoles, false},
 	}
 }
 

@@ -285,3 +285,35 @@ func ReviewQueue(ctx context.Context, db pg.DBTX) (int64, *time.Time, error) {
 	}
 	return n, oldest, nil
 }
+
+// TenantQueue is one tenant's review queue: how many reviews are pending
+// and when the oldest was queued.
+type TenantQueue struct {
+	Tenant  string
+	Pending int64
+	Oldest  time.Time
+}
+
+const tenantQueuesSQL = `
+SELECT tenant_id, count(*), min(created_at) FROM reviews
+WHERE status = 'pending' AND tenant_id = ANY($1::text[])
+GROUP BY tenant_id ORDER BY tenant_id`
+
+// TenantQueues returns the review queue of each of tenants that has a
+// pending review, by tenant; a tenant with none is left out.
+func TenantQueues(ctx context.Context, db pg.DBTX, tenants []string) ([]TenantQueue, error) {
+	rows, err := db.Query(ctx, tenantQueuesSQL, tenants)
+	if err != nil {
+		return nil, fmt.Errorf("read review queues: %w", err)
+	}
+	qs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (TenantQueue, error) {
+		var q TenantQueue
+		err := row.Scan(&q.Tenant, &q.Pending, &q.Oldest)
+		q.Oldest = q.Oldest.UTC()
+		return q, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read review queues: %w", err)
+	}
+	return qs, nil
+}

@@ -92,3 +92,37 @@ func TestListReviews(t *testing.T) {
 	_, err = store.ListReviews(b.ctx, b.pool, b.tenant, store.ReviewFilter{Cursor: "nope"})
 	require.ErrorIs(t, err, store.ErrBadCursor)
 }
+
+// TenantQueues counts the pending reviews of the tenants asked for, each
+// with its oldest, and leaves out decided reviews, other tenants and
+// tenants with none pending.
+func TestTenantQueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tenant := range []string{"beta", "gamma"} {
+		require.NoError(t, store.EnsureTenant(b.ctx, b.pool, tenant))
+	}
+	r := revise.ReviewRequest{Tier: revise.TierAsync, Risk: 0.5}
+	submit := func(tenant, object string) revise.Review {
+		_, rv, err := b.w.SubmitForReview(b.ctx, tenant, fact("user", "prefers_editor", object, nil), b.ch, r)
+		require.NoError(t, err)
+		return rv
+	}
+	first := submit("acme", "vim")
+	submit("acme", "helix")
+	decided := submit("beta", "emacs")
+	submit("gamma", "nano")
+	_, _, err := b.w.Reject(b.ctx, "beta", decided.ID, revise.Decision{Approver: "alice", Justification: "no", Reason: revise.ReasonOther})
+	require.NoError(t, err)
+
+	qs, err := store.TenantQueues(b.ctx, b.pool, []string{"acme", "beta"})
+	require.NoError(t, err)
+	require.Len(t, qs, 1, "beta has none pending; gamma was not asked for")
+	require.Equal(t, "acme", qs[0].Tenant)
+	require.Equal(t, int64(2), qs[0].Pending)
+	require.True(t, first.CreatedAt.Equal(qs[0].Oldest), "%s, want %s", qs[0].Oldest, first.CreatedAt)
+
+	qs, err = store.TenantQueues(b.ctx, b.pool, nil)
+	require.NoError(t, err)
+	require.Empty(t, qs)
+}

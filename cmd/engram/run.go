@@ -114,9 +114,15 @@ Decay and jobs:
   jobs run NAME [--wait]                  run a job now (decay_sweep, decay_purge); --wait follows it
                                           (jobs work across every tenant: they take an operator key)
 
+Write-path metrics (an operator key):
+  stats writes                            this daemon's writes since it started: by layer and outcome
+                                          with the acceptance, WAR and dedup hit rates; rejections by
+                                          gate and reason; each gate's latency p50/p95/p99; the review
+                                          queue of its tenants
+
 Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
-  --api-key KEY   the API key (ENGRAM_API_KEY): a tenant's, or for jobs an operator's
+  --api-key KEY   the API key (ENGRAM_API_KEY): a tenant's, or for jobs and stats writes an operator's
   --actor NAME    the agent you act for, kept in the audit trail (ENGRAM_ACTOR)
   --json          print the API's JSON as it comes; list --all prints one page of every record
 
@@ -224,6 +230,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return jobsCommand(c, ctx, args)
 	case "reviews":
 		return reviewsCommand(c, ctx, args)
+	case "stats":
+		return statsCommand(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}
@@ -320,7 +328,7 @@ func report(w io.Writer, err error) {
 			fmt.Fprintf(w, "  records: %s\n", strings.Join(ids, ", "))
 		}
 		if p.Type == problemForbidden {
-			fmt.Fprintln(w, "  ENGRAM_API_KEY (or --api-key) picks the key: engram jobs takes an operator key, the other commands a tenant's key")
+			fmt.Fprintln(w, "  ENGRAM_API_KEY (or --api-key) picks the key: engram jobs takes an operator key, as does engram stats writes; the other commands a tenant's key")
 		}
 	case errors.As(err, &u):
 		fmt.Fprintf(w, "engram: %s\nRun 'engram help' for usage.\n", u.msg)
