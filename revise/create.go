@@ -127,15 +127,27 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 	}); err != nil {
 		return Admission{}, err
 	}
+	a := Admission{Outcome: Created}
+	var queue bool
+	var proposal []uuid.UUID
+	durable := rec.Type == memory.Semantic || rec.Type == memory.Competence || rec.Type == memory.PlanGraph
+
 	var ev evidence
 	if err := w.timed(GateEvidence, func() error {
 		var err error
-		ev, err = t.checkEvidence(ctx, tenant, rec)
-		return err
+		if ev, err = t.checkEvidence(ctx, tenant, rec); err != nil {
+			return err
+		}
+		// Evidence below the layer's minimum authority (§12.11.3) is a
+		// question for a reviewer.
+		if least, ok := g.Evidence.MinAuthority[rec.Type]; ok && durable && ev.Mean < least {
+			queue = true
+			a.Reasons = append(a.Reasons, fmt.Sprintf("its evidence's authority %.2f is below the %.2f a %s record needs", ev.Mean, least, rec.Type))
+		}
+		return nil
 	}); err != nil {
 		return Admission{}, err
 	}
-	durable := rec.Type == memory.Semantic || rec.Type == memory.Competence || rec.Type == memory.PlanGraph
 
 	var c contradiction
 	if rec.Type == memory.Semantic {
@@ -149,14 +161,21 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 	}
 
 	if durable && !g.Dedup.Off {
-		var a Admission
+		var dup Admission
 		var done bool
+		var conflict *memory.Record
 		if err := w.timed(GateDedup, func() error {
 			var err error
-			a, done, err = t.dedup(ctx, tenant, rec, ch)
+			dup, done, conflict, err = t.dedup(ctx, tenant, rec, ch)
 			return err
 		}); err != nil || done {
-			return a, err
+			return dup, err
+		}
+		if conflict != nil {
+			// Same structure, other content: a conflict for a reviewer,
+			// proposed to replace the record in force (§12.3.3).
+			queue, proposal = true, []uuid.UUID{conflict.ID}
+			a.Reasons = append(a.Reasons, fmt.Sprintf("has the structure of record %s with other content: proposed to supersede it", conflict.ID))
 		}
 	}
 
@@ -164,9 +183,6 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 		return Admission{}, err
 	}
 
-	a := Admission{Outcome: Created}
-	var queue bool
-	var proposal []uuid.UUID
 	if len(c.conflicts) > 0 {
 		switch g.policyFor(rec.Scope) {
 		case PolicyReview:

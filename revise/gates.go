@@ -97,6 +97,10 @@ type EvidenceConfig struct {
 	// Unstated is the authority of a write that cites no evidence (the
 	// writer's own word): 0.5 by default.
 	Unstated *float64 `yaml:"unstated"`
+	// MinAuthority is, per layer (record type), the mean evidence
+	// authority below which a write of facts, procedures or plans goes to
+	// review (§12.11.3's α_min). None by default.
+	MinAuthority map[memory.Type]float64 `yaml:"min_authority"`
 	// RequireExternal refuses facts, procedures and plans none of whose
 	// evidence comes from outside memory and the agent (a human, a tool
 	// call, an outcome, an artifact, an event or observation): the
@@ -235,6 +239,14 @@ func (g Gates) Validate() error {
 		}
 		if a := g.Evidence.Authority[k]; a < 0 || a > 1 {
 			return bad("evidence.authority."+k, "must be in [0, 1]")
+		}
+	}
+	for typ, a := range g.Evidence.MinAuthority {
+		if !typ.Valid() {
+			return bad("evidence.min_authority."+string(typ), "is not a record type")
+		}
+		if a < 0 || a > 1 {
+			return bad("evidence.min_authority."+string(typ), "must be in [0, 1]")
 		}
 	}
 	if u := *g.Evidence.Unstated; u < 0 || u > 1 {

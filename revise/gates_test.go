@@ -93,6 +93,11 @@ func TestEvidenceGate(t *testing.T) {
 
 	strict := setup(t, func(g *revise.Gates) { g.Evidence.RequireExternal = true })
 	strict.rejected(t, fact("ninja", nil, 0.9, src(revise.SourceRecord, "record://"+a.Record.ID.String())), revise.GateEvidence, revise.ReasonNoExternal)
+
+	// Evidence below the layer's minimum authority defers to review.
+	picky := setup(t, func(g *revise.Gates) { g.Evidence.MinAuthority = map[memory.Type]float64{memory.Semantic: 0.7} })
+	require.Equal(t, revise.Queued, picky.admit(t, fact("make", nil, 0.9, src("event", "evt://1"))).Outcome)
+	require.Equal(t, revise.Created, picky.admit(t, fact("make", map[string]any{"os": "linux"}, 0.9, src("tool_call", "call://1"))).Outcome)
 	require.Zero(t, b.count(t, `SELECT count(*) FROM records WHERE status = 'active' AND payload ->> 'object' <> 'make'`), "a refusal writes nothing")
 }
 
@@ -163,7 +168,11 @@ func TestDedupGate(t *testing.T) {
 	}
 	p1 := b.admit(t, proc("clear the cache")).Record
 	require.Equal(t, p1.ID, b.admit(t, proc("clear the cache")).Record.ID)
-	require.NotEqual(t, p1.ID, b.admit(t, proc("relink")).Record.ID)
+	// The same skill and triggers with another recipe: a conflict,
+	// deferred to a reviewer with a proposal to replace the one in force.
+	a = b.admit(t, proc("relink"))
+	require.Equal(t, revise.Queued, a.Outcome)
+	require.Equal(t, p1.ID, a.Review.Proposal.Supersedes)
 
 	off := setup(t, func(g *revise.Gates) { g.Dedup.Off = true })
 	x := off.admit(t, proc("clear the cache")).Record

@@ -76,11 +76,12 @@ func semantic(subject, predicate, object string, conds map[string]any) memory.Re
 }
 
 // skill is a procedure for the linker cache error; procedures of other
-// confidence have another recipe, so that the dedup gate keeps them apart.
+// confidence have another trigger, so that the dedup gate keeps them
+// apart.
 func skill(confidence float64) memory.Record {
 	p, _ := json.Marshal(map[string]any{"kind": "competence", "skill_name": "fix_linker_cache",
-		"triggers": []any{map[string]any{"signal": "ld: cache mismatch"}},
-		"recipe":   []any{map[string]any{"step": fmt.Sprintf("clear the cache (%.1f)", confidence)}}})
+		"triggers": []any{map[string]any{"signal": fmt.Sprintf("ld: cache mismatch (%.1f)", confidence)}},
+		"recipe":   []any{map[string]any{"step": "clear the cache"}}})
 	return memory.Record{Type: memory.Competence, Confidence: confidence, Payload: p}
 }
 

@@ -131,8 +131,8 @@ func TestRollbackForkMergeAndCollisionOverHTTP(t *testing.T) {
 
 	skill := func(confidence float64) map[string]any {
 		return map[string]any{"type": "competence", "confidence": confidence, "payload": map[string]any{
-			"kind": "competence", "skill_name": "fix_linker_cache", "triggers": []any{map[string]any{"signal": "ld: cache mismatch"}},
-			"recipe": []any{map[string]any{"step": fmt.Sprintf("clear the cache (%.1f)", confidence)}}}}
+			"kind": "competence", "skill_name": "fix_linker_cache", "triggers": []any{map[string]any{"signal": fmt.Sprintf("ld: cache mismatch (%.1f)", confidence)}},
+			"recipe": []any{map[string]any{"step": "clear the cache"}}}}
 	}
 	a, b := e.newRecord(skill(0.6)), e.newRecord(skill(0.8))
 	res = e.do("POST", "/v1/records:merge", acmeKey, map[string]any{"record_ids": []uuid.UUID{a.ID, b.ID}})

@@ -272,16 +272,16 @@ func TestRevisions(t *testing.T) {
 	}))
 	require.Contains(t, e.ok("records", "list", "--type", "episodic"), "1 event, success")
 
-	skill := func(confidence float64, step string) map[string]any {
+	skill := func(confidence float64, signal string) map[string]any {
 		return map[string]any{"type": "competence", "confidence": confidence, "payload": map[string]any{
-			"kind": "competence", "skill_name": "fix_linker_cache", "triggers": []any{map[string]any{"signal": "ld: cache mismatch"}},
-			"recipe": []any{map[string]any{"step": step}}}}
+			"kind": "competence", "skill_name": "fix_linker_cache", "triggers": []any{map[string]any{"signal": signal}},
+			"recipe": []any{map[string]any{"step": "clear the cache"}}}}
 	}
 	// The same procedure written twice is one record (the write path's
-	// dedup gate); one with another recipe is a second, to be merged.
-	a := e.create(skill(0.6, "clear the cache"))
-	require.Equal(t, a, e.create(skill(0.6, "clear the cache")))
-	b := e.create(skill(0.8, "clear the linker cache"))
+	// dedup gate); one for another signal is a second, to be merged.
+	a := e.create(skill(0.6, "ld: cache mismatch"))
+	require.Equal(t, a, e.create(skill(0.6, "ld: cache mismatch")))
+	b := e.create(skill(0.8, "ld: cache mismatch in the linker"))
 	var merged struct {
 		ID         string
 		Confidence float64
