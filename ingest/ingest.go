@@ -6,15 +6,15 @@
 // retried event — the same idempotency key, or the same content from the
 // same agent and thread — is absorbed and answered with its first id.
 //
-// Failure cases: a malformed, oversized, invalid-UTF-8 or far-future event
-// is refused with an [*EventError] naming the problem and the fields; an
+// Failure cases: a malformed, oversized, invalid-UTF-8 or far-future event,
+// or one holding the NUL character (which PostgreSQL cannot store), is
+// refused with an [*EventError] naming the problem and the fields; an
 // agent over its rate gets [*RateLimitError]; a staging backlog over its
 // bound gets [*BacklogError]. In an atomic batch, one refused event refuses
 // the batch and nothing of it is stored.
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -135,7 +135,8 @@ func (e *BacklogError) Error() string {
 }
 
 // Prepare turns one raw event into a candidate: it checks size and UTF-8,
-// redacts, validates against the Event schema and computes the dedup key.
+// decodes exactly one JSON value ([schemas.Decode], as every request body is
+// decoded), refuses strings and keys holding NUL, redacts, validates against the Event schema and computes the dedup key.
 // Nothing is stored.
 func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 	fail := func(kind, detail string, vs ...schemas.Violation) (store.Candidate, error) {
@@ -149,10 +150,13 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 		return fail("invalid-utf8", "the event is not valid UTF-8")
 	}
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
+	if err := schemas.Decode(raw, &v); err != nil {
 		return fail("invalid-event", "malformed JSON: "+err.Error())
+	}
+	if err := schemas.NUL(v); err != nil {
+		var ve *schemas.ValidationError
+		errors.As(err, &ve)
+		return fail("invalid-event", "a string or key holds the NUL character (U+0000)", ve.Violations...)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {

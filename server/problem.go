@@ -1,13 +1,15 @@
 package server
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,27 +124,37 @@ func (s *Server) toProblem(r *http.Request, err error) *Problem {
 	return problem(http.StatusInternalServerError, "internal", "Internal error", "the request failed; the server log has details")
 }
 
-// decodeJSON reads one JSON object from the body into v, refusing unknown
-// fields and trailing data, and turns decoding failures into precise
-// problems.
+// decodeJSON reads one JSON value from the body into v, refusing unknown
+// fields, trailing data and the NUL character, and turns decoding failures
+// into precise problems.
 func decodeJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") && !strings.HasSuffix(strings.Split(ct, ";")[0], "+json") {
 		return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
 			fmt.Sprintf("send application/json, not %s", ct))
 	}
-	return decodeStrict(r.Body, v, "")
+	doc, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeProblem(err, "")
+	}
+	return decodeStrict(doc, v, "")
 }
 
-// decodeStrict decodes one JSON value from rd into v; pointer prefixes the
-// JSON pointers of field errors, for values nested in a larger body.
-func decodeStrict(rd io.Reader, v any, pointer string) error {
-	dec := json.NewDecoder(rd)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeProblem(err, pointer)
+// decodeStrict decodes exactly one JSON value from doc into v (see
+// [schemas.Decode]), after refusing every string and key that holds U+0000;
+// pointer prefixes the JSON pointers of field errors, for values nested in a
+// larger body.
+func decodeStrict(doc []byte, v any, pointer string) error {
+	if err := schemas.CheckNUL(doc); err != nil {
+		var ve *schemas.ValidationError
+		if errors.As(err, &ve) {
+			for i := range ve.Violations {
+				ve.Violations[i].Pointer = pointer + ve.Violations[i].Pointer
+			}
+		}
+		return err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body holds more than one JSON value")
+	if err := schemas.Decode(doc, v); err != nil {
+		return decodeProblem(err, pointer)
 	}
 	return nil
 }
@@ -154,7 +166,46 @@ func decodeRecord(raw json.RawMessage, pointer string) (memory.Record, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return rec, fieldProblem(pointer, "is required")
 	}
-	return rec, decodeStrict(bytes.NewReader(raw), &rec, pointer)
+	return rec, decodeStrict(raw, &rec, pointer)
+}
+
+// checkParams refuses a request whose path or query parameters hold the NUL
+// character: PostgreSQL's text cannot store it, and no parameter needs it.
+func checkParams(r *http.Request) error {
+	for _, name := range wildcards(r.Pattern) {
+		if strings.IndexByte(r.PathValue(name), 0) >= 0 {
+			p := badParam(cmp.Or(pathParams[name], name), nulMessage)
+			p.Title = "Invalid path parameter"
+			return p
+		}
+	}
+	q := r.URL.Query()
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if strings.IndexByte(name, 0) >= 0 || slices.ContainsFunc(q[name], func(v string) bool { return strings.IndexByte(v, 0) >= 0 }) {
+			return badParam(name, nulMessage)
+		}
+	}
+	return nil
+}
+
+const nulMessage = "must not contain the NUL character (U+0000)"
+
+// pathParams names the routes' wildcards as the OpenAPI document does:
+// {idop} is the {id} of /v1/records/{id}:{op}.
+var pathParams = map[string]string{"idop": "id", "nameop": "name"}
+
+// wildcards lists the names of a route pattern's wildcards.
+func wildcards(pattern string) []string {
+	var names []string
+	for {
+		_, rest, ok := strings.Cut(pattern, "{")
+		if !ok {
+			return names
+		}
+		name, after, _ := strings.Cut(rest, "}")
+		names = append(names, strings.TrimSuffix(name, "..."))
+		pattern = after
+	}
 }
 
 func decodeProblem(err error, pointer string) error {
@@ -168,6 +219,8 @@ func decodeProblem(err error, pointer string) error {
 		return err
 	case errors.Is(err, io.EOF):
 		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body is empty")
+	case errors.Is(err, schemas.ErrTrailingData):
+		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body holds more than its one JSON value")
 	case errors.As(err, &syntax):
 		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON",
 			fmt.Sprintf("%s (at byte %d)", syntax.Error(), syntax.Offset))

@@ -189,8 +189,9 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 
 type principalKey struct{}
 
-// authenticated resolves the bearer key to its tenant, caps the body and
-// turns a handler's error into a problem response.
+// authenticated resolves the bearer key to its tenant, caps the body,
+// refuses parameters holding NUL and turns a handler's error into a problem
+// response.
 func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error, stream bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -202,6 +203,10 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error,
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 		if !stream {
 			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		}
+		if err := checkParams(r); err != nil {
+			s.writeProblem(w, r, err)
+			return
 		}
 		if err := h(w, r); err != nil {
 			s.writeProblem(w, r, err)
