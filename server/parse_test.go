@@ -201,3 +201,47 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 	}
 	require.Equal(t, 2, e.count("SELECT count(*) FROM candidates"))
 }
+
+// POST /v1/events and each line of POST /v1/events:stream parse the same,
+// strictly: one JSON value, nothing after it but JSON whitespace.
+func TestEventsAndStreamParseAlike(t *testing.T) {
+	t.Parallel()
+	e := setupFull(t)
+	ev, err := json.Marshal(event("observation", "t1", map[string]any{"text": "x"}))
+	require.NoError(t, err)
+	good := string(ev)
+
+	refused := []string{
+		good + ` xyz {"oops"`,
+		good + ` {}`,
+		good + `}`,
+		good + `]`,
+		good + ` // a comment`,
+		good + `,`,
+		good + "\u00a0",
+		"\u00a0" + good,
+		good + "\u0085",
+		good + "\v",
+		"\ufeff" + good,
+	}
+	for _, body := range refused {
+		res := e.do("POST", "/v1/events", acmeKey, body)
+		require.Equal(t, http.StatusBadRequest, res.status, "%q: %s", body, res.body)
+		require.Equal(t, "urn:engram:problem:malformed-json", res.problem(t).Type)
+		acks := e.stream(body)
+		require.Len(t, acks, 1, "%q", body)
+		require.NotNil(t, acks[1].Error, "%q is refused on the stream too", body)
+		require.Equal(t, "urn:engram:problem:invalid-event", acks[1].Error.Type)
+	}
+	require.Zero(t, e.count("SELECT count(*) FROM candidates"))
+
+	// JSON whitespace around the value, and CRLF line ends, are fine on both.
+	for i, body := range []string{" \t" + good + " \t", good + "\r"} {
+		res := e.do("POST", "/v1/events", acmeKey, body)
+		require.Equal(t, http.StatusAccepted, res.status, "%q: %s", body, res.body)
+		acks := e.stream(body)
+		require.Len(t, acks, 1, "%q", body)
+		require.Nil(t, acks[1].Error, "%q", body)
+		require.NotEmpty(t, acks[1].ID, i)
+	}
+}
