@@ -7,7 +7,8 @@
 // same agent and thread — is absorbed and answered with its first id.
 //
 // Failure cases: a malformed, oversized, invalid-UTF-8 or far-future event,
-// or one holding the NUL character (which PostgreSQL cannot store), is
+// or one holding NUL or an unpaired surrogate (which PostgreSQL cannot
+// store), is
 // refused with an [*EventError] naming the problem and the fields; an
 // agent over its rate gets [*RateLimitError]; a staging backlog over its
 // bound gets [*BacklogError]. In an atomic batch, one refused event refuses
@@ -136,7 +137,8 @@ func (e *BacklogError) Error() string {
 
 // Prepare turns one raw event into a candidate: it checks size and UTF-8,
 // decodes exactly one JSON value ([schemas.Decode], as every request body is
-// decoded), refuses strings and keys holding NUL, redacts, validates against the Event schema and computes the dedup key.
+// decoded), refuses text PostgreSQL cannot store ([schemas.CheckText]),
+// redacts, validates against the Event schema and computes the dedup key.
 // Nothing is stored.
 func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 	fail := func(kind, detail string, vs ...schemas.Violation) (store.Candidate, error) {
@@ -153,10 +155,10 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 	if err := schemas.Decode(raw, &v); err != nil {
 		return fail("invalid-event", "malformed JSON: "+err.Error())
 	}
-	if err := schemas.NUL(v); err != nil {
+	if err := schemas.CheckText(raw); err != nil {
 		var ve *schemas.ValidationError
 		errors.As(err, &ve)
-		return fail("invalid-event", "a string or key holds the NUL character (U+0000)", ve.Violations...)
+		return fail("invalid-event", "a string or key holds text that cannot be stored (NUL, an unpaired surrogate)", ve.Violations...)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {

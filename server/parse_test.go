@@ -245,3 +245,45 @@ func TestEventsAndStreamParseAlike(t *testing.T) {
 		require.NotEmpty(t, acks[1].ID, i)
 	}
 }
+
+// Text PostgreSQL cannot store is refused, not a 500: an unpaired UTF-16
+// surrogate escape (not Unicode, and not I-JSON, RFC 7493 §2.1) with the
+// field's pointer, a body that is not UTF-8 as a whole. A surrogate pair is
+// text like any other.
+func TestUnstorableTextIsRefused(t *testing.T) {
+	t.Parallel()
+	e := setupFull(t)
+	fact := func(subject, object string) string {
+		return `{"type": "semantic", "payload": {"kind": "semantic", "subject": "` + subject + `", "predicate": "p", "object": "` + object + `", "validity": {"mode": "global"}}}`
+	}
+	for body, pointer := range map[string]string{
+		fact(`u\ud800`, "o"):      "/payload/subject",
+		fact("u", `\uDC00x`):      "/payload/object",
+		fact(`\ud800\ud800`, "o"): "/payload/subject",
+		fact(`\ud83d`, `\u0000`):  "/payload/object",
+		`{"type": "semantic", "payload": {"kind": "semantic", "subject": "u", "predicate": "p", "object": "o",
+			"validity": {"mode": "conditional", "conditions": {"\udfff": "x"}}}}`: "/payload/validity/conditions",
+	} {
+		res := e.do("POST", "/v1/records", acmeKey, body)
+		require.Equal(t, http.StatusUnprocessableEntity, res.status, "%s: %s", body, res.body)
+		require.Contains(t, pointers(res.problem(t)), pointer, body)
+	}
+	res := e.do("POST", "/v1/records", acmeKey, fact("u", "o\xff"))
+	require.Equal(t, http.StatusUnprocessableEntity, res.status, string(res.body))
+	require.Equal(t, "urn:engram:problem:invalid-utf8", res.problem(t).Type)
+	require.Zero(t, e.stored())
+
+	res = e.do("POST", "/v1/records", acmeKey, fact(`\ud83d\ude00 \\ud800`, "o"))
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	var rec memory.Record
+	res.decode(t, &rec)
+	var payload memory.SemanticPayload
+	require.NoError(t, json.Unmarshal(rec.Payload, &payload))
+	require.Equal(t, `😀 \ud800`, payload.Subject)
+
+	acks := e.stream(`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "\ud800"}`,
+		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "\ud83d\ude00"}`)
+	require.NotNil(t, acks[1].Error)
+	require.Contains(t, pointers(*acks[1].Error), "/text")
+	require.NotEmpty(t, acks[2].ID)
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -64,6 +65,8 @@ var (
 		"send an API key as Authorization: Bearer <key>")
 	errRouteNotFound = problem(http.StatusNotFound, "not-found", "Not found", "no such endpoint")
 	errMethod        = problem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "see the Allow header")
+	// errInvalidUTF8 is the problem an event that is not UTF-8 gets too.
+	errInvalidUTF8 = problem(http.StatusUnprocessableEntity, "invalid-utf8", "Invalid UTF-8", "the body is not valid UTF-8")
 )
 
 // writeProblem answers with err as a problem, mapping the store's and the
@@ -140,11 +143,15 @@ func decodeJSON(r *http.Request, v any) error {
 }
 
 // decodeStrict decodes exactly one JSON value from doc into v (see
-// [schemas.Decode]), after refusing every string and key that holds U+0000;
-// pointer prefixes the JSON pointers of field errors, for values nested in a
-// larger body.
+// [schemas.Decode]), after refusing text PostgreSQL cannot store: a body
+// that is not UTF-8, strings and keys holding NUL or an unpaired surrogate
+// ([schemas.CheckText]). pointer prefixes the JSON pointers of field errors,
+// for values nested in a larger body.
 func decodeStrict(doc []byte, v any, pointer string) error {
-	if err := schemas.CheckNUL(doc); err != nil {
+	if !utf8.Valid(doc) {
+		return errInvalidUTF8
+	}
+	if err := schemas.CheckText(doc); err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) {
 			for i := range ve.Violations {

@@ -1,0 +1,78 @@
+package schemas_test
+
+import (
+	"encoding/json"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/schemas"
+)
+
+func TestDecodeTakesExactlyOneValue(t *testing.T) {
+	t.Parallel()
+	for doc, want := range map[string]error{
+		` {"a": 1} ` + "\t\r\n": nil,
+		`[1, 2]`:                nil,
+		`"x"`:                   nil,
+		``:                      io.EOF,
+		" \n ":                  io.EOF,
+		`{} {}`:                 schemas.ErrTrailingData,
+		`{} xyz {"oops"`:        schemas.ErrTrailingData,
+		`{}}`:                   schemas.ErrTrailingData,
+		"{}\u00a0":              schemas.ErrTrailingData,
+		"{}\v":                  schemas.ErrTrailingData,
+		`1 2`:                   schemas.ErrTrailingData,
+	} {
+		var v any
+		require.ErrorIs(t, schemas.Decode([]byte(doc), &v), want, "%q", doc)
+	}
+	var v any
+	require.NoError(t, schemas.Decode([]byte(`{"n": 12345678901234567890}`), &v))
+	require.Equal(t, json.Number("12345678901234567890"), v.(map[string]any)["n"], "an any keeps exact numbers")
+
+	var s struct{ A int }
+	require.ErrorContains(t, schemas.Decode([]byte(`{"A": 1, "b": 2}`), &s), "unknown field")
+	var syntax *json.SyntaxError
+	require.ErrorAs(t, schemas.Decode([]byte(`{"A": }`), &s), &syntax)
+}
+
+func TestCheckTextFindsWhatCannotBeStored(t *testing.T) {
+	t.Parallel()
+	violations := func(doc string) []schemas.Violation {
+		err := schemas.CheckText([]byte(doc))
+		if err == nil {
+			return nil
+		}
+		var ve *schemas.ValidationError
+		require.ErrorAs(t, err, &ve, doc)
+		return ve.Violations
+	}
+	pointers := func(doc string) []string {
+		var out []string
+		for _, v := range violations(doc) {
+			out = append(out, v.Pointer)
+		}
+		return out
+	}
+	for doc, want := range map[string][]string{
+		`{"a": "x\u0000"}`:                     {"/a"},
+		`"\u0000"`:                             {""},
+		`[1, "ok", {"b": ["", "\u0000"]}]`:     {"/2/b/1"},
+		`{"a/b": {"c~d": "\u0000"}}`:           {"/a~1b/c~0d"},
+		`{"k\u0000": 1, "ok": "\ud800"}`:       {"", "/ok"},
+		`{"a": {"\udc00": {"x": "\u0000"}}}`:   {"/a", "/a/\ufffd/x"},
+		`{"a": "\ud83d\ude00", "b": "\uD83D"}`: {"/b"},
+		`{"a": "\ude00\ud83d"}`:                {"/a"},
+		`{"a": "\ud83d\u0041"}`:                {"/a"},
+		`{"a": "\\u0000 \\ud800"}`:             nil,
+		`{"a": "\u00e9\u0001"}`:                nil,
+		`{"a": "\u0000"} {"b": 1}`:             {"/a"},
+		`{"a": "\u0000"`:                       nil,
+	} {
+		require.Equal(t, want, pointers(doc), doc)
+	}
+	require.Contains(t, violations(`{"a": "\u0000"}`)[0].Message, "U+0000")
+	require.Contains(t, violations(`{"\u0000": 1}`)[0].Message, "key")
+}
