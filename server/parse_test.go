@@ -281,6 +281,22 @@ func TestUnstorableTextIsRefused(t *testing.T) {
 	require.NoError(t, json.Unmarshal(rec.Payload, &payload))
 	require.Equal(t, `😀 \ud800`, payload.Subject)
 
+	for path, param := range map[string]string{
+		"/v1/threads/%ff": "thread_id", "/v1/records?subject=%ff": "subject", "/v1/records?tag=a,%c3": "tag",
+		"/v1/artifacts/%ed%a0%80": "sha256", "/v1/records?predicate=%80x": "predicate",
+	} {
+		res := e.do("GET", path, acmeKey, nil)
+		require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", path, res.body)
+		require.Equal(t, param, res.problem(t).Errors[0].Parameter, path)
+	}
+
+	res = e.do("POST", "/v1/records", acmeKey, factBody("go", nil), "X-Engram-Actor", "agent\xff")
+	require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+	require.Equal(t, "X-Engram-Actor", res.problem(t).Errors[0].Header)
+	res = e.do("POST", "/v1/artifacts", acmeKey, "some bytes", "Content-Type", "text/plain; charset=\xff")
+	require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
+	require.Equal(t, "Content-Type", res.problem(t).Errors[0].Header)
+
 	acks := e.stream(`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "\ud800"}`,
 		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "\ud83d\ude00"}`)
 	require.NotNil(t, acks[1].Error)

@@ -176,26 +176,51 @@ func decodeRecord(raw json.RawMessage, pointer string) (memory.Record, error) {
 	return rec, decodeStrict(raw, &rec, pointer)
 }
 
-// checkParams refuses a request whose path or query parameters hold the NUL
-// character: PostgreSQL's text cannot store it, and no parameter needs it.
-func checkParams(r *http.Request) error {
+// checkUnstorable refuses a request whose path or query parameters, or the
+// headers stored with what it writes, hold text PostgreSQL's text cannot
+// store: the NUL character or bytes that are not UTF-8. None needs either.
+func checkUnstorable(r *http.Request) error {
+	for _, name := range storedHeaders {
+		if msg := unstorable(r.Header.Get(name)); msg != "" {
+			p := problem(http.StatusBadRequest, "invalid-header", "Invalid header", name+": "+msg)
+			p.Errors = []FieldError{{Header: name, Message: msg}}
+			return p
+		}
+	}
 	for _, name := range wildcards(r.Pattern) {
-		if strings.IndexByte(r.PathValue(name), 0) >= 0 {
-			p := badParam(cmp.Or(pathParams[name], name), nulMessage)
+		if msg := unstorable(r.PathValue(name)); msg != "" {
+			p := badParam(cmp.Or(pathParams[name], name), "%s", msg)
 			p.Title = "Invalid path parameter"
 			return p
 		}
 	}
 	q := r.URL.Query()
 	for _, name := range slices.Sorted(maps.Keys(q)) {
-		if strings.IndexByte(name, 0) >= 0 || slices.ContainsFunc(q[name], func(v string) bool { return strings.IndexByte(v, 0) >= 0 }) {
-			return badParam(name, nulMessage)
+		msg := unstorable(name)
+		for _, v := range q[name] {
+			msg = cmp.Or(msg, unstorable(v))
+		}
+		if msg != "" {
+			return badParam(strings.ToValidUTF8(name, "\uFFFD"), "%s", msg)
 		}
 	}
 	return nil
 }
 
-const nulMessage = "must not contain the NUL character (U+0000)"
+// storedHeaders are the headers whose values are stored: the actor of an
+// audit entry, the media type of an artifact.
+var storedHeaders = []string{"X-Engram-Actor", "Content-Type"}
+
+// unstorable says why PostgreSQL's text cannot store s, or returns "".
+func unstorable(s string) string {
+	switch {
+	case strings.IndexByte(s, 0) >= 0:
+		return "must not contain the NUL character (U+0000)"
+	case !utf8.ValidString(s):
+		return "must be UTF-8"
+	}
+	return ""
+}
 
 // pathParams names the routes' wildcards as the OpenAPI document does:
 // {idop} is the {id} of /v1/records/{id}:{op}.

@@ -190,8 +190,8 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 type principalKey struct{}
 
 // authenticated resolves the bearer key to its tenant, caps the body,
-// refuses parameters holding NUL and turns a handler's error into a problem
-// response.
+// refuses parameters and headers PostgreSQL could not store, and turns a
+// handler's error into a problem response.
 func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error, stream bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -204,7 +204,7 @@ func (s *Server) authenticated(h func(http.ResponseWriter, *http.Request) error,
 		if !stream {
 			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
 		}
-		if err := checkParams(r); err != nil {
+		if err := checkUnstorable(r); err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
