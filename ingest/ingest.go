@@ -7,8 +7,8 @@
 // same agent and thread — is absorbed and answered with its first id.
 //
 // Failure cases: a malformed, oversized, invalid-UTF-8 or far-future event,
-// or one holding NUL or an unpaired surrogate (which PostgreSQL cannot
-// store), is
+// or one holding what PostgreSQL cannot store (NUL, an unpaired surrogate,
+// a number beyond numeric's range), is
 // refused with an [*EventError] naming the problem and the fields; an
 // agent over its rate gets [*RateLimitError]; a staging backlog over its
 // bound gets [*BacklogError]. In an atomic batch, one refused event refuses
@@ -137,7 +137,7 @@ func (e *BacklogError) Error() string {
 
 // Prepare turns one raw event into a candidate: it checks size and UTF-8,
 // decodes exactly one JSON value ([schemas.Decode], as every request body is
-// decoded), refuses text PostgreSQL cannot store ([schemas.CheckText]),
+// decoded), refuses what PostgreSQL cannot store ([schemas.CheckStorable]),
 // redacts, validates against the Event schema and computes the dedup key.
 // Nothing is stored.
 func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
@@ -155,10 +155,10 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 	if err := schemas.Decode(raw, &v); err != nil {
 		return fail("invalid-event", "malformed JSON: "+err.Error())
 	}
-	if err := schemas.CheckText(raw); err != nil {
+	if err := schemas.CheckStorable(raw); err != nil {
 		var ve *schemas.ValidationError
 		errors.As(err, &ve)
-		return fail("invalid-event", "a string or key holds text that cannot be stored (NUL, an unpaired surrogate)", ve.Violations...)
+		return fail("invalid-event", "the event holds what cannot be stored (NUL, an unpaired surrogate, a number out of range)", ve.Violations...)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {

@@ -38,10 +38,10 @@ func TestDecodeTakesExactlyOneValue(t *testing.T) {
 	require.ErrorAs(t, schemas.Decode([]byte(`{"A": }`), &s), &syntax)
 }
 
-func TestCheckTextFindsWhatCannotBeStored(t *testing.T) {
+func TestCheckStorableFindsWhatCannotBeStored(t *testing.T) {
 	t.Parallel()
 	violations := func(doc string) []schemas.Violation {
-		err := schemas.CheckText([]byte(doc))
+		err := schemas.CheckStorable([]byte(doc))
 		if err == nil {
 			return nil
 		}
@@ -75,4 +75,20 @@ func TestCheckTextFindsWhatCannotBeStored(t *testing.T) {
 	}
 	require.Contains(t, violations(`{"a": "\u0000"}`)[0].Message, "U+0000")
 	require.Contains(t, violations(`{"\u0000": 1}`)[0].Message, "key")
+
+	// Numbers, checked against PostgreSQL 15's numeric input.
+	for lit, fits := range map[string]bool{
+		"1.5e-16383": false, "1.0e-16383": false, "0e-16384": false, "0.0e-16383": false, "1e-16384": false,
+		"1e-16383": true, "0e999999": true, "10e131070": true, "1e131071": true, "9.99e131071": true,
+		"0.1e131072": true, "1e131072": false, "-1e131072": false, "1E+131071": true,
+		"1e-99999999999999999999": false, "0e-99999999999999999999": false, "1e99999999999999999999": false,
+		"0e1073741822": true, "0e1073741823": false, "12.5": true, "-0": true, "0.000001e-3": true,
+	} {
+		doc := `{"n": [` + lit + `]}`
+		if fits {
+			require.Nil(t, violations(doc), lit)
+		} else {
+			require.Equal(t, []string{"/n/0"}, pointers(doc), lit)
+		}
+	}
 }

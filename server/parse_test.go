@@ -246,11 +246,11 @@ func TestEventsAndStreamParseAlike(t *testing.T) {
 	}
 }
 
-// Text PostgreSQL cannot store is refused, not a 500: an unpaired UTF-16
-// surrogate escape (not Unicode, and not I-JSON, RFC 7493 §2.1) with the
-// field's pointer, a body that is not UTF-8 as a whole. A surrogate pair is
-// text like any other.
-func TestUnstorableTextIsRefused(t *testing.T) {
+// What PostgreSQL cannot store is refused, not a 500: an unpaired UTF-16
+// surrogate escape (not Unicode, and not I-JSON, RFC 7493 §2.1) or a number
+// beyond numeric's range, with the field's pointer; a body, parameter or
+// stored header that is not UTF-8. A surrogate pair is text like any other.
+func TestUnstorableInputIsRefused(t *testing.T) {
 	t.Parallel()
 	e := setupFull(t)
 	fact := func(subject, object string) string {
@@ -261,6 +261,8 @@ func TestUnstorableTextIsRefused(t *testing.T) {
 		fact("u", `\uDC00x`):      "/payload/object",
 		fact(`\ud800\ud800`, "o"): "/payload/subject",
 		fact(`\ud83d`, `\u0000`):  "/payload/object",
+		`{"type": "semantic", "payload": {"kind": "semantic", "subject": "u", "predicate": "p", "object": [1, 1e131072],
+			"validity": {"mode": "global"}}}`: "/payload/object/1",
 		`{"type": "semantic", "payload": {"kind": "semantic", "subject": "u", "predicate": "p", "object": "o",
 			"validity": {"mode": "conditional", "conditions": {"\udfff": "x"}}}}`: "/payload/validity/conditions",
 	} {
@@ -298,8 +300,13 @@ func TestUnstorableTextIsRefused(t *testing.T) {
 	require.Equal(t, "Content-Type", res.problem(t).Errors[0].Header)
 
 	acks := e.stream(`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "\ud800"}`,
-		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "\ud83d\ude00"}`)
+		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "\ud83d\ude00"}`,
+		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "x", "environment": {"n": 1e-16384}}`,
+		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "y", "environment": {"n": 1e-16383, "m": 1e300}}`)
 	require.NotNil(t, acks[1].Error)
 	require.Contains(t, pointers(*acks[1].Error), "/text")
 	require.NotEmpty(t, acks[2].ID)
+	require.NotNil(t, acks[3].Error)
+	require.Contains(t, pointers(*acks[3].Error), "/environment/n")
+	require.NotEmpty(t, acks[4].ID)
 }

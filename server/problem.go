@@ -143,15 +143,16 @@ func decodeJSON(r *http.Request, v any) error {
 }
 
 // decodeStrict decodes exactly one JSON value from doc into v (see
-// [schemas.Decode]), after refusing text PostgreSQL cannot store: a body
-// that is not UTF-8, strings and keys holding NUL or an unpaired surrogate
-// ([schemas.CheckText]). pointer prefixes the JSON pointers of field errors,
-// for values nested in a larger body.
+// [schemas.Decode]), after refusing what PostgreSQL cannot store: a body
+// that is not UTF-8; strings and keys holding NUL or an unpaired surrogate,
+// numbers beyond numeric's range ([schemas.CheckStorable]). pointer
+// prefixes the JSON pointers of field errors, for values nested in a larger
+// body.
 func decodeStrict(doc []byte, v any, pointer string) error {
 	if !utf8.Valid(doc) {
 		return errInvalidUTF8
 	}
-	if err := schemas.CheckText(doc); err != nil {
+	if err := schemas.CheckStorable(doc); err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) {
 			for i := range ve.Violations {

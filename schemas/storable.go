@@ -1,0 +1,232 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/big"
+	"strconv"
+	"strings"
+)
+
+// CheckStorable reports every value and object key of doc, a JSON document,
+// that PostgreSQL's text and jsonb cannot store, which would otherwise fail
+// the write that carries it:
+//   - a string or key holding the NUL character U+0000;
+//   - one holding an unpaired UTF-16 surrogate escape such as "\ud800",
+//     which is not Unicode text (RFC 7493 §2.1; encoding/json quietly
+//     decodes it as U+FFFD, but a raw payload keeps it);
+//   - a number beyond numeric's range: more than 131072 digits before the
+//     decimal point or 16383 after it, as written (1e-16384 is one).
+//
+// It returns nil, or a [*ValidationError] with one violation per value, at
+// its pointer, or per key, at its object's pointer: the key itself cannot be
+// shown. A document that is not one JSON value is left to its decoder to
+// refuse, and one that is not UTF-8 to the caller.
+//
+// Each can be written only as a \u escape, a number with an exponent or a
+// very long number, so a document with none of those costs one scan; only
+// the others are walked, token by token, to find where.
+func CheckStorable(doc []byte) error {
+	if !suspect(doc) {
+		return nil
+	}
+	var (
+		stack []walkFrame
+		vs    []Violation
+	)
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // malformed: the decoder says why
+		}
+		switch tok := tok.(type) {
+		case json.Delim:
+			if tok == '{' || tok == '[' {
+				stack = append(stack, walkFrame{object: tok == '{', wantKey: tok == '{'})
+				continue
+			}
+			stack = stack[:len(stack)-1]
+		case string:
+			raw := doc[start:dec.InputOffset()]
+			what := badEscape(raw[bytes.IndexByte(raw, '"'):])
+			if n := len(stack); n > 0 && stack[n-1].wantKey {
+				if what != "" {
+					vs = append(vs, Violation{Pointer: walkPointer(stack[:n-1]), Message: "has a key holding " + what})
+				}
+				stack[n-1].key, stack[n-1].wantKey = tok, false
+				continue
+			}
+			if what != "" {
+				vs = append(vs, Violation{Pointer: walkPointer(stack), Message: "must not hold " + what})
+			}
+		case json.Number:
+			if !numericFits(string(tok)) {
+				vs = append(vs, Violation{Pointer: walkPointer(stack),
+					Message: "is a number beyond what can be stored: at most 131072 digits before the decimal point and 16383 after"})
+			}
+		}
+		// A value ended: the document's, or its container's next member.
+		if len(stack) == 0 {
+			break
+		}
+		if top := &stack[len(stack)-1]; top.object {
+			top.wantKey = true
+		} else {
+			top.index++
+		}
+	}
+	if len(vs) == 0 {
+		return nil
+	}
+	return newValidationError(vs)
+}
+
+// walkFrame is a container [CheckStorable] is in, and where in it.
+type walkFrame struct {
+	object  bool
+	key     string // the member being read, in an object
+	index   int    // the element being read, in an array
+	wantKey bool
+}
+
+// walkPointer is the JSON pointer of the value the innermost frame is at.
+func walkPointer(stack []walkFrame) string {
+	var b strings.Builder
+	for _, f := range stack {
+		b.WriteByte('/')
+		if f.object {
+			b.WriteString(EscapePointer(f.key))
+		} else {
+			b.WriteString(strconv.Itoa(f.index))
+		}
+	}
+	return b.String()
+}
+
+// longNumber is a run of number characters long enough to need a look: no
+// shorter number written without an exponent can break numeric's limits.
+const longNumber = 16384
+
+// suspect reports whether doc may hold something [CheckStorable] refuses: a
+// \u escape of NUL or of a surrogate in a string, or outside strings an
+// exponent or a long number. An escaped backslash before a "u" is a false
+// alarm, which only costs a walk.
+func suspect(doc []byte) bool {
+	inString, run := false, 0
+	for i := 0; i < len(doc); i++ {
+		c := doc[i]
+		if inString {
+			switch c {
+			case '"':
+				inString = false
+			case '\\':
+				if i+5 < len(doc) && doc[i+1] == 'u' {
+					hex := doc[i+2 : i+6]
+					if string(hex) == "0000" || hex[0]|0x20 == 'd' && strings.IndexByte("89abcdefABCDEF", hex[1]) >= 0 {
+						return true
+					}
+				}
+				i++
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inString, run = true, 0
+		case '0' <= c && c <= '9' || c == '.' || c == '-' || c == '+':
+			if run++; run >= longNumber {
+				return true
+			}
+		case c == 'e' || c == 'E':
+			if run > 0 {
+				return true
+			}
+		default:
+			run = 0
+		}
+	}
+	return false
+}
+
+// badEscape names what an encoded JSON string (from its opening quote)
+// holds that cannot be stored, or returns "".
+func badEscape(s []byte) string {
+	for i := 1; i < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		i++
+		if i+4 >= len(s) || s[i] != 'u' {
+			continue
+		}
+		r := hex4(s[i+1:])
+		i += 4
+		switch {
+		case r == 0:
+			return "the NUL character (U+0000)"
+		case r >= 0xD800 && r < 0xDC00:
+			if i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
+				if lo := hex4(s[i+3:]); lo >= 0xDC00 && lo < 0xE000 {
+					i += 6
+					continue
+				}
+			}
+			return unpaired
+		case r >= 0xDC00 && r < 0xE000:
+			return unpaired
+		}
+	}
+	return ""
+}
+
+const unpaired = `an unpaired UTF-16 surrogate escape (\uD800–\uDFFF), which is not Unicode text`
+
+// hex4 reads the four hex digits of a \u escape the decoder accepted.
+func hex4(s []byte) rune {
+	n, err := strconv.ParseUint(string(s[:4]), 16, 16)
+	if err != nil {
+		return -1
+	}
+	return rune(n)
+}
+
+// PostgreSQL's numeric limits (src/backend/utils/adt/numeric.c): digits
+// before the decimal point, digits after it as written, and the exponent
+// its input accepts at all.
+const (
+	numericMaxIntDigits = 131072
+	numericMaxScale     = 16383
+	numericMaxExponent  = 1<<30 - 1 // INT_MAX / 2
+)
+
+// numericFits reports whether PostgreSQL's numeric (and so jsonb) accepts
+// the JSON number lit: its exponent, its scale as written (the digits
+// after the point, less the exponent: 1.50e1 has scale 1) and, unless it is
+// zero, its digits before the point.
+func numericFits(lit string) bool {
+	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(lit, "-")), "e")
+	e := new(big.Int)
+	if exp != "" {
+		if _, ok := e.SetString(strings.TrimPrefix(exp, "+"), 10); !ok {
+			return false
+		}
+	}
+	if e.CmpAbs(big.NewInt(numericMaxExponent)) >= 0 {
+		return false
+	}
+	n := e.Int64()
+	whole, frac, _ := strings.Cut(mant, ".")
+	if int64(len(frac))-n > numericMaxScale {
+		return false
+	}
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		return true // zero
+	}
+	// Digits before the point: those of the mantissa from its first
+	// non-zero digit to the point, moved by the exponent.
+	return int64(len(digits)-len(frac))+n <= numericMaxIntDigits
+}
