@@ -274,7 +274,21 @@ func leaves(err error) ([]*jsonschema.ValidationError, error) {
 }
 
 func violation(e *jsonschema.ValidationError) Violation {
-	return Violation{Pointer: e.InstanceLocation, Message: e.Message}
+	return Violation{Pointer: e.InstanceLocation, Message: sortNames(e.Message)}
+}
+
+// sortNames sorts the property names of an additionalProperties message,
+// which the validator lists in map order: the same document must get the
+// same answer, and one violation reached by two schema paths must compare
+// equal to be reported once.
+func sortNames(msg string) string {
+	names, ok := strings.CutPrefix(msg, "additionalProperties ")
+	if names, ok = strings.CutSuffix(names, " not allowed"); !ok {
+		return msg
+	}
+	list := strings.Split(names, ", ")
+	slices.Sort(list)
+	return "additionalProperties " + strings.Join(list, ", ") + " not allowed"
 }
 
 // kindMismatch reports a payload whose kind names a known memory type other

@@ -70,6 +70,9 @@ func CheckStorable(doc []byte) error {
 		}
 		// A value ended: the document's, or its container's next member.
 		if len(stack) == 0 {
+			if len(bytes.TrimLeft(doc[dec.InputOffset():], " \t\r\n")) > 0 {
+				return nil // more than one value: the decoder says so
+			}
 			break
 		}
 		if top := &stack[len(stack)-1]; top.object {

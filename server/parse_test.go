@@ -223,6 +223,7 @@ func TestEventsAndStreamParseAlike(t *testing.T) {
 		good + "\u0085",
 		good + "\v",
 		"\ufeff" + good,
+		strings.Replace(good, `"x"`, `"\u0000"`, 1) + " xyz", // malformed before unstorable
 	}
 	for _, body := range refused {
 		res := e.do("POST", "/v1/events", acmeKey, body)
