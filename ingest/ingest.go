@@ -8,11 +8,11 @@
 //
 // Failure cases: a malformed, oversized, invalid-UTF-8 or far-future event,
 // or one holding what PostgreSQL cannot store (NUL, an unpaired surrogate,
-// a number beyond numeric's range), is
-// refused with an [*EventError] naming the problem and the fields; an
-// agent over its rate gets [*RateLimitError]; a staging backlog over its
-// bound gets [*BacklogError]. In an atomic batch, one refused event refuses
-// the batch and nothing of it is stored.
+// a number beyond numeric's range), is refused with an [*EventError]
+// naming the problem and the fields; an agent over its rate gets
+// [*RateLimitError]; a staging backlog over its bound gets [*BacklogError].
+// In an atomic batch, one refused event refuses the batch and nothing of it
+// is stored.
 package ingest
 
 import (
@@ -157,7 +157,9 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 	}
 	if err := schemas.CheckStorable(raw); err != nil {
 		var ve *schemas.ValidationError
-		errors.As(err, &ve)
+		if !errors.As(err, &ve) {
+			return store.Candidate{}, err
+		}
 		return fail("invalid-event", "the event holds what cannot be stored (NUL, an unpaired surrogate, a number out of range)", ve.Violations...)
 	}
 	m, ok := v.(map[string]any)

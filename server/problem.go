@@ -128,8 +128,8 @@ func (s *Server) toProblem(r *http.Request, err error) *Problem {
 }
 
 // decodeJSON reads one JSON value from the body into v, refusing unknown
-// fields, trailing data and the NUL character, and turns decoding failures
-// into precise problems.
+// fields, trailing data and what PostgreSQL cannot store, and turns
+// decoding failures into precise problems.
 func decodeJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") && !strings.HasSuffix(strings.Split(ct, ";")[0], "+json") {
 		return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
