@@ -8,7 +8,7 @@
 //
 // Failure cases: a malformed, oversized, invalid-UTF-8 or far-future event,
 // or one holding what PostgreSQL cannot store (NUL, an unpaired surrogate,
-// a number beyond numeric's range), is refused with an [*EventError]
+// a number beyond a double), is refused with an [*EventError]
 // naming the problem and the fields; an agent over its rate gets
 // [*RateLimitError]; a staging backlog over its bound gets [*BacklogError].
 // In an atomic batch, one refused event refuses the batch and nothing of it

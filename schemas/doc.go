@@ -26,7 +26,7 @@
 // uses (request bodies, events, the lines of an event stream): exactly one
 // value, nothing after it but whitespace. [CheckStorable] finds what
 // PostgreSQL's text and jsonb would refuse — NUL, unpaired surrogate
-// escapes, numbers beyond numeric's range — and names each place by its
+// escapes, numbers beyond a double or numeric's scale — and names each place by its
 // JSON pointer, so that it is refused as the client's mistake rather than
 // failing the write.
 //

@@ -15,8 +15,10 @@ import (
 //   - one holding an unpaired UTF-16 surrogate escape such as "\ud800",
 //     which is not Unicode text (RFC 7493 §2.1; encoding/json quietly
 //     decodes it as U+FFFD, but a raw payload keeps it);
-//   - a number beyond numeric's range: more than 131072 digits before the
-//     decimal point or 16383 after it, as written (1e-16384 is one).
+//   - a number beyond a double's range (about ±1.8e308, RFC 7493 §2.2),
+//     which every Go reader of the stored document would fail to decode,
+//     or with more digits after the decimal point than numeric's 16383, as
+//     written (1e-16384 is one).
 //
 // It returns nil, or a [*ValidationError] with one violation per value, at
 // its pointer, or per key, at its object's pointer: the key itself cannot be
@@ -65,7 +67,7 @@ func CheckStorable(doc []byte) error {
 		case json.Number:
 			if !numericFits(string(tok)) {
 				vs = append(vs, Violation{Pointer: walkPointer(stack),
-					Message: "is a number beyond what can be stored: at most 131072 digits before the decimal point and 16383 after"})
+					Message: "is a number beyond what can be stored: at most ±1.8e308, and 16383 digits after the decimal point"})
 			}
 		}
 		// A value ended: the document's, or its container's next member.
@@ -110,8 +112,9 @@ func walkPointer(stack []walkFrame) string {
 }
 
 // longNumber is a run of number characters long enough to need a look: no
-// shorter number written without an exponent can break numeric's limits.
-const longNumber = 16384
+// shorter number written without an exponent is beyond a double's range
+// (whose largest has 309 digits) or numeric's scale.
+const longNumber = 309
 
 // suspect reports whether doc may hold something [CheckStorable] refuses: a
 // \u escape of NUL or of a surrogate in a string, or outside strings an
@@ -196,20 +199,24 @@ func hex4(s []byte) rune {
 	return rune(n)
 }
 
-// PostgreSQL's numeric limits (src/backend/utils/adt/numeric.c): digits
-// before the decimal point, digits after it as written, and the exponent
-// its input accepts at all.
+// PostgreSQL's numeric limits (src/backend/utils/adt/numeric.c): the
+// digits after the point as written, and the exponent its input accepts at
+// all, even for zero.
 const (
-	numericMaxIntDigits = 131072
-	numericMaxScale     = 16383
-	numericMaxExponent  = 1<<30 - 1 // INT_MAX / 2
+	numericMaxScale    = 16383
+	numericMaxExponent = 1<<30 - 1 // INT_MAX / 2
 )
 
-// numericFits reports whether PostgreSQL's numeric (and so jsonb) accepts
-// the JSON number lit: its exponent, its scale as written (the digits
-// after the point, less the exponent: 1.50e1 has scale 1) and, unless it is
-// zero, its digits before the point.
+// numericFits reports whether the JSON number lit can be stored and read
+// back: a double holds it (beyond, encoding/json refuses to decode it, and a
+// payload that retrieval cannot decode would fail every retrieval it is a
+// candidate of), and PostgreSQL's numeric, and so jsonb, accepts its
+// exponent and its scale as written (the digits after the point, less the
+// exponent: 1.50e1 has scale 1).
 func numericFits(lit string) bool {
+	if _, err := strconv.ParseFloat(lit, 64); err != nil {
+		return false
+	}
 	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(lit, "-")), "e")
 	e := new(big.Int)
 	if exp != "" {
@@ -220,16 +227,6 @@ func numericFits(lit string) bool {
 	if e.CmpAbs(big.NewInt(numericMaxExponent)) >= 0 {
 		return false
 	}
-	n := e.Int64()
-	whole, frac, _ := strings.Cut(mant, ".")
-	if int64(len(frac))-n > numericMaxScale {
-		return false
-	}
-	digits := strings.TrimLeft(whole+frac, "0")
-	if digits == "" {
-		return true // zero
-	}
-	// Digits before the point: those of the mantissa from its first
-	// non-zero digit to the point, moved by the exponent.
-	return int64(len(digits)-len(frac))+n <= numericMaxIntDigits
+	_, frac, _ := strings.Cut(mant, ".")
+	return int64(len(frac))-e.Int64() <= numericMaxScale
 }

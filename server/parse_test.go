@@ -264,6 +264,8 @@ func TestUnstorableInputIsRefused(t *testing.T) {
 		fact(`\ud83d`, `\u0000`):  "/payload/object",
 		`{"type": "semantic", "payload": {"kind": "semantic", "subject": "u", "predicate": "p", "object": [1, 1e131072],
 			"validity": {"mode": "global"}}}`: "/payload/object/1",
+		`{"type": "semantic", "payload": {"kind": "semantic", "subject": "u", "predicate": "p", "object": {"n": 1e700},
+			"validity": {"mode": "global"}}}`: "/payload/object/n",
 		`{"type": "semantic", "payload": {"kind": "semantic", "subject": "u", "predicate": "p", "object": "o",
 			"validity": {"mode": "conditional", "conditions": {"\udfff": "x"}}}}`: "/payload/validity/conditions",
 	} {

@@ -145,7 +145,7 @@ func decodeJSON(r *http.Request, v any) error {
 // decodeStrict decodes exactly one JSON value from doc into v (see
 // [schemas.Decode]), after refusing what PostgreSQL cannot store: a body
 // that is not UTF-8; strings and keys holding NUL or an unpaired surrogate,
-// numbers beyond numeric's range ([schemas.CheckStorable]). pointer
+// numbers beyond a double or numeric's scale ([schemas.CheckStorable]). pointer
 // prefixes the JSON pointers of field errors, for values nested in a larger
 // body.
 func decodeStrict(doc []byte, v any, pointer string) error {
