@@ -138,6 +138,8 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		{"POST", rec(episode, ":append"), map[string]any{"timeline": []any{
 			map[string]any{"t": "2026-01-01T00:00:00Z", "event_kind": "error", "ref": "evt://1", "summary": nul}}}, "/timeline/0/summary"},
 		{"POST", rec(episode, ":append"), map[string]any{"outcome": nul}, "/outcome"},
+		{"POST", rec(episode, ":restore"), map[string]any{"rationale": nul}, "/rationale"},
+		{"POST", rec(episode, ":purge"), map[string]any{"rationale": nul}, "/rationale"},
 		{"POST", "/v1/records:merge", map[string]any{"record_ids": []string{fact.ID.String(), other.ID.String()}, "rationale": nul}, "/rationale"},
 		{"POST", "/v1/retrieve", map[string]any{"task": map[string]any{"text": nul}}, "/task/text"},
 		{"POST", "/v1/retrieve", map[string]any{"task": map[string]any{"text": "x", "conditions": map[string]any{"os": nul}}}, "/task/conditions/os"},
@@ -170,6 +172,7 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		{"POST", "/v1/records?rationale=%00", "rationale"},
 		{"DELETE", rec(fact, "?rationale=%00"), "rationale"},
 		{"GET", "/v1/candidates?status=%00", "status"},
+		{"GET", rec(fact, "?as_of=2026-01-01T00:00:00Z%00"), "as_of"},
 	} {
 		var body any
 		if c.method == "POST" {
