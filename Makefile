@@ -6,13 +6,18 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/engram_test?sslmode=disa
 TEST_TIMEOUT      ?= 15m
 TEST_FLAGS        ?= -race -count=1
 BENCH_PKGS        ?= ./store/...
+FUZZTIME          ?= 1m
+# Every fuzz target, as package:Target; make fuzz runs them one at a time.
+FUZZ_TARGETS      ?= ./ingest/:FuzzPrepare ./server/:FuzzReadLine ./server/:FuzzDecodeRecord \
+	./server/:FuzzTimeParams ./schemas/:FuzzDecode ./schemas/:FuzzValidate ./policy/:FuzzRedactString \
+	./policy/:FuzzRedactValue ./policy/:FuzzParse ./store/:FuzzCursor
 ARGS              ?=
 
 export DATABASE_URL TEST_DATABASE_URL
 export PATH := $(PATH):/usr/local/go/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help db build test run migrate bench lint clean
+.PHONY: help db build test run migrate bench fuzz lint clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,6 +39,13 @@ migrate: db ## Apply the database migrations to DATABASE_URL
 
 bench: db ## Run benchmarks in BENCH_PKGS (default ./store/...)
 	go test -run='^$$' -bench=. -benchmem $(BENCH_PKGS)
+
+fuzz: ## Run every fuzz target for FUZZTIME (default 1m) each, one after another, on one core
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "== $$name ($$pkg), $(FUZZTIME)"; \
+		go test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -parallel=1 $$pkg; \
+	done
 
 lint: ## gofmt (no unformatted files) and go vet
 	@files=$$(find . \( -path './.*' -o -name vendor -o -name testdata \) -prune \

@@ -6,15 +6,16 @@
 // retried event — the same idempotency key, or the same content from the
 // same agent and thread — is absorbed and answered with its first id.
 //
-// Failure cases: a malformed, oversized, invalid-UTF-8 or far-future event
-// is refused with an [*EventError] naming the problem and the fields; an
-// agent over its rate gets [*RateLimitError]; a staging backlog over its
-// bound gets [*BacklogError]. In an atomic batch, one refused event refuses
-// the batch and nothing of it is stored.
+// Failure cases: a malformed, oversized, invalid-UTF-8 or far-future event,
+// or one holding what PostgreSQL cannot store (NUL, an unpaired surrogate,
+// a number beyond a double), is refused with an [*EventError]
+// naming the problem and the fields; an agent over its rate gets
+// [*RateLimitError]; a staging backlog over its bound gets [*BacklogError].
+// In an atomic batch, one refused event refuses the batch and nothing of it
+// is stored.
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -138,6 +139,8 @@ func (e *BacklogError) Error() string {
 }
 
 // Prepare turns one raw event into a candidate: it checks size and UTF-8,
+// decodes exactly one JSON value ([schemas.Decode], as every request body is
+// decoded), refuses what PostgreSQL cannot store ([schemas.CheckStorable]),
 // redacts, validates against the Event schema and computes the dedup key.
 // Nothing is stored.
 func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
@@ -152,10 +155,15 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 		return fail("invalid-utf8", "the event is not valid UTF-8")
 	}
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
+	if err := schemas.Decode(raw, &v); err != nil {
 		return fail("invalid-event", "malformed JSON: "+err.Error())
+	}
+	if err := schemas.CheckStorable(raw); err != nil {
+		var ve *schemas.ValidationError
+		if !errors.As(err, &ve) {
+			return store.Candidate{}, err
+		}
+		return fail("invalid-event", "the event holds what cannot be stored (NUL, an unpaired surrogate, a number out of range)", ve.Violations...)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {

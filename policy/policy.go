@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -113,6 +114,18 @@ func Parse(b []byte, source string) (*Policy, error) {
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("policy %s: %w", source, err)
 	}
+	// Rules in a later document would be silently ignored.
+	for {
+		var next yaml.Node
+		if err := dec.Decode(&next); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("policy %s: %w", source, err)
+		}
+		if len(next.Content) > 0 && next.Content[0].Tag != "!!null" {
+			return nil, fmt.Errorf("policy %s: a policy file is one YAML document, and this one has more (line %d)", source, next.Content[0].Line)
+		}
+	}
 	if err := f.validate(); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", source, err)
 	}
@@ -172,7 +185,7 @@ func (f *File) validate() error {
 		if s.Sensitivity != "" && !s.Sensitivity.Valid() {
 			return fmt.Errorf("%s.set.sensitivity: %q is not public, low, medium, high or hyper", at, s.Sensitivity)
 		}
-		if s.Confidence != nil && (*s.Confidence < 0 || *s.Confidence > 1) {
+		if s.Confidence != nil && !unit(*s.Confidence) {
 			return fmt.Errorf("%s.set.confidence: %v is outside [0, 1]", at, *s.Confidence)
 		}
 		switch s.Visibility {
@@ -186,13 +199,26 @@ func (f *File) validate() error {
 				return fmt.Errorf("%s.set.decay.curve: %q is not exponential, linear or custom", at, d.Curve)
 			case d.HalfLifeSeconds <= 0:
 				return fmt.Errorf("%s.set.decay.half_life_seconds: must be positive", at)
-			case d.MinSalience < 0 || d.MinSalience > 1:
+			case !unit(d.MinSalience):
 				return fmt.Errorf("%s.set.decay.min_salience: %v is outside [0, 1]", at, d.MinSalience)
+			case d.ReinforcementGain != nil && !(*d.ReinforcementGain >= 0 && !math.IsInf(*d.ReinforcementGain, 1)):
+				return fmt.Errorf("%s.set.decay.reinforcement_gain: %v is not a finite number of at least 0", at, *d.ReinforcementGain)
+			}
+			for j, pt := range d.Points {
+				switch {
+				case pt.AgeSeconds < 0:
+					return fmt.Errorf("%s.set.decay.points[%d].age_seconds: must not be negative", at, j)
+				case !unit(pt.Salience):
+					return fmt.Errorf("%s.set.decay.points[%d].salience: %v is outside [0, 1]", at, j, pt.Salience)
+				}
 			}
 		}
 	}
 	return nil
 }
+
+// unit reports whether x is in [0, 1]; NaN is not.
+func unit(x float64) bool { return x >= 0 && x <= 1 }
 
 // Source names where the policy came from.
 func (p *Policy) Source() string { return p.source }

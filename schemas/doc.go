@@ -22,6 +22,14 @@
 // unknown gets a violation at /type naming the allowed types, and its payload
 // is not judged.
 //
+// [Decode] is the one strict JSON decoder every parser of a client's JSON
+// uses (request bodies, events, the lines of an event stream): exactly one
+// value, nothing after it but whitespace. [CheckStorable] finds what
+// PostgreSQL's text and jsonb would refuse — NUL, unpaired surrogate
+// escapes, numbers beyond a double or numeric's scale — and names each place by its
+// JSON pointer, so that it is refused as the client's mistake rather than
+// failing the write.
+//
 // Failure cases:
 //   - Malformed JSON is one violation at the root pointer "".
 //   - An embedded schema that does not compile is a programming error: the

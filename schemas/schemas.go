@@ -207,8 +207,6 @@ func ValidatePayload(t string, payload []byte) error {
 	return newValidationError(vs)
 }
 
-// decode parses one JSON value the way the validator expects it: numbers as
-// json.Number, so that integers and bounds compare exactly.
 // Validate checks a JSON document against the embedded schema whose $id is
 // mem://schemas/<name>, such as "Event", reporting every leaf violation.
 func Validate(name string, doc []byte) error {
@@ -235,18 +233,16 @@ func Validate(name string, doc []byte) error {
 	return newValidationError(vs)
 }
 
+// decode parses one JSON value the way the validator expects it (see
+// [Decode]): numbers as json.Number, so that integers and bounds compare
+// exactly.
 func decode(doc []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := Decode(doc, &v); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("empty document")
 		}
 		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("unexpected data after the top-level value")
 	}
 	return v, nil
 }

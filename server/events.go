@@ -216,13 +216,19 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 
 var errLineTooLong = errors.New("line too long")
 
-// readLine reads one NDJSON line without its newline, skipping blank lines'
-// content. A line over max bytes is consumed and reported as errLineTooLong.
+// readLine reads one NDJSON line without its newline and the JSON
+// whitespace around it (only that: a line is then parsed exactly as a
+// request body is). A line whose content is over max bytes is consumed and
+// reported as errLineTooLong.
 func readLine(in *bufio.Reader, max int) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := in.ReadSlice('\n')
-		if len(buf)+len(chunk) > max+1 {
+		n := len(buf) + len(chunk)
+		if err == nil {
+			n-- // the newline
+		}
+		if n > max {
 			// Skip to the end of the line.
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = in.ReadSlice('\n')
@@ -236,9 +242,12 @@ func readLine(in *bufio.Reader, max int) ([]byte, error) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		return bytes.TrimSpace(buf), err
+		return bytes.Trim(buf, jsonSpace), err
 	}
 }
+
+// jsonSpace is the whitespace JSON allows around a value (RFC 8259 §2).
+const jsonSpace = " \t\r\n"
 
 // moreSoon waits up to d for more input to arrive on in.
 func moreSoon(in *bufio.Reader, d time.Duration) bool {

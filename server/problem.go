@@ -1,15 +1,18 @@
 package server
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -45,6 +48,8 @@ var (
 		"send an API key as Authorization: Bearer <key>")
 	errRouteNotFound = problem(http.StatusNotFound, "not-found", "Not found", "no such endpoint")
 	errMethod        = problem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "see the Allow header")
+	// errInvalidUTF8 is the problem an event that is not UTF-8 gets too.
+	errInvalidUTF8 = problem(http.StatusUnprocessableEntity, "invalid-utf8", "Invalid UTF-8", "the body is not valid UTF-8")
 )
 
 // writeProblem answers with err as a problem, mapping the store's and the
@@ -135,27 +140,42 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 	return problem(http.StatusInternalServerError, "internal", "Internal error", "the request failed; the server log has details")
 }
 
-// decodeJSON reads one JSON object from the body into v, refusing unknown
-// fields and trailing data, and turns decoding failures into precise
-// problems.
+// decodeJSON reads one JSON value from the body into v, refusing unknown
+// fields, trailing data and what PostgreSQL cannot store, and turns
+// decoding failures into precise problems.
 func decodeJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") && !strings.HasSuffix(strings.Split(ct, ";")[0], "+json") {
 		return problem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
 			fmt.Sprintf("send application/json, not %s", ct))
 	}
-	return decodeStrict(r.Body, v, "")
+	doc, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeProblem(err, "")
+	}
+	return decodeStrict(doc, v, "")
 }
 
-// decodeStrict decodes one JSON value from rd into v; pointer prefixes the
-// JSON pointers of field errors, for values nested in a larger body.
-func decodeStrict(rd io.Reader, v any, pointer string) error {
-	dec := json.NewDecoder(rd)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeProblem(err, pointer)
+// decodeStrict decodes exactly one JSON value from doc into v (see
+// [schemas.Decode]), after refusing what PostgreSQL cannot store: a body
+// that is not UTF-8; strings and keys holding NUL or an unpaired surrogate,
+// numbers beyond a double or numeric's scale ([schemas.CheckStorable]). pointer
+// prefixes the JSON pointers of field errors, for values nested in a larger
+// body.
+func decodeStrict(doc []byte, v any, pointer string) error {
+	if !utf8.Valid(doc) {
+		return errInvalidUTF8
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body holds more than one JSON value")
+	if err := schemas.CheckStorable(doc); err != nil {
+		var ve *schemas.ValidationError
+		if errors.As(err, &ve) {
+			for i := range ve.Violations {
+				ve.Violations[i].Pointer = pointer + ve.Violations[i].Pointer
+			}
+		}
+		return err
+	}
+	if err := schemas.Decode(doc, v); err != nil {
+		return decodeProblem(err, pointer)
 	}
 	return nil
 }
@@ -167,7 +187,7 @@ func decodeRecord(raw json.RawMessage, pointer string) (memory.Record, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return rec, fieldProblem(pointer, "is required")
 	}
-	if err := decodeStrict(bytes.NewReader(raw), &rec, pointer); err != nil {
+	if err := decodeStrict(raw, &rec, pointer); err != nil {
 		return rec, err
 	}
 	if rec.Flags != nil {
@@ -175,6 +195,70 @@ func decodeRecord(raw json.RawMessage, pointer string) (memory.Record, error) {
 		return rec, fieldProblem(pointer+"/flags", "is set by the server: omit it")
 	}
 	return rec, nil
+}
+
+// checkUnstorable refuses a request whose path or query parameters, or the
+// headers stored with what it writes, hold text PostgreSQL's text cannot
+// store: the NUL character or bytes that are not UTF-8. None needs either.
+func checkUnstorable(r *http.Request) error {
+	for _, name := range storedHeaders {
+		if msg := unstorable(r.Header.Get(name)); msg != "" {
+			p := problem(http.StatusBadRequest, "invalid-header", "Invalid header", name+": "+msg)
+			p.Errors = []FieldError{{Header: name, Message: msg}}
+			return p
+		}
+	}
+	for _, name := range wildcards(r.Pattern) {
+		if msg := unstorable(r.PathValue(name)); msg != "" {
+			p := badParam(cmp.Or(pathParams[name], name), "%s", msg)
+			p.Title = "Invalid path parameter"
+			return p
+		}
+	}
+	q := r.URL.Query()
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		msg := unstorable(name)
+		for _, v := range q[name] {
+			msg = cmp.Or(msg, unstorable(v))
+		}
+		if msg != "" {
+			return badParam(strings.ToValidUTF8(name, "\uFFFD"), "%s", msg)
+		}
+	}
+	return nil
+}
+
+// storedHeaders are the headers whose values are stored: the actor of an
+// audit entry, the media type of an artifact.
+var storedHeaders = []string{"X-Engram-Actor", "Content-Type"}
+
+// unstorable says why PostgreSQL's text cannot store s, or returns "".
+func unstorable(s string) string {
+	switch {
+	case strings.IndexByte(s, 0) >= 0:
+		return "must not contain the NUL character (U+0000)"
+	case !utf8.ValidString(s):
+		return "must be UTF-8"
+	}
+	return ""
+}
+
+// pathParams names the routes' wildcards as the OpenAPI document does:
+// {idop} is the {id} of /v1/records/{id}:{op}.
+var pathParams = map[string]string{"idop": "id", "nameop": "name"}
+
+// wildcards lists the names of a route pattern's wildcards.
+func wildcards(pattern string) []string {
+	var names []string
+	for {
+		_, rest, ok := strings.Cut(pattern, "{")
+		if !ok {
+			return names
+		}
+		name, after, _ := strings.Cut(rest, "}")
+		names = append(names, strings.TrimSuffix(name, "..."))
+		pattern = after
+	}
 }
 
 func decodeProblem(err error, pointer string) error {
@@ -188,6 +272,8 @@ func decodeProblem(err error, pointer string) error {
 		return err
 	case errors.Is(err, io.EOF):
 		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body is empty")
+	case errors.Is(err, schemas.ErrTrailingData):
+		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON", "the body holds more than its one JSON value")
 	case errors.As(err, &syntax):
 		return problem(http.StatusBadRequest, "malformed-json", "Malformed JSON",
 			fmt.Sprintf("%s (at byte %d)", syntax.Error(), syntax.Offset))

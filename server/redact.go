@@ -44,7 +44,7 @@ func (rd *redaction) decode(r *http.Request, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode redacted body: %w", err)
 	}
-	return decodeStrict(bytes.NewReader(b), v, "")
+	return decodeStrict(b, v, "")
 }
 
 // string redacts one value from outside the body (a header, a query

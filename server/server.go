@@ -245,7 +245,8 @@ type principalKey struct{}
 
 // authenticated resolves the bearer key to its principal, refuses a key
 // whose role the route does not admit before reading anything, caps the
-// body and turns a handler's error into a problem response.
+// body, refuses parameters and headers PostgreSQL could not store, and
+// turns a handler's error into a problem response.
 func (s *Server) authenticated(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -261,6 +262,10 @@ func (s *Server) authenticated(rt route) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 		if !rt.stream {
 			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		}
+		if err := checkUnstorable(r); err != nil {
+			s.writeProblem(w, r, err)
+			return
 		}
 		if err := rt.handle(w, r); err != nil {
 			s.writeProblem(w, r, err)

@@ -296,11 +296,19 @@ func attachRelations(ctx context.Context, db pg.DBTX, tenant string, recs []memo
 	return nil
 }
 
-func encodeCursor(id uuid.UUID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+// cursorEncoding writes a cursor, the last record id of a page. Strict, and
+// of one length, it reads back only what it wrote: base64 otherwise
+// accepts stray low bits in the last character and ignores newlines.
+var cursorEncoding = base64.RawURLEncoding.Strict()
+
+func encodeCursor(id uuid.UUID) string { return cursorEncoding.EncodeToString(id[:]) }
 
 func decodeCursor(c string) (uuid.UUID, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) != 16 {
+	if len(c) != cursorEncoding.EncodedLen(len(uuid.Nil)) {
+		return uuid.Nil, ErrBadCursor
+	}
+	b, err := cursorEncoding.DecodeString(c)
+	if err != nil || len(b) != len(uuid.Nil) {
 		return uuid.Nil, ErrBadCursor
 	}
 	return uuid.UUID(b), nil
