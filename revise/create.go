@@ -284,6 +284,11 @@ func (t *Tx) insertNew(ctx context.Context, tenant string, rec *memory.Record, i
 	if err := t.audit(ctx, tenant, *rec, ActionCreate, ch); err != nil {
 		return err
 	}
+	if rec.Type == memory.Working {
+		// Working memory is scratch space, free to write and never cited
+		// (write-path RFC §12.1.4): its audit entry is its provenance.
+		return nil
+	}
 	return t.w.timed(GateProvenance, func() error { return t.stamp(ctx, tenant, *rec, ch, ev, approval, risk) })
 }
 
