@@ -1,0 +1,14 @@
+// Package consolidate is engram's learning: periodic jobs that turn
+// repeated experience into memory of a higher layer (substrate RFC §15.7).
+// This first slice is competence extraction (§8, §15A.9): closed episodes
+// are grouped by the signature of the error that opened the problem, the
+// action sequences of the successful ones are reduced to a procedure, and
+// a procedure that enough episodes share becomes a competence record,
+// written through the one write path (package revise).
+//
+// Everything here is deterministic: no model writes a procedure.
+//
+// Failure cases: a pass that fails part-way keeps its watermark where it
+// was, and the next pass redoes the work; writes are idempotent, so a
+// redone pass changes nothing that the failed one wrote.
+package consolidate

@@ -1,0 +1,123 @@
+package consolidate
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Placeholders a signature puts where a message had a value that varies
+// from one occurrence of the same problem to the next.
+const (
+	phPath   = "<path>"
+	phQuoted = "<q>"
+	phNum    = "<n>"
+	phHex    = "<hex>"
+	phURL    = "<url>"
+)
+
+var (
+	reURL  = regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"<>]+`)
+	reUUID = regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`)
+	// Quoted names: '…', "…", `…`, ‘…’, “…” on one line.
+	reQuoted = regexp.MustCompile("'[^'\\n]*'|\"[^\"\\n]*\"|`[^`\\n]*`|‘[^’\\n]*’|“[^”\\n]*”")
+	// A path has at least one separator (absolute, relative, Windows),
+	// optionally followed by :line[:col].
+	rePath = regexp.MustCompile(`(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[\w.@+-]*[/\\])+[\w.@+-]*(?::\d+)*`)
+	// A file name with an extension and a line (main.go:12:5).
+	reFileLine = regexp.MustCompile(`\b[\w.-]+\.[A-Za-z]\w*:\d+(?::\d+)*`)
+	reHex      = regexp.MustCompile(`\b0[xX][0-9a-fA-F]+\b|\b[0-9a-fA-F]*[0-9][0-9a-fA-F]*[a-fA-F][0-9a-fA-F]*\b|\b[0-9a-fA-F]*[a-fA-F][0-9a-fA-F]*[0-9][0-9a-fA-F]*\b`)
+	reNum      = regexp.MustCompile(`\b\d+(?:[.,:]\d+)*\b`)
+	reLine     = regexp.MustCompile(`(?i)\b(line|column|col|ln|offset|position|pos)\s+<n>`)
+	reRun      = regexp.MustCompile(`(<\w+>)(?:[\s,:;-]*<\w+>)*`)
+	reWS       = regexp.MustCompile(`\s+`)
+	// A Python stack frame: the message is a traceback.
+	rePyFrame = regexp.MustCompile(`(?m)^\s*File ".*", line \d+`)
+	// Prefixes that repeat on every line of a tool's output.
+	reNoise = regexp.MustCompile(`(?i)^(npm err!|npm error|error:?\s*$|warning:)\s*`)
+)
+
+// Signature is the normalised form of an error message: the line that
+// names the problem, with the values that vary between occurrences — file
+// paths, line and column numbers, numbers, hex ids, quoted names, URLs —
+// replaced by placeholders, lower-cased and with spaces folded, so that the
+// same problem met twice has one signature (substrate RFC §8: procedures
+// are found by their trigger). An empty message has an empty signature.
+func Signature(message string) string {
+	line := problemLine(message)
+	if line == "" {
+		return ""
+	}
+	return normalise(line)
+}
+
+// normalise replaces the varying values of one line by placeholders.
+func normalise(s string) string {
+	s = reURL.ReplaceAllString(s, phURL)
+	s = reUUID.ReplaceAllString(s, phHex)
+	s = reQuoted.ReplaceAllString(s, phQuoted)
+	s = rePath.ReplaceAllStringFunc(s, func(m string) string {
+		if !strings.ContainsAny(m, `/\`) {
+			return m
+		}
+		// A lone separator ("a / b", "and/or" stays words when short).
+		if strings.Trim(m, `/\`) == "" {
+			return m
+		}
+		return phPath
+	})
+	s = reFileLine.ReplaceAllString(s, phPath)
+	s = reHex.ReplaceAllStringFunc(s, func(m string) string {
+		// Words such as "cafe" or "add" have no digit; a hex id is long or
+		// marked 0x.
+		if strings.HasPrefix(strings.ToLower(m), "0x") || len(m) >= 7 {
+			return phHex
+		}
+		return m
+	})
+	s = reNum.ReplaceAllString(s, phNum)
+	s = reLine.ReplaceAllString(s, phNum)
+	s = strings.ToLower(reWS.ReplaceAllString(s, " "))
+	// Runs of placeholders ("<path>:<n>:<n>") are one value.
+	s = reRun.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.Contains(m, phPath) && !strings.Contains(m, phQuoted) {
+			return phPath
+		}
+		first := reRun.FindStringSubmatch(m)[1]
+		if strings.Count(m, "<") == strings.Count(m, first) {
+			return first
+		}
+		return m
+	})
+	return strings.TrimRight(strings.TrimSpace(s), ".:;, ")
+}
+
+// problemLine picks the line of a message that names the problem: the last
+// line of a Python traceback, else the first line that says more than a
+// prefix, without repeated tool prefixes (npm ERR!).
+func problemLine(message string) string {
+	lines := strings.Split(strings.ReplaceAll(message, "\r\n", "\n"), "\n")
+	if strings.Contains(message, "Traceback (most recent call last)") || rePyFrame.MatchString(message) {
+		for i := len(lines) - 1; i >= 0; i-- {
+			if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(lines[i], " ") {
+				return l
+			}
+		}
+	}
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		for {
+			n := reNoise.ReplaceAllString(l, "")
+			if n == l {
+				break
+			}
+			l = n
+		}
+		if l != "" && !strings.HasPrefix(l, "-->") {
+			if len(l) > 400 {
+				l = l[:400]
+			}
+			return l
+		}
+	}
+	return ""
+}

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/memory"
+)
+
+// ClosedEpisode is an episode whose thread an outcome has closed: what
+// consolidation learns from (substrate RFC §15.7).
+type ClosedEpisode struct {
+	Tenant      string
+	ID          uuid.UUID
+	ClosedAt    time.Time
+	Sensitivity memory.Sensitivity
+	Scope       string
+	Outcome     string
+	Environment map[string]any
+}
+
+// EpisodeMark is a position in the order of closed episodes: closing time,
+// then tenant and episode id.
+type EpisodeMark struct {
+	ClosedAt time.Time `json:"closed_at"`
+	Tenant   string    `json:"tenant"`
+	ID       uuid.UUID `json:"id"`
+}
+
+const closedEpisodesSQL = `
+SELECT t.tenant_id, t.episode_id, t.closed_at, r.sensitivity, coalesce(r.scope, ''),
+	coalesce(r.payload ->> 'outcome', ''), coalesce(r.payload -> 'environment', '{}')
+FROM threads t
+JOIN records r ON r.tenant_id = t.tenant_id AND r.id = t.episode_id
+WHERE t.status = 'closed' AND r.status IN ('active', 'contested')
+	AND (t.closed_at, t.tenant_id, t.episode_id) > ($1::timestamptz, $2::text, $3::uuid)
+ORDER BY t.closed_at, t.tenant_id, t.episode_id
+LIMIT $4`
+
+// ClosedEpisodesAfter returns up to limit live episodes closed after mark,
+// in closing order.
+func ClosedEpisodesAfter(ctx context.Context, db pg.DBTX, mark EpisodeMark, limit int) ([]ClosedEpisode, error) {
+	rows, err := db.Query(ctx, closedEpisodesSQL, mark.ClosedAt, mark.Tenant, mark.ID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read closed episodes: %w", err)
+	}
+	return collectEpisodes(rows)
+}
+
+const tenantClosedEpisodesSQL = `
+SELECT * FROM (
+	SELECT t.tenant_id, t.episode_id, t.closed_at, r.sensitivity, coalesce(r.scope, ''),
+		coalesce(r.payload ->> 'outcome', ''), coalesce(r.payload -> 'environment', '{}')
+	FROM threads t
+	JOIN records r ON r.tenant_id = t.tenant_id AND r.id = t.episode_id
+	WHERE t.tenant_id = $1 AND t.status = 'closed' AND r.status IN ('active', 'contested')
+	ORDER BY t.closed_at DESC, t.episode_id DESC
+	LIMIT $2
+) x ORDER BY closed_at, episode_id`
+
+// TenantClosedEpisodes returns a tenant's latest limit live closed
+// episodes, in closing order.
+func TenantClosedEpisodes(ctx context.Context, db pg.DBTX, tenant string, limit int) ([]ClosedEpisode, error) {
+	rows, err := db.Query(ctx, tenantClosedEpisodesSQL, tenant, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read closed episodes: %w", err)
+	}
+	return collectEpisodes(rows)
+}
+
+func collectEpisodes(rows pgx.Rows) ([]ClosedEpisode, error) {
+	eps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClosedEpisode, error) {
+		var e ClosedEpisode
+		err := row.Scan(&e.Tenant, &e.ID, &e.ClosedAt, &e.Sensitivity, &e.Scope, &e.Outcome, &e.Environment)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read closed episodes: %w", err)
+	}
+	return eps, nil
+}
+
+// EpisodeEvent is one staged event of an episode's timeline.
+type EpisodeEvent struct {
+	Episode     uuid.UUID
+	ID          uuid.UUID
+	Time        time.Time
+	Event       json.RawMessage
+	Sensitivity memory.Sensitivity
+}
+
+// episodeEventsSQL joins each episode's timeline — the entries it was
+// created with, then those appended — to the staged events its evt://
+// references name.
+const episodeEventsSQL = `
+WITH eps AS (
+	SELECT id, payload FROM records WHERE tenant_id = $1 AND id = ANY($2)
+), refs AS (
+	SELECT e.id AS episode_id, 0 AS src, t.ord AS ord, t.entry ->> 'ref' AS ref
+	FROM eps e, jsonb_array_elements(coalesce(e.payload -> 'timeline', '[]')) WITH ORDINALITY AS t(entry, ord)
+	UNION ALL
+	SELECT x.record_id, 1, x.seq, x.entry ->> 'ref'
+	FROM episode_entries x
+	WHERE x.tenant_id = $1 AND x.record_id = ANY($2) AND x.part = 'timeline'
+)
+SELECT r.episode_id, c.id, c.event_time, c.event, c.sensitivity
+FROM refs r
+JOIN candidates c ON c.tenant_id = $1
+	AND c.id = (CASE WHEN r.ref ~ '^evt://[0-9a-fA-F-]{36}$' THEN substr(r.ref, 7)::uuid END)
+ORDER BY r.episode_id, r.src, r.ord`
+
+// EpisodeEvents returns the staged events of a tenant's episodes, each
+// episode's in timeline order.
+func EpisodeEvents(ctx context.Context, db pg.DBTX, tenant string, episodes []uuid.UUID) ([]EpisodeEvent, error) {
+	rows, err := db.Query(ctx, episodeEventsSQL, tenant, episodes)
+	if err != nil {
+		return nil, fmt.Errorf("read episode events: %w", err)
+	}
+	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (EpisodeEvent, error) {
+		var e EpisodeEvent
+		err := row.Scan(&e.Episode, &e.ID, &e.Time, &e.Event, &e.Sensitivity)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read episode events: %w", err)
+	}
+	return evs, nil
+}
