@@ -1,0 +1,473 @@
+package consolidate
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/store"
+)
+
+// Job is the name of the consolidation job; DefaultSchedule its default
+// schedule, short enough that learning follows experience within a minute.
+const (
+	Job             = "consolidate"
+	DefaultSchedule = "@every 30s"
+)
+
+// Defaults of [Config].
+const (
+	DefaultSupport     = 2
+	DefaultBatch       = 500
+	DefaultMaxEpisodes = 10000
+	// MaxConfidence caps the confidence evidence alone gives a procedure.
+	MaxConfidence = 0.95
+	// LearnedTag marks the records consolidation wrote; a record's
+	// procedure tag ("procedure:<key>") names the procedure it stands for.
+	LearnedTag   = "learned"
+	procedureTag = "procedure:"
+	actor        = "consolidate"
+)
+
+// Config configures a [Consolidator]. The zero value of each field is its
+// documented default.
+type Config struct {
+	// DB is the pool episodes are read from.
+	DB pg.DBTX
+	// Writer is the write path every record goes through.
+	Writer *revise.Writer
+	// Support is how many successful episodes must share a procedure
+	// before it is written; [DefaultSupport] when zero.
+	Support int
+	// Probes are the read-only tools left out of a procedure unless a later
+	// step uses their output; [DefaultProbes] when nil.
+	Probes []string
+	// Batch is how many closed episodes a pass reads at a time;
+	// [DefaultBatch] when zero.
+	Batch int
+	// MaxEpisodes bounds how many of a tenant's latest closed episodes a
+	// pass regroups; [DefaultMaxEpisodes] when zero.
+	MaxEpisodes int
+	Logger      *slog.Logger
+	// Registry receives the metrics; nil registers none.
+	Registry prometheus.Registerer
+}
+
+// Consolidator runs competence extraction.
+type Consolidator struct {
+	cfg     Config
+	records *prometheus.CounterVec
+}
+
+// New returns a consolidator.
+func New(cfg Config) *Consolidator {
+	cfg.Support = cmp.Or(cfg.Support, DefaultSupport)
+	cfg.Batch = cmp.Or(cfg.Batch, DefaultBatch)
+	cfg.MaxEpisodes = cmp.Or(cfg.MaxEpisodes, DefaultMaxEpisodes)
+	if cfg.Probes == nil {
+		cfg.Probes = DefaultProbes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Consolidator{cfg: cfg, records: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "engram_consolidation_records_total",
+		Help: "Records consolidation wrote, by type and outcome (created, revised, absorbed, merged, queued).",
+	}, []string{"type", "outcome"})}
+	if cfg.Registry != nil {
+		cfg.Registry.MustRegister(c.records)
+	}
+	return c
+}
+
+// Run is what a pass needs of its job run: its saved watermark and
+// counters. A [*jobs.Run] is one.
+type Run interface {
+	Cursor(ctx context.Context, v any) (bool, error)
+	SaveCursor(ctx context.Context, v any) error
+	Add(name string, n int64)
+}
+
+// Consolidate is one pass: it reads the episodes closed since the
+// watermark, regroups the episodes of each tenant that has new ones, writes
+// the procedures that have enough support and saves the watermark. Groups
+// without a new episode are left alone; a pass over nothing new reads one
+// page and writes nothing.
+func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
+	var mark store.EpisodeMark
+	if _, err := run.Cursor(ctx, &mark); err != nil {
+		return err
+	}
+	fresh := map[string][]uuid.UUID{} // tenant → new episodes
+	for {
+		page, err := store.ClosedEpisodesAfter(ctx, c.cfg.DB, mark, c.cfg.Batch)
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			fresh[e.Tenant] = append(fresh[e.Tenant], e.ID)
+		}
+		if len(page) > 0 {
+			last := page[len(page)-1]
+			mark = store.EpisodeMark{ClosedAt: last.ClosedAt, Tenant: last.Tenant, ID: last.ID}
+		}
+		if len(page) < c.cfg.Batch {
+			break
+		}
+	}
+	run.Add("episodes", int64(sum(fresh)))
+	for _, tenant := range slices.Sorted(maps.Keys(fresh)) {
+		if err := c.tenant(ctx, run, tenant, fresh[tenant]); err != nil {
+			return fmt.Errorf("consolidate tenant %s: %w", tenant, err)
+		}
+	}
+	return run.SaveCursor(ctx, mark)
+}
+
+func sum(m map[string][]uuid.UUID) int {
+	n := 0
+	for _, v := range m {
+		n += len(v)
+	}
+	return n
+}
+
+// tenant regroups a tenant's closed episodes and learns from each group
+// that has one of the fresh ones.
+func (c *Consolidator) tenant(ctx context.Context, run Run, tenant string, fresh []uuid.UUID) error {
+	eps, err := c.episodes(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	groups := map[string][]Episode{}
+	touched := map[string]bool{}
+	for _, ep := range eps {
+		if ep.Signature == "" {
+			continue
+		}
+		key := ep.Scope + "\x00" + ep.Signature
+		groups[key] = append(groups[key], ep)
+		if slices.Contains(fresh, ep.ID) {
+			touched[key] = true
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(touched)) {
+		for _, p := range c.Learn(groups[key]) {
+			outcome, err := c.write(ctx, tenant, p)
+			if err != nil {
+				return err
+			}
+			c.records.WithLabelValues(string(memory.Competence), outcome).Inc()
+			run.Add("competence_"+outcome, 1)
+		}
+	}
+	return nil
+}
+
+// episodes reads a tenant's latest closed episodes with their events.
+func (c *Consolidator) episodes(ctx context.Context, tenant string) ([]Episode, error) {
+	closed, err := store.TenantClosedEpisodes(ctx, c.cfg.DB, tenant, c.cfg.MaxEpisodes)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uuid.UUID, len(closed))
+	for i, e := range closed {
+		ids[i] = e.ID
+	}
+	evs, err := store.EpisodeEvents(ctx, c.cfg.DB, tenant, ids)
+	if err != nil {
+		return nil, err
+	}
+	byEpisode := map[uuid.UUID][]store.EpisodeEvent{}
+	for _, ev := range evs {
+		byEpisode[ev.Episode] = append(byEpisode[ev.Episode], ev)
+	}
+	out := make([]Episode, len(closed))
+	for i, ce := range closed {
+		out[i] = readEpisode(ce, byEpisode[ce.ID])
+	}
+	return out, nil
+}
+
+// Procedure is a procedure learned from a group of episodes, ready to be
+// written as a competence record.
+type Procedure struct {
+	Key       string
+	Scope     string
+	Signature string
+	Payload   memory.CompetencePayload
+	Support   []Episode
+	Failed    []Episode
+	// Confidence follows the evidence count: 1 − 1/(n+1), capped.
+	Confidence  float64
+	Sensitivity memory.Sensitivity
+	Rationale   string
+}
+
+// candidate is one procedure seen in a group, before its support is
+// counted.
+type candidate struct {
+	key     string
+	support []Episode
+	steps   [][]Action
+}
+
+// Learn finds the procedures of one group of episodes (one scope, one
+// trigger signature) that at least the configured number of successful
+// episodes share. Two procedures of one trigger get conditions that tell
+// them apart when the environments do (substrate RFC §12).
+func (c *Consolidator) Learn(group []Episode) []Procedure {
+	group = sortedEpisodes(group)
+	var failed []Episode
+	cands := map[string]*candidate{}
+	for _, ep := range group {
+		if !ep.Success {
+			failed = append(failed, ep)
+			continue
+		}
+		steps := Reduce(ep.Actions, c.cfg.Probes)
+		if len(steps) == 0 {
+			continue
+		}
+		key := procedureKey(ep.Signature, steps)
+		if cands[key] == nil {
+			cands[key] = &candidate{key: key}
+		}
+		cands[key].support = append(cands[key].support, ep)
+		cands[key].steps = append(cands[key].steps, steps)
+	}
+	var kept []*candidate
+	for _, k := range slices.Sorted(maps.Keys(cands)) {
+		if len(cands[k].support) >= c.cfg.Support {
+			kept = append(kept, cands[k])
+		}
+	}
+	var out []Procedure
+	names := map[string]int{}
+	for _, cand := range kept {
+		p := c.procedure(group, cand, kept, failed)
+		names[p.Payload.SkillName]++
+		if n := names[p.Payload.SkillName]; n > 1 {
+			p.Payload.SkillName += fmt.Sprintf(" #%d", n)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// procedure builds the record of one candidate procedure of a group.
+func (c *Consolidator) procedure(group []Episode, cand *candidate, all []*candidate, failed []Episode) Procedure {
+	var others []Episode
+	for _, ep := range group {
+		if !slices.ContainsFunc(cand.support, func(s Episode) bool { return s.ID == ep.ID }) {
+			others = append(others, ep)
+		}
+	}
+	conds := conditionsOf(cand.support, others)
+	var relevant []Episode // the failures under its conditions
+	for _, f := range failed {
+		if holds(conds, f.Environment) {
+			relevant = append(relevant, f)
+		}
+	}
+
+	tpls := Templates(cand.steps)
+	recipe := make([]memory.Step, len(tpls))
+	var tools []string
+	for i, t := range tpls {
+		results := make([][]byte, len(cand.steps))
+		for e := range cand.steps {
+			results[e] = cand.steps[e][i].Result
+		}
+		recipe[i] = memory.Step{Step: stepText(t), Tool: t.Tool, ArgsSchema: argsSchema(t), Validation: validation(results)}
+		if !slices.Contains(tools, t.Tool) {
+			tools = append(tools, t.Tool)
+		}
+	}
+
+	triggers := make([]string, len(cand.support))
+	sens := memory.Public
+	var lastSuccess time.Time
+	for i, ep := range cand.support {
+		triggers[i] = ep.Trigger
+		sens = sens.Max(ep.Sensitivity)
+		lastSuccess = ep.ClosedAt
+	}
+	signal := canonical(triggers)
+	if signal == "" {
+		signal = cand.support[0].Signature
+	}
+	perf := &memory.Performance{Successes: len(cand.support), Failures: len(relevant), LastSuccessAt: &lastSuccess}
+	if n := len(relevant); n > 0 {
+		t := relevant[n-1].ClosedAt
+		perf.LastFailureAt = &t
+	}
+	name := "fix " + cand.support[0].Signature
+	if strings.HasPrefix(cand.support[0].Signature, "intent:") || strings.HasPrefix(cand.support[0].Signature, "task:") {
+		name = cand.support[0].Signature
+	}
+	if len(conds) > 0 {
+		name += " (" + conditionText(conds) + ")"
+	}
+	var fallbacks []string
+	for _, o := range all {
+		if o != cand {
+			fallbacks = append(fallbacks, summary(Templates(o.steps)))
+		}
+	}
+	payload := memory.CompetencePayload{
+		Kind: memory.Competence, SkillName: name,
+		Triggers:      []memory.Trigger{{Signal: signal, Conditions: conds}},
+		Recipe:        recipe,
+		FailureModes:  failureModes(relevant, cand.steps),
+		Fallbacks:     fallbacks,
+		RequiredTools: tools,
+		Performance:   perf,
+	}
+	n := float64(len(cand.support))
+	condText := conditionText(conds)
+	if condText == "" {
+		condText = "none"
+	}
+	return Procedure{
+		Key: cand.key, Scope: cand.support[0].Scope, Signature: cand.support[0].Signature, Payload: payload,
+		Support: cand.support, Failed: relevant, Sensitivity: sens,
+		Confidence: math.Round(min(MaxConfidence, 1-1/(n+1))*1000) / 1000,
+		Rationale: fmt.Sprintf("%d successful episodes, %d failed, conditions %s: learned from episodes whose first error has the signature %q",
+			len(cand.support), len(relevant), condText, cand.support[0].Signature),
+	}
+}
+
+// summary is a procedure's steps on one line.
+func summary(tpls []Template) string {
+	s := make([]string, len(tpls))
+	for i, t := range tpls {
+		s[i] = stepText(t)
+	}
+	return strings.Join(s, "; then ")
+}
+
+// failureModes are the errors the failed attempts of the problem met: what
+// each failed episode tried and what it ended on, and the errors of steps
+// the successful ones had to retry.
+func failureModes(failed []Episode, steps [][]Action) []string {
+	var out []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) && len(out) < 10 {
+			out = append(out, s)
+		}
+	}
+	for _, f := range failed {
+		last := f.Trigger
+		if n := len(f.Errors); n > 0 {
+			last = f.Errors[n-1]
+		}
+		tried := Reduce(f.Actions, nil)
+		if len(tried) == 0 {
+			add("unresolved: " + Signature(last))
+			continue
+		}
+		add(summary(Templates([][]Action{tried})) + " did not fix it: " + Signature(last))
+	}
+	for _, eps := range steps {
+		for _, a := range eps {
+			if a.Failed {
+				add(a.Tool + " failed: " + Signature(errorText(a.Result)))
+			}
+		}
+	}
+	return out
+}
+
+// write writes a procedure through the write path: a new record, or,
+// when the procedure's record exists, nothing if it says the same, else its
+// next version (a supersede, audited with what the pass saw).
+func (c *Consolidator) write(ctx context.Context, tenant string, p Procedure) (string, error) {
+	payload, err := json.Marshal(p.Payload)
+	if err != nil {
+		return "", fmt.Errorf("encode procedure: %w", err)
+	}
+	sources := make([]memory.Source, len(p.Support))
+	rels := make([]memory.Relation, len(p.Support))
+	for i, ep := range p.Support {
+		sources[i] = memory.Source{Kind: "record", Ref: "record://" + ep.ID.String()}
+		rels[i] = memory.Relation{Predicate: memory.DerivedFrom, TargetID: ep.ID}
+	}
+	rec := memory.Record{
+		Type: memory.Competence, Sensitivity: p.Sensitivity, Confidence: p.Confidence, Salience: memory.DefaultSalience,
+		Scope: p.Scope, Tags: []string{LearnedTag, procedureTag + p.Key}, Payload: payload,
+		Visibility: memory.VisibilityTenant,
+		Provenance: memory.Provenance{Sources: sources, CreatedBy: actor},
+		Relations:  rels,
+	}
+	ch := revise.Change{Actor: actor, Rationale: p.Rationale, Evidence: sources}
+	outcome := ""
+	err = c.cfg.Writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
+		old, found, err := c.existing(ctx, tx, tenant, p.Key)
+		if err != nil {
+			return err
+		}
+		if !found {
+			a, err := tx.Admit(ctx, tenant, rec, ch)
+			outcome = string(a.Outcome)
+			return err
+		}
+		if old.Status == memory.Draft || same(old, rec) {
+			// A draft waits for its reviewer; the next pass sees the decision.
+			outcome = "unchanged"
+			return nil
+		}
+		_, _, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
+		outcome = "revised"
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("write procedure %q: %w", p.Payload.SkillName, err)
+	}
+	c.cfg.Logger.Debug("procedure", slog.String("tenant", tenant), slog.String("skill", p.Payload.SkillName), slog.String("outcome", outcome))
+	return outcome, nil
+}
+
+// existing is the live record of a procedure, found by its tag.
+func (c *Consolidator) existing(ctx context.Context, tx *revise.Tx, tenant, key string) (memory.Record, bool, error) {
+	page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
+		Types: []memory.Type{memory.Competence}, Tags: []string{LearnedTag, procedureTag + key},
+		Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft}, Limit: 1})
+	if err != nil || len(page.Records) == 0 {
+		return memory.Record{}, false, err
+	}
+	return page.Records[0], true, nil
+}
+
+// same reports whether a stored record already says what rec says.
+func same(old, rec memory.Record) bool {
+	var a, b any
+	if json.Unmarshal(old.Payload, &a) != nil || json.Unmarshal(rec.Payload, &b) != nil {
+		return false
+	}
+	return reflect.DeepEqual(a, b) && old.Confidence == rec.Confidence && old.Sensitivity == rec.Sensitivity &&
+		reflect.DeepEqual(refs(old.Provenance.Sources), refs(rec.Provenance.Sources))
+}
+
+func refs(srcs []memory.Source) []string {
+	out := make([]string, len(srcs))
+	for i, s := range srcs {
+		out[i] = s.Ref
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,260 @@
+package consolidate
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
+)
+
+// Episode is what consolidation reads of a closed episode: the problem
+// that opened it, what the agent did about it, where, and how it ended.
+type Episode struct {
+	Tenant      string
+	ID          uuid.UUID
+	ClosedAt    time.Time
+	Sensitivity memory.Sensitivity
+	Scope       string
+	// Success: the outcome that closed it was success.
+	Success bool
+	// Environment is the episode's environment with the scalar keys its
+	// events reported, the first report of a key winning.
+	Environment map[string]any
+	// Trigger is the message of the error that opened the problem; empty
+	// when no error did. Signature is its [Signature]; failing an error,
+	// the intent label ("intent:<tag>") or the normalised first user input.
+	Trigger   string
+	Signature string
+	// Actions are the tool calls after the trigger (all of them, when
+	// there is no error), with their results.
+	Actions []Action
+	// Errors are the messages of the errors after the trigger.
+	Errors []string
+}
+
+// Action is one tool call and what it returned.
+type Action struct {
+	Tool string
+	// Args are the call's arguments as an object: an array or a scalar is
+	// {"args": …}.
+	Args   map[string]any
+	Result json.RawMessage
+	// Failed: its output looked like an error.
+	Failed bool
+}
+
+// reErrorText recognises a tool output that reports an error.
+var reErrorText = regexp.MustCompile(`(?im)^\s*(error|fatal|panic|traceback|exception)\b|\berror(\[\w+\])?:|\bfatal:|\bERR!|^\S*ld: |\b\w+(Error|Exception):`)
+
+// readEpisode builds an [Episode] from its closed row and its events in
+// timeline order.
+func readEpisode(ce store.ClosedEpisode, evs []store.EpisodeEvent) Episode {
+	ep := Episode{Tenant: ce.Tenant, ID: ce.ID, ClosedAt: ce.ClosedAt, Sensitivity: ce.Sensitivity, Scope: ce.Scope,
+		Success: ce.Outcome == "success", Environment: map[string]any{}}
+	addEnv(ep.Environment, ce.Environment)
+	calls := map[string]int{} // call id → index in Actions
+	var firstInput, intent string
+	for _, se := range evs {
+		ep.Sensitivity = ep.Sensitivity.Max(se.Sensitivity)
+		var ev memory.Event
+		if json.Unmarshal(se.Event, &ev) != nil {
+			continue
+		}
+		addEnv(ep.Environment, ev.Environment)
+		for _, tag := range ev.Tags {
+			if label, ok := strings.CutPrefix(tag, "intent:"); ok && intent == "" {
+				intent = label
+			}
+		}
+		switch ev.Kind {
+		case memory.UserInput:
+			if firstInput == "" {
+				firstInput = ev.Text
+			}
+		case memory.ErrorEvent:
+			if ev.Error != nil {
+				ep.noteError(ev.Error.Message)
+			}
+		case memory.ToolCall:
+			if ev.Tool == nil {
+				continue
+			}
+			if ev.Tool.CallID != "" {
+				calls[ev.Tool.CallID] = len(ep.Actions)
+			}
+			a := Action{Tool: ev.Tool.Name, Args: argsOf(ev.Tool.Arguments), Result: ev.Tool.Result}
+			a.Failed = len(a.Result) > 0 && looksLikeError(a.Result)
+			ep.Actions = append(ep.Actions, a)
+		case memory.ToolOutput:
+			if ev.Tool == nil {
+				continue
+			}
+			failed := looksLikeError(ev.Tool.Result)
+			i, ok := calls[ev.Tool.CallID]
+			if !ok || ev.Tool.CallID == "" {
+				// Unpaired: the latest call of the same tool.
+				i = -1
+				for j := len(ep.Actions) - 1; j >= 0; j-- {
+					if ep.Actions[j].Tool == ev.Tool.Name && len(ep.Actions[j].Result) == 0 {
+						i = j
+						break
+					}
+				}
+			}
+			if i >= 0 {
+				ep.Actions[i].Result, ep.Actions[i].Failed = ev.Tool.Result, failed
+			}
+			if failed {
+				ep.noteError(errorText(ev.Tool.Result))
+			}
+		}
+	}
+	switch {
+	case ep.Trigger != "":
+		ep.Signature = Signature(ep.Trigger)
+	case intent != "":
+		ep.Signature = "intent:" + strings.ToLower(strings.TrimSpace(intent))
+	case firstInput != "":
+		ep.Signature = "task:" + normalise(firstInput)
+	}
+	return ep
+}
+
+// noteError records an error: the first opens the problem, and the actions
+// taken before it are not part of the fix.
+func (ep *Episode) noteError(msg string) {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		return
+	}
+	if ep.Trigger == "" {
+		ep.Trigger = msg
+		ep.Actions = nil
+		return
+	}
+	ep.Errors = append(ep.Errors, msg)
+}
+
+// addEnv copies the scalar keys of src that dst does not have yet.
+func addEnv(dst, src map[string]any) {
+	for k, v := range src {
+		if _, ok := dst[k]; ok {
+			continue
+		}
+		switch v.(type) {
+		case string, float64, bool, json.Number:
+			dst[k] = v
+		}
+	}
+}
+
+// argsOf is a call's arguments as an object.
+func argsOf(raw json.RawMessage) map[string]any {
+	if len(raw) == 0 {
+		return map[string]any{}
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return map[string]any{}
+	}
+	if m, ok := v.(map[string]any); ok {
+		return m
+	}
+	return map[string]any{"args": v}
+}
+
+// looksLikeError reports whether a tool result reports a failure: a
+// non-zero exit code, an error field, or error text.
+func looksLikeError(raw json.RawMessage) bool {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch x := v.(type) {
+	case string:
+		return reErrorText.MatchString(x)
+	case map[string]any:
+		for _, k := range []string{"exit_code", "exitCode", "exit_status", "returncode"} {
+			if n, ok := x[k].(float64); ok {
+				return n != 0
+			}
+		}
+		if e, ok := x["error"]; ok && e != nil && e != "" && e != false {
+			return true
+		}
+		for _, k := range []string{"stderr", "output", "stdout"} {
+			if s, ok := x[k].(string); ok && reErrorText.MatchString(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errorText is the message of a result that reports an error.
+func errorText(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		for _, k := range []string{"error", "stderr", "output", "stdout"} {
+			if s, ok := x[k].(string); ok && s != "" {
+				return s
+			}
+		}
+	}
+	return string(raw)
+}
+
+// firstLine is the first non-empty line of a result, for a step's
+// validation.
+func firstLine(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	s := ""
+	switch x := v.(type) {
+	case string:
+		s = x
+	case map[string]any:
+		for _, k := range []string{"stdout", "output", "result"} {
+			if t, ok := x[k].(string); ok && t != "" {
+				s = t
+				break
+			}
+		}
+	}
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if len(l) > 160 {
+				l = l[:160]
+			}
+			return l
+		}
+	}
+	return ""
+}
+
+// exitCode is a result's exit code, when it states one.
+func exitCode(raw json.RawMessage) (int, bool) {
+	var x map[string]any
+	if json.Unmarshal(raw, &x) != nil {
+		return 0, false
+	}
+	for _, k := range []string{"exit_code", "exitCode", "exit_status", "returncode"} {
+		if n, ok := x[k].(float64); ok {
+			return int(n), true
+		}
+	}
+	return 0, false
+}
