@@ -333,7 +333,7 @@ func (c *Consolidator) procedure(group []Episode, cand *candidate, all []*candid
 		Kind: memory.Competence, SkillName: name,
 		Triggers:      []memory.Trigger{{Signal: signal, Conditions: conds}},
 		Recipe:        recipe,
-		FailureModes:  failureModes(relevant, cand.steps),
+		FailureModes:  failureModes(failed, cand.steps),
 		Fallbacks:     fallbacks,
 		RequiredTools: tools,
 		Performance:   perf,
