@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/internal/config"
@@ -38,7 +39,7 @@ func newWriter(pool *pgxpool.Pool, cfg config.Config, reg prometheus.Registerer)
 }
 
 // periodic is engramd's periodic work: the decayer and the scheduler that
-// runs its jobs (later also consolidation and embedding backfill), and the
+// runs its jobs (decay, consolidation, embedding backfill), and the
 // configuration reload on SIGHUP.
 type periodic struct {
 	settings  *decay.Settings
@@ -61,12 +62,14 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 	dec := decay.New(pool, writer, settings, decay.WithLogger(logger), decay.WithRegistry(reg))
 	esc := revise.NewEscalator(writer, revise.EscalatorConfig{Registry: reg})
 	sched := jobs.New(jobs.Config{Pool: pool, Logger: logger, Registry: reg})
+	cons := consolidate.New(consolidate.Config{DB: pool, Writer: writer, Logger: logger, Registry: reg})
 	all := []jobs.Job{
 		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},
 		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }},
 		{Name: retrieve.StatsJob, Run: func(ctx context.Context, r *jobs.Run) error { return ret.retriever.RefreshStats(ctx, r) }},
 		{Name: revise.AuditProvenanceJob, Run: func(ctx context.Context, r *jobs.Run) error { return writer.RunProvenanceAudit(ctx, r) }},
 		{Name: revise.EscalationJob, Run: func(ctx context.Context, r *jobs.Run) error { return escalate(ctx, esc, r) }},
+		{Name: consolidate.Job, Run: func(ctx context.Context, r *jobs.Run) error { return cons.Consolidate(ctx, r) }},
 	}
 	if b := ret.backfiller; b != nil {
 		all = append(all,

@@ -80,8 +80,9 @@ func TestReloadConfiguration(t *testing.T) {
 	ov, err := p.scheduler.Jobs(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "audit_provenance", ov.Jobs[0].Name)
-	require.Equal(t, "off", ov.Jobs[1].Schedule)
-	require.Equal(t, "@every 1m", ov.Jobs[2].Schedule)
+	require.Equal(t, "@every 30s", ov.Jobs[1].Schedule, "consolidate keeps its default")
+	require.Equal(t, "off", ov.Jobs[2].Schedule)
+	require.Equal(t, "@every 1m", ov.Jobs[3].Schedule)
 
 	for doc, field := range map[string]string{
 		"decay: {profiles: {semantic: {floor: 2}}}\n":   "decay.profiles.semantic.floor",
@@ -96,7 +97,7 @@ func TestReloadConfiguration(t *testing.T) {
 		require.Equal(t, decay.Duration(10*24*time.Hour), settings.Config().Profiles[memory.Semantic].HalfLife, "the configuration in force stays")
 		ov, err := p.scheduler.Jobs(ctx)
 		require.NoError(t, err)
-		require.Equal(t, "@every 1m", ov.Jobs[2].Schedule)
+		require.Equal(t, "@every 1m", ov.Jobs[3].Schedule)
 	}
 }
 
@@ -111,7 +112,7 @@ func TestUnknownJobRefusedAtStart(t *testing.T) {
 	ret, err := newRetrieval(cfg, db.Pool, nil, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = startPeriodic(context.Background(), cfg, nil, db.Pool, writer, settings, ret, nil, slog.New(slog.DiscardHandler))
-	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are audit_provenance, decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retrieval_stats, review_escalation)")
+	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are audit_provenance, consolidate, decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retrieval_stats, review_escalation)")
 }
 
 // With embedding.provider none engramd has no embedding jobs, and its
@@ -130,7 +131,7 @@ func TestProviderNoneHasNoEmbeddingJobs(t *testing.T) {
 	p, err := startPeriodic(context.Background(), cfg, nil, db.Pool, writer, settings, ret, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() { p.stop(context.Background(), 10*time.Second) })
-	require.Equal(t, []string{"audit_provenance", "decay_purge", "decay_sweep", "retrieval_stats", "review_escalation"}, p.scheduler.Names())
+	require.Equal(t, []string{"audit_provenance", "consolidate", "decay_purge", "decay_sweep", "retrieval_stats", "review_escalation"}, p.scheduler.Names())
 }
 
 // engramd starts with embedding.provider none and retrieves lexically.

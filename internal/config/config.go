@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/jobs"
@@ -173,7 +174,7 @@ func DefaultJobs(provider string) map[string]string {
 	j := map[string]string{
 		decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule,
 		retrieve.StatsJob: retrieve.DefaultStatsSchedule, revise.AuditProvenanceJob: revise.DefaultAuditProvenanceSchedule,
-		revise.EscalationJob: revise.DefaultEscalationSchedule,
+		revise.EscalationJob: revise.DefaultEscalationSchedule, consolidate.Job: consolidate.DefaultSchedule,
 	}
 	if provider != EmbeddingNone {
 		j[embedding.BackfillJob] = embedding.DefaultBackfillSchedule
