@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/consolidate"
@@ -64,6 +65,7 @@ type env struct {
 	worker *ingest.Worker
 	cons   *consolidate.Consolidator
 	run    *memRun
+	reg    *prometheus.Registry
 }
 
 // setup is engramd as a new user runs it — events in through the API,
@@ -85,8 +87,9 @@ func setup(t *testing.T) *env {
 		Keys:   []server.Key{{Tenant: "acme", Name: "acme-test", Secret: key}},
 	}))
 	t.Cleanup(srv.Close)
-	return &env{t: t, url: srv.URL, db: db, worker: w, run: &memRun{},
-		cons: consolidate.New(consolidate.Config{DB: db.Pool, Writer: wr})}
+	reg := prometheus.NewRegistry()
+	return &env{t: t, url: srv.URL, db: db, worker: w, run: &memRun{}, reg: reg,
+		cons: consolidate.New(consolidate.Config{DB: db.Pool, Writer: wr, Registry: reg})}
 }
 
 func (e *env) do(method, path string, body any) (int, []byte) {
@@ -137,6 +140,29 @@ func (e *env) procedures() []memory.Record {
 	page, err := store.List(context.Background(), e.db.Pool, "acme", store.Filter{Types: []memory.Type{memory.Competence}})
 	require.NoError(e.t, err)
 	return page.Records
+}
+
+// written is engram_consolidation_records_total for competence, by outcome.
+func (e *env) written() map[string]float64 {
+	e.t.Helper()
+	mfs, err := e.reg.Gather()
+	require.NoError(e.t, err)
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "engram_consolidation_records_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["type"] == "competence" {
+				out[labels["outcome"]] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
 }
 
 func (e *env) recall(text string, conds map[string]any) []memory.Record {
@@ -316,6 +342,7 @@ func TestOneErrorTwoProceduresByCondition(t *testing.T) {
 	e.run.cursor = nil
 	counts = e.consolidate()
 	require.Equal(t, int64(2), counts["competence_unchanged"], counts)
+	require.Equal(t, map[string]float64{"created": 2, "unchanged": 2}, e.written())
 	again := e.procedures()
 	require.Len(t, again, 2)
 	for _, r := range again {

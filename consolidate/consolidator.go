@@ -86,7 +86,7 @@ func New(cfg Config) *Consolidator {
 	}
 	c := &Consolidator{cfg: cfg, records: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "engram_consolidation_records_total",
-		Help: "Records consolidation wrote, by type and outcome (created, revised, absorbed, merged, queued).",
+		Help: "Records consolidation wrote, by type and outcome (created, revised, unchanged, absorbed, merged, queued).",
 	}, []string{"type", "outcome"})}
 	if cfg.Registry != nil {
 		cfg.Registry.MustRegister(c.records)
