@@ -104,8 +104,10 @@ func readTrace(ce store.ClosedEpisode, evs []store.EpisodeEvent) Trace {
 	case firstInput != "":
 		tr.Intent = normalise(firstInput)
 	}
-	if n := len(evs); n > 1 {
-		tr.Latency = evs[n-1].Time.Sub(evs[0].Time)
+	if len(evs) > 1 {
+		first := slices.MinFunc(evs, func(a, b store.EpisodeEvent) int { return a.Time.Compare(b.Time) })
+		last := slices.MaxFunc(evs, func(a, b store.EpisodeEvent) int { return a.Time.Compare(b.Time) })
+		tr.Latency = last.Time.Sub(first.Time)
 	}
 	return tr
 }

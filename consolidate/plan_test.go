@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,10 +18,13 @@ import (
 
 // setupEpisode is one thread asked to set up the project: the agent runs
 // the steps (tool calls with their results) and the thread ends with
-// status.
+// status; its events are a second apart.
 func setupEpisode(thread string, steps []map[string]any, status string) []map[string]any {
+	at := time.Now().Add(-time.Hour).Truncate(time.Second)
 	ev := func(kind string, fields map[string]any) map[string]any {
-		m := map[string]any{"kind": kind, "agent_id": "coder", "thread_id": thread, "environment": map[string]any{"os": "linux"}}
+		at = at.Add(time.Second)
+		m := map[string]any{"kind": kind, "agent_id": "coder", "thread_id": thread, "environment": map[string]any{"os": "linux"},
+			"time": at.Format(time.RFC3339)}
 		for k, v := range fields {
 			m[k] = v
 		}
@@ -106,7 +110,7 @@ func TestEpisodesOfAnIntentBecomeAPlan(t *testing.T) {
 	require.EqualValues(t, 2, p.Metrics["uses"])
 	require.EqualValues(t, 1, p.Metrics["failures"])
 	require.InDelta(t, 0.333, p.Metrics["failure_rate"], 1e-9)
-	require.Contains(t, p.Metrics, "avg_latency_ms")
+	require.EqualValues(t, 7000, p.Metrics["avg_latency_ms"], "eight events a second apart")
 	require.Contains(t, rec.Tags, consolidate.LearnedTag)
 	require.Len(t, rec.Provenance.Sources, 2)
 	require.Len(t, rec.Relations, 2)
@@ -157,6 +161,18 @@ func TestEpisodesOfAnIntentBecomeAPlan(t *testing.T) {
 	e.run.cursor = nil
 	counts = e.consolidate()
 	require.Equal(t, int64(1), counts["plan_unchanged"], counts)
+
+	// More support for the same structure revises its metrics, not its
+	// version.
+	e.post(setupEpisode("setup-ci-2", []map[string]any{gitInit("/work/q3"), shell("npm ci", "added 12 packages in 1s"), npmTest}, "success"))
+	counts = e.consolidate()
+	require.Equal(t, int64(1), counts["plan_revised"], counts)
+	recs = e.plans()
+	require.Len(t, recs, 1)
+	p3 := planOf(t, recs[0])
+	require.Equal(t, "2", p3.Version)
+	require.EqualValues(t, 3, p3.Metrics["uses"])
+	require.Len(t, recs[0].Provenance.Sources, 3)
 }
 
 func (e *env) recallPlans(intent string) []memory.Record {
