@@ -175,7 +175,7 @@ func (c *Consolidator) tenant(ctx context.Context, run Run, tenant string, fresh
 			run.Add("competence_"+outcome, 1)
 		}
 	}
-	return nil
+	return c.plans(ctx, run, tenant, fresh)
 }
 
 // episodes reads a tenant's latest closed episodes with their events.

@@ -4,7 +4,10 @@
 // are grouped by the signature of the error that opened the problem, the
 // action sequences of the successful ones are reduced to a procedure, and
 // a procedure that enough episodes share becomes a competence record,
-// written through the one write path (package revise).
+// written through the one write path (package revise). The same pass
+// learns plan graphs (§9, §15A.10, plan.go): the successful episodes of an
+// intent become DAGs of their steps with data and control edges, and an
+// intent's best supported structure is its versioned plan record.
 //
 // Everything here is deterministic: no model writes a procedure.
 //

@@ -1,0 +1,480 @@
+package consolidate
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/store"
+)
+
+// Tags of the plan records consolidation writes: "plan:<key>" names the
+// structure a record stands for, "plan_id:<id>" the intent's plan.
+const (
+	planTag   = "plan:"
+	planIDTag = "plan_id:"
+)
+
+// Edge kinds of a plan graph (substrate RFC §15A.10).
+const (
+	DataEdge    = "data"
+	ControlEdge = "control"
+)
+
+// Trace is what plan extraction reads of a closed episode: every action,
+// whatever error came first, and how long it took.
+type Trace struct {
+	Episode
+	// Intent is the episode's intent label, or the normalised text of its
+	// first user input.
+	Intent  string
+	Latency time.Duration
+}
+
+// readTrace builds a [Trace]: the episode as competence extraction reads
+// it, with the actions an error would have cut off put back.
+func readTrace(ce store.ClosedEpisode, evs []store.EpisodeEvent) Trace {
+	tr := Trace{Episode: readEpisode(ce, nil)}
+	var intent, firstInput string
+	calls := map[string]int{}
+	for _, se := range evs {
+		tr.Sensitivity = tr.Sensitivity.Max(se.Sensitivity)
+		var ev memory.Event
+		if json.Unmarshal(se.Event, &ev) != nil {
+			continue
+		}
+		for _, tag := range ev.Tags {
+			if label, ok := strings.CutPrefix(tag, "intent:"); ok && intent == "" {
+				intent = label
+			}
+		}
+		switch ev.Kind {
+		case memory.UserInput:
+			if firstInput == "" {
+				firstInput = ev.Text
+			}
+		case memory.ToolCall:
+			if ev.Tool == nil {
+				continue
+			}
+			if ev.Tool.CallID != "" {
+				calls[ev.Tool.CallID] = len(tr.Actions)
+			}
+			a := Action{Tool: ev.Tool.Name, Args: argsOf(ev.Tool.Arguments), Result: ev.Tool.Result}
+			a.Failed = len(a.Result) > 0 && looksLikeError(a.Result)
+			tr.Actions = append(tr.Actions, a)
+		case memory.ToolOutput:
+			if ev.Tool == nil {
+				continue
+			}
+			i, ok := calls[ev.Tool.CallID]
+			if !ok || ev.Tool.CallID == "" {
+				// Unpaired: the latest call of the same tool.
+				i = -1
+				for j := len(tr.Actions) - 1; j >= 0 && i < 0; j-- {
+					if tr.Actions[j].Tool == ev.Tool.Name && len(tr.Actions[j].Result) == 0 {
+						i = j
+					}
+				}
+			}
+			if i >= 0 {
+				tr.Actions[i].Result, tr.Actions[i].Failed = ev.Tool.Result, looksLikeError(ev.Tool.Result)
+			}
+		}
+	}
+	// The same intent as competence grouping gives an episode without an
+	// error (§15A.10: plans are found by intent).
+	switch {
+	case strings.TrimSpace(intent) != "":
+		tr.Intent = strings.ToLower(strings.TrimSpace(intent))
+	case firstInput != "":
+		tr.Intent = normalise(firstInput)
+	}
+	if len(evs) > 1 {
+		first := slices.MinFunc(evs, func(a, b store.EpisodeEvent) int { return a.Time.Compare(b.Time) })
+		last := slices.MaxFunc(evs, func(a, b store.EpisodeEvent) int { return a.Time.Compare(b.Time) })
+		tr.Latency = last.Time.Sub(first.Time)
+	}
+	return tr
+}
+
+// Graph is an episode's actions as a DAG: node i is step i, an edge a
+// data dependency (a later step's arguments use what an earlier one
+// returned or named first) or, between consecutive steps no data edge
+// links, a control dependency.
+type Graph struct {
+	Steps []Action
+	Ops   []string
+	Edges []memory.PlanEdge
+}
+
+// reToken splits arguments and results into the values one step can hand
+// to another.
+var (
+	reToken    = regexp.MustCompile(`[^\s"'` + "`" + `,;()\[\]{}=<>|&]+`)
+	reFileName = regexp.MustCompile(`^[\w.-]+\.[A-Za-z]\w{0,5}$`)
+	reNotID    = regexp.MustCompile(`[^a-z0-9]+`)
+)
+
+// BuildGraph turns an episode's actions into its plan graph. The actions
+// are reduced first, as a procedure's are: failed-then-retried steps,
+// repeats and unused probes are not part of the plan.
+func BuildGraph(actions []Action, probes []string) Graph {
+	steps := Reduce(actions, probes)
+	g := Graph{Steps: steps, Ops: make([]string, len(steps))}
+	produced := make([]map[string]bool, len(steps)) // values each step made or named
+	for i, a := range steps {
+		g.Ops[i] = op(a)
+		own := map[string]bool{}
+		for _, t := range tokens(argText(a.Args)) {
+			own[t] = true
+		}
+		produced[i] = map[string]bool{}
+		for _, t := range tokens(resultText(a.Result)) {
+			if !own[t] {
+				produced[i][t] = true
+			}
+		}
+		for t := range own {
+			if pathLike(t) {
+				produced[i][t] = true
+			}
+		}
+	}
+	for j := 1; j < len(steps); j++ {
+		from := map[int]bool{}
+		for _, t := range tokens(argText(steps[j].Args)) {
+			// The latest earlier step that made or named the value.
+			forms := forms(t)
+			for i := j - 1; i >= 0; i-- {
+				if slices.ContainsFunc(forms, func(f string) bool { return produced[i][f] }) {
+					from[i] = true
+					break
+				}
+			}
+		}
+		for _, i := range slices.Sorted(maps.Keys(from)) {
+			g.Edges = append(g.Edges, memory.PlanEdge{From: nodeID(i), To: nodeID(j), Kind: DataEdge})
+		}
+		if !from[j-1] {
+			g.Edges = append(g.Edges, memory.PlanEdge{From: nodeID(j - 1), To: nodeID(j), Kind: ControlEdge})
+		}
+	}
+	slices.SortFunc(g.Edges, func(a, b memory.PlanEdge) int {
+		return cmp.Or(strings.Compare(a.From, b.From), strings.Compare(a.To, b.To), strings.Compare(a.Kind, b.Kind))
+	})
+	return g
+}
+
+// Key is the graph's structure, canonical: its node ops in order and its
+// edges, under the intent. Graphs with one key are structurally equal.
+func (g Graph) Key(intent string) string {
+	h := sha256.New()
+	h.Write([]byte(intent))
+	for _, o := range g.Ops {
+		h.Write([]byte{0})
+		h.Write([]byte(o))
+	}
+	for _, e := range g.Edges {
+		fmt.Fprintf(h, "\x01%s>%s:%s", e.From, e.To, e.Kind)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+func nodeID(i int) string { return fmt.Sprintf("n%d", i+1) }
+
+// op names a node as a procedure step is named, with the values that
+// vary normalised away: "shell git init", "write_file path=<path>".
+func op(a Action) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(a.Args)) {
+		v := normalise(flat(a.Args[k]))
+		if k == "args" || (slices.Contains(shellTools, a.Tool) && (k == "command" || k == "cmd")) {
+			parts = append(parts, v)
+		} else {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.TrimSpace(a.Tool + " " + strings.Join(parts, " "))
+}
+
+// tokens are the values in a text that can carry data from one step to
+// another: words of four characters or more with a dot, a separator, a
+// dash, an underscore or a digit — names, paths, ids, not prose.
+func tokens(s string) []string {
+	var out []string
+	for _, t := range reToken.FindAllString(s, -1) {
+		t = strings.TrimRight(t, ".:")
+		if len(t) >= 4 && strings.ContainsAny(t, "./\\_-0123456789") && strings.Trim(t, "-") != "" && !strings.HasPrefix(t, "-") {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// pathLike reports whether an argument names a file: a path or a name with
+// an extension.
+func pathLike(t string) bool {
+	return strings.ContainsAny(t, `/\`) || reFileName.MatchString(t)
+}
+
+// forms are the ways an earlier step can have named a value a later one
+// uses: the value itself and, for a path, its name and the directories
+// it is in.
+func forms(t string) []string {
+	out := []string{t}
+	if !strings.ContainsAny(t, `/\`) {
+		return out
+	}
+	p := strings.TrimRight(t, `/\`)
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 && i < len(p)-1 {
+		out = append(out, p[i+1:])
+	}
+	for i := strings.LastIndexAny(p, `/\`); i > 0; i = strings.LastIndexAny(p, `/\`) {
+		p = p[:i]
+		out = append(out, p, p+"/")
+	}
+	return out
+}
+
+func argText(args map[string]any) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		parts = append(parts, flat(args[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func resultText(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	return flat(v)
+}
+
+// Plan is a plan graph learned from the episodes of one intent, ready to
+// be written as a plan_graph record.
+type Plan struct {
+	Key         string
+	Scope       string
+	Intent      string
+	Payload     memory.PlanGraphPayload
+	Support     []Trace
+	Failed      []Trace
+	Confidence  float64
+	Sensitivity memory.Sensitivity
+	Rationale   string
+}
+
+// PlanID is the plan_id of an intent's plans: the intent as an
+// identifier.
+func PlanID(intent string) string {
+	id := strings.Trim(reNotID.ReplaceAllString(strings.ToLower(intent), "_"), "_")
+	if id == "" {
+		return "plan"
+	}
+	return id
+}
+
+// LearnPlans finds the plans of one intent's episodes (one scope): the
+// graph structures that at least the configured number of successful
+// episodes share, each with its metrics, best supported first, the most
+// recent on a tie (substrate RFC §9, §15A.10).
+func (c *Consolidator) LearnPlans(group []Trace) []Plan {
+	group = slices.SortedFunc(slices.Values(group), func(a, b Trace) int {
+		return cmp.Or(a.ClosedAt.Compare(b.ClosedAt), strings.Compare(a.ID.String(), b.ID.String()))
+	})
+	type structure struct {
+		graph           Graph
+		support, failed []Trace
+		steps           [][]Action
+	}
+	byKey := map[string]*structure{}
+	for _, tr := range group {
+		g := BuildGraph(tr.Actions, c.cfg.Probes)
+		if len(g.Steps) == 0 {
+			continue
+		}
+		k := g.Key(tr.Intent)
+		if byKey[k] == nil {
+			byKey[k] = &structure{graph: g}
+		}
+		s := byKey[k]
+		if tr.Success {
+			s.support = append(s.support, tr)
+			s.steps = append(s.steps, g.Steps)
+		} else {
+			s.failed = append(s.failed, tr)
+		}
+	}
+	var out []Plan
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		s := byKey[k]
+		n := len(s.support)
+		if n < c.cfg.Support {
+			continue
+		}
+		tpls := Templates(s.steps)
+		nodes := make([]memory.PlanNode, len(tpls))
+		for i, t := range tpls {
+			nodes[i] = memory.PlanNode{ID: nodeID(i), Op: s.graph.Ops[i], Params: t.Args}
+		}
+		var latency time.Duration
+		sens := memory.Public
+		for _, tr := range s.support {
+			latency += tr.Latency
+			sens = sens.Max(tr.Sensitivity)
+		}
+		f := len(s.failed)
+		intent := s.support[0].Intent
+		out = append(out, Plan{
+			Key: k, Scope: s.support[0].Scope, Intent: intent,
+			Payload: memory.PlanGraphPayload{
+				Kind: memory.PlanGraph, PlanID: PlanID(intent), Intent: intent, Nodes: nodes, Edges: s.graph.Edges,
+				Metrics: map[string]any{
+					"uses": n, "successes": n, "failures": f,
+					"failure_rate":   math.Round(float64(f)/float64(n+f)*1000) / 1000,
+					"avg_latency_ms": (latency / time.Duration(n)).Milliseconds(),
+				},
+			},
+			Support: s.support, Failed: s.failed, Sensitivity: sens,
+			Confidence: math.Round(min(MaxConfidence, 1-1/(float64(n)+1))*1000) / 1000,
+			Rationale: fmt.Sprintf("%d successful episodes, %d failed, of intent %q followed this graph: %d steps, %d edges",
+				n, f, intent, len(nodes), len(s.graph.Edges)),
+		})
+	}
+	slices.SortStableFunc(out, func(a, b Plan) int {
+		return cmp.Or(len(b.Support)-len(a.Support), b.Support[len(b.Support)-1].ClosedAt.Compare(a.Support[len(a.Support)-1].ClosedAt))
+	})
+	return out
+}
+
+// plans learns the plan graphs of a tenant's intents that have a fresh
+// episode, and writes each intent's best supported one.
+func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, fresh []uuid.UUID) error {
+	closed, err := store.TenantClosedEpisodes(ctx, c.cfg.DB, tenant, c.cfg.MaxEpisodes)
+	if err != nil {
+		return err
+	}
+	ids := make([]uuid.UUID, len(closed))
+	for i, e := range closed {
+		ids[i] = e.ID
+	}
+	evs, err := store.EpisodeEvents(ctx, c.cfg.DB, tenant, ids)
+	if err != nil {
+		return err
+	}
+	byEpisode := map[uuid.UUID][]store.EpisodeEvent{}
+	for _, ev := range evs {
+		byEpisode[ev.Episode] = append(byEpisode[ev.Episode], ev)
+	}
+	groups := map[string][]Trace{}
+	touched := map[string]bool{}
+	for _, ce := range closed {
+		tr := readTrace(ce, byEpisode[ce.ID])
+		if tr.Intent == "" {
+			continue
+		}
+		key := tr.Scope + "\x00" + tr.Intent
+		groups[key] = append(groups[key], tr)
+		if slices.Contains(fresh, tr.ID) {
+			touched[key] = true
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(touched)) {
+		plans := c.LearnPlans(groups[key])
+		if len(plans) == 0 {
+			continue
+		}
+		outcome, err := c.writePlan(ctx, tenant, plans[0])
+		if err != nil {
+			return err
+		}
+		c.records.WithLabelValues(string(memory.PlanGraph), outcome).Inc()
+		run.Add("plan_"+outcome, 1)
+	}
+	return nil
+}
+
+// writePlan writes an intent's plan through the write path: a new record
+// (version "1"); nothing when the live plan says the same; the live plan's
+// next revision when only its metrics or evidence changed; and, when the
+// structure changed, a record of the next version that supersedes it —
+// the old structure stays in history (§15A.10).
+func (c *Consolidator) writePlan(ctx context.Context, tenant string, p Plan) (string, error) {
+	sources := make([]memory.Source, len(p.Support))
+	rels := make([]memory.Relation, len(p.Support))
+	for i, tr := range p.Support {
+		sources[i] = memory.Source{Kind: "record", Ref: "record://" + tr.ID.String()}
+		rels[i] = memory.Relation{Predicate: memory.DerivedFrom, TargetID: tr.ID}
+	}
+	ch := revise.Change{Actor: actor, Rationale: p.Rationale, Evidence: sources}
+	outcome := ""
+	err := c.cfg.Writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
+		page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
+			Types: []memory.Type{memory.PlanGraph}, Tags: []string{LearnedTag, planIDTag + p.Payload.PlanID}, Scope: &p.Scope,
+			Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft}, Limit: 1})
+		if err != nil {
+			return err
+		}
+		payload := p.Payload
+		payload.Version = "1"
+		var old memory.Record
+		if len(page.Records) > 0 {
+			old = page.Records[0]
+			var prev memory.PlanGraphPayload
+			if err := json.Unmarshal(old.Payload, &prev); err != nil {
+				return fmt.Errorf("decode plan %s: %w", old.ID, err)
+			}
+			payload.Version = prev.Version
+			if !slices.Contains(old.Tags, planTag+p.Key) {
+				v := 0
+				fmt.Sscan(prev.Version, &v)
+				payload.Version = fmt.Sprint(v + 1)
+			}
+		}
+		raw, err := json.Marshal(payload)
+		if err != nil {
+			return fmt.Errorf("encode plan: %w", err)
+		}
+		rec := memory.Record{
+			Type: memory.PlanGraph, Sensitivity: p.Sensitivity, Confidence: p.Confidence, Salience: memory.DefaultSalience,
+			Scope: p.Scope, Tags: []string{LearnedTag, planTag + p.Key, planIDTag + p.Payload.PlanID}, Payload: raw,
+			Visibility: memory.VisibilityTenant,
+			Provenance: memory.Provenance{Sources: sources, CreatedBy: actor},
+			Relations:  rels,
+		}
+		switch {
+		case len(page.Records) == 0:
+			a, err := tx.Admit(ctx, tenant, rec, ch)
+			outcome = string(a.Outcome)
+			return err
+		case old.Status == memory.Draft || same(old, rec):
+			outcome = "unchanged"
+			return nil
+		}
+		_, _, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
+		outcome = "revised"
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("write plan %q: %w", p.Payload.PlanID, err)
+	}
+	c.cfg.Logger.Debug("plan", slog.String("tenant", tenant), slog.String("plan_id", p.Payload.PlanID), slog.String("outcome", outcome))
+	return outcome, nil
+}
