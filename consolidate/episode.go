@@ -80,6 +80,9 @@ func readEpisode(ce store.ClosedEpisode, evs []store.EpisodeEvent) Episode {
 			if ev.Error != nil {
 				ep.noteError(ev.Error.Message)
 			}
+			if len(ep.Actions) == 0 {
+				clear(calls)
+			}
 		case memory.ToolCall:
 			if ev.Tool == nil {
 				continue
@@ -111,6 +114,11 @@ func readEpisode(ce store.ClosedEpisode, evs []store.EpisodeEvent) Episode {
 			}
 			if failed {
 				ep.noteError(errorText(ev.Tool.Result))
+			}
+			if len(ep.Actions) == 0 {
+				// The opening error cleared the actions before it: the
+				// calls still waiting are not part of the fix either.
+				clear(calls)
 			}
 		}
 	}
