@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -274,7 +275,24 @@ func leaves(err error) ([]*jsonschema.ValidationError, error) {
 }
 
 func violation(e *jsonschema.ValidationError) Violation {
-	return Violation{Pointer: e.InstanceLocation, Message: sortNames(e.Message)}
+	return Violation{Pointer: jsonPointer(e.InstanceLocation), Message: sortNames(e.Message)}
+}
+
+// jsonPointer turns the validator's instance location, a JSON pointer in
+// its URI fragment form (RFC 6901 §6: each token percent-encoded), into
+// the plain pointer into the document that a problem's errors name: the
+// key " os" is /conditions/ os, not /conditions/%20os.
+func jsonPointer(loc string) string {
+	if !strings.Contains(loc, "%") {
+		return loc
+	}
+	tokens := strings.Split(loc, "/")
+	for i, t := range tokens {
+		if u, err := url.PathUnescape(t); err == nil {
+			tokens[i] = u
+		}
+	}
+	return strings.Join(tokens, "/")
 }
 
 // sortNames sorts the property names of an additionalProperties message,
