@@ -96,3 +96,19 @@ func TestCheckStorableFindsWhatCannotBeStored(t *testing.T) {
 		}
 	}
 }
+
+// Violations point into the document with plain JSON pointers, not the
+// percent-encoded URI fragment form the validator keeps (FuzzValidate found
+// /conditions/%20os).
+func TestViolationPointersArePlainJSONPointers(t *testing.T) {
+	t.Parallel()
+	err := schemas.ValidatePayload("semantic", []byte(`{"kind": "semantic", "subject": "u", "predicate": "p", "object": 0,
+		"validity": {"mode": "conditional", "conditions": {" os": [], "a/b%": {}}}}`))
+	var ve *schemas.ValidationError
+	require.ErrorAs(t, err, &ve)
+	var pointers []string
+	for _, v := range ve.Violations {
+		pointers = append(pointers, v.Pointer)
+	}
+	require.Equal(t, []string{"/validity/conditions/ os", "/validity/conditions/a~1b%"}, pointers)
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -280,7 +281,7 @@ func leaves(err error) ([]*jsonschema.ValidationError, error) {
 // validator's messages that quote one are rewritten; an unknown property
 // becomes a violation at its own pointer.
 func violations(e *jsonschema.ValidationError) []Violation {
-	at := e.InstanceLocation
+	at := jsonPointer(e.InstanceLocation)
 	switch e.KeywordLocation[strings.LastIndexByte(e.KeywordLocation, '/')+1:] {
 	case "additionalProperties":
 		names, ok := unknownProperties(e.Message)
@@ -308,6 +309,23 @@ func violations(e *jsonschema.ValidationError) []Violation {
 		return []Violation{{Pointer: at, Message: "must be a multiple of " + n}}
 	}
 	return []Violation{{Pointer: at, Message: e.Message}}
+}
+
+// jsonPointer turns the validator's instance location, a JSON pointer in
+// its URI fragment form (RFC 6901 §6: each token percent-encoded), into
+// the plain pointer into the document that a problem's errors name: the
+// key " os" is /conditions/ os, not /conditions/%20os.
+func jsonPointer(loc string) string {
+	if !strings.Contains(loc, "%") {
+		return loc
+	}
+	tokens := strings.Split(loc, "/")
+	for i, t := range tokens {
+		if u, err := url.PathUnescape(t); err == nil {
+			tokens[i] = u
+		}
+	}
+	return strings.Join(tokens, "/")
 }
 
 // pointerEscaper escapes a property name as a JSON pointer segment (RFC 6901).
