@@ -21,7 +21,7 @@ const (
 	DefaultRetractRate   = 0.3
 	DefaultRateWindow    = 10
 	// ProbationTag marks a procedure that has not proved itself in use yet.
-	ProbationTag = "probation"
+	ProbationTag = memory.ProbationTag
 )
 
 // Outcome sources: a later episode counted as a use of a procedure is
