@@ -3,6 +3,7 @@ package consolidate_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -96,6 +97,29 @@ func TestDriftedProcedureIsRetracted(t *testing.T) {
 	counts = e.consolidate()
 	require.Zero(t, counts["competence_created"], counts)
 	require.Len(t, byRecipe(), 1)
+
+	// The write path does not undo a retraction (rollback is for a
+	// revision that replaced a record); an operator brings the procedure
+	// back as a new record from its last version. Its tags name the
+	// procedure and its sources the episodes already counted, so the next
+	// pass takes it up where it was left, without retracting it again.
+	status, body := e.do("POST", "/v1/records/"+gone.Records[0].ID.String()+":rollback", map[string]any{})
+	require.Equal(t, http.StatusConflict, status, string(body))
+	back := gone.Records[0]
+	var derived []memory.Relation
+	for _, r := range back.Relations {
+		if r.Predicate == memory.DerivedFrom {
+			derived = append(derived, r)
+		}
+	}
+	status, body = e.do("POST", "/v1/records", map[string]any{"type": back.Type, "confidence": back.Confidence, "tags": back.Tags,
+		"payload": back.Payload, "provenance": back.Provenance, "relations": derived})
+	require.Equal(t, http.StatusCreated, status, string(body))
+	e.run.cursor = nil
+	counts = e.consolidate()
+	require.Zero(t, counts["competence_retracted"], counts)
+	require.Len(t, byRecipe(), 2)
+	require.Equal(t, 3, payloadOf(t, byRecipe()[oldStep]).Performance.Failures, "nothing counted twice")
 
 	// Two more successful uses take the new fix off probation.
 	killCache()
