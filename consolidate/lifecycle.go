@@ -167,7 +167,7 @@ func (l Lifecycle) drift(uses []Episode, perf memory.Performance) string {
 		if perf.LastSuccessAt != nil {
 			since = "since its last success on " + perf.LastSuccessAt.UTC().Format(time.RFC3339)
 		}
-		return fmt.Sprintf("%d failures in a row %s (%d successes, %d failures in all): retracted after drift; restore it with a rollback of this retraction",
+		return fmt.Sprintf("%d failures in a row %s (%d successes, %d failures in all): retracted after drift",
 			streak, since, perf.Successes, perf.Failures)
 	}
 	if len(uses) < l.RateWindow {
@@ -182,7 +182,7 @@ func (l Lifecycle) drift(uses []Episode, perf memory.Performance) string {
 	}
 	rate := float64(s+1) / float64(len(last)+2)
 	if rate < l.RetractRate {
-		return fmt.Sprintf("smoothed success rate %.2f over its last %d uses is under %.2f: retracted after drift; restore it with a rollback of this retraction",
+		return fmt.Sprintf("smoothed success rate %.2f over its last %d uses is under %.2f: retracted after drift",
 			rate, len(last), l.RetractRate)
 	}
 	return ""
