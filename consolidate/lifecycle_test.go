@@ -130,3 +130,40 @@ func TestDriftedProcedureIsRetracted(t *testing.T) {
 	require.NotContains(t, proved.Tags, consolidate.ProbationTag)
 	require.Contains(t, proved.Tags, consolidate.LearnedTag)
 }
+
+// Feedback counts into a procedure's statistics at once and survives the
+// passes that revise the record; it proves a procedure on probation as
+// well as an episode does.
+func TestFeedbackCountsSurviveRevision(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	linux := map[string]any{"os": "linux"}
+	fix := func(i int) {
+		dir := fmt.Sprintf("/tmp/b-%d", i)
+		e.post(episode(fmt.Sprintf("fix-%d", i), linux, "ld: cache mismatch in "+dir+"/obj.o", []map[string]any{
+			step("shell", map[string]any{"command": "rm -rf " + dir + "/cache"}, map[string]any{"exit_code": 0}), buildOK,
+		}, "success"))
+	}
+	fix(1)
+	fix(2)
+	e.consolidate()
+	recs := e.procedures()
+	require.Len(t, recs, 1)
+	require.Contains(t, recs[0].Tags, consolidate.ProbationTag)
+
+	status, body := e.do("POST", "/v1/feedback", map[string]any{"record_ids": []string{recs[0].ID.String()}, "outcome": "used_success", "key": "task-1"})
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.Equal(t, 3, payloadOf(t, e.procedures()[0]).Performance.Successes)
+
+	fix(3)
+	counts := e.consolidate()
+	require.Equal(t, int64(1), counts["competence_revised"], counts)
+	recs = e.procedures()
+	require.Len(t, recs, 1)
+	require.Equal(t, 4, payloadOf(t, recs[0]).Performance.Successes, "2 learned from, 1 by feedback, 1 by episode")
+	require.NotContains(t, recs[0].Tags, consolidate.ProbationTag, "two uses since it was learned")
+
+	e.run.cursor = nil
+	counts = e.consolidate()
+	require.Equal(t, int64(1), counts["competence_unchanged"], counts)
+}
