@@ -474,7 +474,7 @@ func (c *Consolidator) write(ctx context.Context, tenant string, p Procedure) (s
 func (c *Consolidator) existing(ctx context.Context, tx *revise.Tx, tenant, key string) (memory.Record, bool, error) {
 	page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
 		Types: []memory.Type{memory.Competence}, Tags: []string{LearnedTag, procedureTag + key},
-		Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft, memory.Retracted}, Limit: 2})
+		Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft, memory.Retracted}, Limit: 10})
 	if err != nil || len(page.Records) == 0 {
 		return memory.Record{}, false, err
 	}
