@@ -62,7 +62,10 @@ type Config struct {
 	// MaxEpisodes bounds how many of a tenant's latest closed episodes a
 	// pass regroups; [DefaultMaxEpisodes] when zero.
 	MaxEpisodes int
-	Logger      *slog.Logger
+	// Lifecycle is when a procedure is on probation and when it is
+	// retracted; see [Lifecycle].
+	Lifecycle Lifecycle
+	Logger    *slog.Logger
 	// Registry receives the metrics; nil registers none.
 	Registry prometheus.Registerer
 }
@@ -81,6 +84,7 @@ func New(cfg Config) *Consolidator {
 	if cfg.Probes == nil {
 		cfg.Probes = DefaultProbes
 	}
+	cfg.Lifecycle = cfg.Lifecycle.withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -212,6 +216,9 @@ type Procedure struct {
 	Payload   memory.CompetencePayload
 	Support   []Episode
 	Failed    []Episode
+	// Followed are the failed episodes whose reduced steps are this
+	// procedure's: uses of it that failed.
+	Followed []Episode
 	// Confidence follows the evidence count: 1 − 1/(n+1), capped.
 	Confidence  float64
 	Sensitivity memory.Sensitivity
@@ -311,9 +318,15 @@ func (c *Consolidator) procedure(group []Episode, cand *candidate, all []*candid
 	if signal == "" {
 		signal = cand.support[0].Signature
 	}
-	perf := &memory.Performance{Successes: len(cand.support), Failures: len(relevant), LastSuccessAt: &lastSuccess}
-	if n := len(relevant); n > 0 {
-		t := relevant[n-1].ClosedAt
+	var followed []Episode // the failures that followed its recipe
+	for _, f := range failed {
+		if steps := Reduce(f.Actions, c.cfg.Probes); len(steps) > 0 && procedureKey(f.Signature, steps) == cand.key {
+			followed = append(followed, f)
+		}
+	}
+	perf := &memory.Performance{Successes: len(cand.support), Failures: len(followed), LastSuccessAt: &lastSuccess}
+	if n := len(followed); n > 0 {
+		t := followed[n-1].ClosedAt
 		perf.LastFailureAt = &t
 	}
 	name := "fix " + cand.support[0].Signature
@@ -345,7 +358,7 @@ func (c *Consolidator) procedure(group []Episode, cand *candidate, all []*candid
 	}
 	return Procedure{
 		Key: cand.key, Scope: cand.support[0].Scope, Signature: cand.support[0].Signature, Payload: payload,
-		Support: cand.support, Failed: relevant, Sensitivity: sens,
+		Support: cand.support, Failed: relevant, Followed: followed, Sensitivity: sens,
 		Confidence: math.Round(min(MaxConfidence, 1-1/(n+1))*1000) / 1000,
 		Rationale: fmt.Sprintf("%d successful episodes, %d failed, conditions %s: learned from episodes whose first error has the signature %q",
 			len(cand.support), len(relevant), condText, cand.support[0].Signature),
@@ -422,17 +435,32 @@ func (c *Consolidator) write(ctx context.Context, tenant string, p Procedure) (s
 			return err
 		}
 		if !found {
+			c.learned(p, &rec)
 			a, err := tx.Admit(ctx, tenant, rec, ch)
 			outcome = string(a.Outcome)
 			return err
 		}
-		if old.Status == memory.Draft || same(old, rec) {
-			// A draft waits for its reviewer; the next pass sees the decision.
+		if old.Status == memory.Draft || old.Status == memory.Retracted {
+			// A draft waits for its reviewer; the next pass sees the
+			// decision. A retracted procedure is not learned again.
 			outcome = "unchanged"
 			return nil
 		}
-		_, _, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
+		v, err := c.follow(old, p, &rec)
+		if err != nil {
+			return err
+		}
+		if same(old, rec) {
+			outcome = "unchanged"
+			return nil
+		}
+		_, next, err := tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
 		outcome = "revised"
+		if err != nil || v.retract == "" {
+			return err
+		}
+		outcome = "retracted"
+		_, err = tx.Retract(ctx, tenant, next.ID, next.Version, revise.Change{Actor: actor, Rationale: v.retract, Evidence: v.evidence})
 		return err
 	})
 	if err != nil {
@@ -446,9 +474,15 @@ func (c *Consolidator) write(ctx context.Context, tenant string, p Procedure) (s
 func (c *Consolidator) existing(ctx context.Context, tx *revise.Tx, tenant, key string) (memory.Record, bool, error) {
 	page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
 		Types: []memory.Type{memory.Competence}, Tags: []string{LearnedTag, procedureTag + key},
-		Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft}, Limit: 1})
+		Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft, memory.Retracted}, Limit: 10})
 	if err != nil || len(page.Records) == 0 {
 		return memory.Record{}, false, err
+	}
+	// A live record (one restored after its retraction) wins.
+	for _, r := range page.Records {
+		if r.Status != memory.Retracted {
+			return r, true, nil
+		}
 	}
 	return page.Records[0], true, nil
 }

@@ -9,6 +9,11 @@
 // intent become DAGs of their steps with data and control edges, and an
 // intent's best supported structure is its versioned plan record.
 //
+// A procedure's life ([Lifecycle], §8): later episodes that follow its
+// recipe count as its uses, each once (the record cites them); a new one is
+// on probation until it has proved itself; one that keeps failing is
+// retracted with an audited rationale and is not learned again.
+//
 // Everything here is deterministic: no model writes a procedure.
 //
 // Failure cases: a pass that fails part-way keeps its watermark where it

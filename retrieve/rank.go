@@ -30,6 +30,11 @@ type candidate struct {
 // stops counting for selection (substrate RFC §15A.11).
 const recencyHalfLife = 30 * 24 * time.Hour
 
+// probationFactor scales the score of a procedure on probation
+// ([memory.ProbationTag]): enough to rank it below a proved one of equal
+// score, too little to hide one whose statistics are clearly better.
+const probationFactor = 0.9
+
 // rank scores a layer's hits and orders them best first. Relevance fuses
 // the normalised BM25 score and the vector similarity by weight (plain rank
 // fusion loses to BM25 alone when the vectors are weak); current salience,
@@ -85,6 +90,11 @@ func (r *Retriever) rank(cfg Config, layer LayerName, t Task, hits []store.Hit, 
 				s, f = p.Performance.Successes, p.Performance.Failures
 			}
 			score *= selection(why, s, f, h.Record, now)
+			if slices.Contains(h.Record.Tags, memory.ProbationTag) {
+				// Not proved in use yet: below a proved procedure of about
+				// the same score (substrate RFC §8).
+				score *= probationFactor
+			}
 		case LayerPlan:
 			var p struct {
 				Intent  string         `json:"intent"`

@@ -490,3 +490,18 @@ func TestVisibility(t *testing.T) {
 		require.Zero(t, res.Withheld)
 	}
 }
+
+// Of two procedures alike in all but probation (and their disjoint
+// conditions, which the task does not name), the proved one comes first
+// (substrate RFC §8).
+func TestProbationRanksBelowProved(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	proved := b.create(t, procedure("clear-cache-darwin", "cache mismatch in obj", map[string]any{"os": "darwin"}, 3, 0, "rm -rf cache"))
+	rec := procedure("clear-cache-linux", "cache mismatch in obj", map[string]any{"os": "linux"}, 3, 0, "rm -rf cache")
+	rec.Tags = []string{memory.ProbationTag}
+	probation := b.create(t, rec)
+	b.index(t)
+	res := b.retrieve(t, retrieve.Request{Task: retrieve.Task{Signals: []string{"cache mismatch in obj"}}})
+	require.Equal(t, []uuid.UUID{proved.ID, probation.ID}, layerIDs(layer(res, retrieve.LayerCompetence)))
+}

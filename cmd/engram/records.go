@@ -63,7 +63,7 @@ func (c *cli) recordsGet(ctx context.Context, args []string) error {
 	if *asOf != "" {
 		q.Set("as_of", *asOf)
 	}
-	return c.call(ctx, "GET", recordPath(pos[0], ""), q, nil, c.printJSON)
+	return c.call(ctx, "GET", recordPath(pos[0], ""), q, nil, c.printRecord)
 }
 
 func (c *cli) recordsList(ctx context.Context, args []string) error {

@@ -84,6 +84,10 @@ Retrieval:
                                           how the records a recall returned served the task:
                                           used_success reinforces them, used_failure and unused
                                           penalise them; --record names only some of them
+  procedures [--status S]...              the procedures engram learned: trigger, conditions,
+                                          smoothed success rate (successes/uses), evidence
+                                          count and state (probation, active; --status
+                                          retracted or all for the ones given up)
 
 Review (the approval gate's queue of drafts; a tenant's key):
   reviews list [--status S]... [--all]    the queue, oldest first: pending reviews, or those with
@@ -232,6 +236,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return reviewsCommand(c, ctx, args)
 	case "stats":
 		return statsCommand(c, ctx, args)
+	case "procedures":
+		return procedures(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}
