@@ -311,6 +311,7 @@ func (w *Writer) prepare(rec *memory.Record, status memory.Status, pointer strin
 		}
 	}
 	bad = append(bad, checkDecayPoints(rec.Lifecycle.Decay.Points, pointer+"/lifecycle/decay/points")...)
+	bad = append(bad, checkIndexed(*rec, pointer)...)
 	if len(bad) > 0 {
 		return &schemas.ValidationError{Violations: bad}
 	}
@@ -432,6 +433,45 @@ func (t *Tx) checkRelations(ctx context.Context, tenant string, rels []memory.Re
 		return &schemas.ValidationError{Violations: bad}
 	}
 	return nil
+}
+
+// Lengths of the fields the database indexes: an index entry has a size
+// limit of its own (about 2.7 KB), far below a payload's, and a value over
+// it would fail the write with no field named.
+const (
+	MaxScopeBytes      = 256
+	MaxTagBytes        = 256
+	MaxSubjectBytes    = 512
+	MaxPredicateBytes  = 256
+	MaxConditionsBytes = 1024
+)
+
+// checkIndexed refuses values too long for the indexes they go into: the
+// scope, each tag, a fact's subject, predicate and validity.
+func checkIndexed(rec memory.Record, pointer string) []schemas.Violation {
+	var bad []schemas.Violation
+	over := func(at string, n, limit int) {
+		if n > limit {
+			bad = append(bad, schemas.Violation{Pointer: pointer + at, Message: fmt.Sprintf("is %d bytes, over the limit of %d", n, limit)})
+		}
+	}
+	over("/scope", len(rec.Scope), MaxScopeBytes)
+	for i, tag := range rec.Tags {
+		over(fmt.Sprintf("/tags/%d", i), len(tag), MaxTagBytes)
+	}
+	if rec.Type == memory.Semantic {
+		var p struct {
+			Subject   string          `json:"subject"`
+			Predicate string          `json:"predicate"`
+			Validity  json.RawMessage `json:"validity"`
+		}
+		if json.Unmarshal(rec.Payload, &p) == nil {
+			over("/payload/subject", len(p.Subject), MaxSubjectBytes)
+			over("/payload/predicate", len(p.Predicate), MaxPredicateBytes)
+			over("/payload/validity", len(p.Validity), MaxConditionsBytes)
+		}
+	}
+	return bad
 }
 
 // checkDecayPoints holds a custom curve's points to the rules the canonical

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -81,6 +82,10 @@ func written(tenant string, rec memory.Record, err error) error {
 		return conflict(CodeVersionConflict, []uuid.UUID{rec.ID}, "record %s changed underneath", rec.ID)
 	case errors.As(err, &im):
 		return conflict(CodeImmutable, []uuid.UUID{rec.ID}, "%s", im.Message)
+	case errors.Is(err, store.ErrTooLargeToIndex):
+		// The fields checkIndexed bounds cannot get here; a value of
+		// another indexed field can.
+		return &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "", Message: "holds a value too large for the database's indexes (about 2.7 KB an entry)"}}}
 	}
 	return err
 }

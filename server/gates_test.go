@@ -1,7 +1,10 @@
 package server_test
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -84,4 +87,30 @@ func TestGatesOverHTTP(t *testing.T) {
 	require.Equal(t, 2, a.Accepted, "created and absorbed; the queued one waits")
 	require.Equal(t, 1, a.Rejected)
 	require.Equal(t, 2, a.Contradictions)
+}
+
+// A value too long for PostgreSQL's indexes — a subject, a tag, a scope of
+// kilobytes of random text — is a 422 naming the limit, not a 500, and
+// nothing is stored.
+func TestValuesTooLongToIndexAre422(t *testing.T) {
+	t.Parallel()
+	e := setupFull(t)
+	long := func(seed int) string {
+		var b strings.Builder
+		for i := 0; b.Len() < 6000; i++ {
+			fmt.Fprintf(&b, "%x", sha256.Sum256([]byte(fmt.Sprint(seed, i))))
+		}
+		return b.String()
+	}
+	before := e.stored()
+	for name, body := range map[string]map[string]any{
+		"subject": {"type": "semantic", "payload": map[string]any{"kind": "semantic", "subject": long(1), "predicate": "p", "object": "o", "validity": map[string]any{"mode": "global"}}},
+		"tag":     {"type": "semantic", "tags": []string{long(2)}, "payload": map[string]any{"kind": "semantic", "subject": "s", "predicate": "p", "object": "o", "validity": map[string]any{"mode": "global"}}},
+		"scope":   {"type": "semantic", "scope": long(3), "payload": map[string]any{"kind": "semantic", "subject": "s2", "predicate": "p", "object": "o", "validity": map[string]any{"mode": "global"}}},
+	} {
+		res := e.do("POST", "/v1/records", acmeKey, body)
+		require.Equal(t, http.StatusUnprocessableEntity, res.status, "%s: %s", name, res.body)
+		require.Equal(t, "urn:engram:problem:validation-failed", res.problem(t).Type, name)
+	}
+	require.Equal(t, before, e.stored())
 }

@@ -20,6 +20,8 @@ var (
 	ErrActiveFactExists = errors.New("an active fact with the same scope, subject, predicate and conditions exists")
 	// ErrExists: a record with that id exists.
 	ErrExists = errors.New("the record exists")
+	// ErrTooLargeToIndex: a value is over the size an index entry can hold.
+	ErrTooLargeToIndex = errors.New("a value is too large to index")
 )
 
 // ImmutableError is a change a trigger refused: it would rewrite what may

@@ -175,6 +175,8 @@ func writeError(tenant string, id uuid.UUID, err error) error {
 		return fmt.Errorf("record %s: %w", id, ErrExists)
 	case code == pg.RestrictViolation:
 		return &ImmutableError{Message: pgMessage(err)}
+	case code == pg.ProgramLimitExceeded:
+		return fmt.Errorf("record %s: %w", id, ErrTooLargeToIndex)
 	case code == pg.ForeignKeyViolation && constraint == "records_tenant_id_fkey":
 		return fmt.Errorf("unknown tenant %q: %w", tenant, err)
 	}

@@ -96,4 +96,5 @@ const (
 	RestrictViolation    = "23001"
 	SerializationFailure = "40001"
 	DeadlockDetected     = "40P01"
+	ProgramLimitExceeded = "54000"
 )
