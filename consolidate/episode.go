@@ -57,7 +57,7 @@ func readEpisode(ce store.ClosedEpisode, evs []store.EpisodeEvent) Episode {
 	ep := Episode{Tenant: ce.Tenant, ID: ce.ID, ClosedAt: ce.ClosedAt, Sensitivity: ce.Sensitivity, Scope: ce.Scope,
 		Success: ce.Outcome == "success", Environment: map[string]any{}}
 	addEnv(ep.Environment, ce.Environment)
-	calls := map[string]int{} // call id → index in Actions
+	calls := pairing{}
 	var firstInput, intent string
 	for _, se := range evs {
 		ep.Sensitivity = ep.Sensitivity.Max(se.Sensitivity)
@@ -84,35 +84,14 @@ func readEpisode(ce store.ClosedEpisode, evs []store.EpisodeEvent) Episode {
 				clear(calls)
 			}
 		case memory.ToolCall:
-			if ev.Tool == nil {
-				continue
+			if ev.Tool != nil {
+				ep.Actions = calls.call(ep.Actions, ev.Tool)
 			}
-			if ev.Tool.CallID != "" {
-				calls[ev.Tool.CallID] = len(ep.Actions)
-			}
-			a := Action{Tool: ev.Tool.Name, Args: argsOf(ev.Tool.Arguments), Result: ev.Tool.Result}
-			a.Failed = len(a.Result) > 0 && looksLikeError(a.Result)
-			ep.Actions = append(ep.Actions, a)
 		case memory.ToolOutput:
 			if ev.Tool == nil {
 				continue
 			}
-			failed := looksLikeError(ev.Tool.Result)
-			i, ok := calls[ev.Tool.CallID]
-			if !ok || ev.Tool.CallID == "" {
-				// Unpaired: the latest call of the same tool.
-				i = -1
-				for j := len(ep.Actions) - 1; j >= 0; j-- {
-					if ep.Actions[j].Tool == ev.Tool.Name && len(ep.Actions[j].Result) == 0 {
-						i = j
-						break
-					}
-				}
-			}
-			if i >= 0 {
-				ep.Actions[i].Result, ep.Actions[i].Failed = ev.Tool.Result, failed
-			}
-			if failed {
+			if calls.output(ep.Actions, ev.Tool) {
 				ep.noteError(errorText(ev.Tool.Result))
 			}
 			if len(ep.Actions) == 0 {
@@ -131,6 +110,41 @@ func readEpisode(ce store.ClosedEpisode, evs []store.EpisodeEvent) Episode {
 		ep.Signature = "task:" + normalise(firstInput)
 	}
 	return ep
+}
+
+// pairing pairs tool outputs with the calls they answer: by call id, or,
+// for an output without one, with the latest call of the same tool still
+// waiting. It maps a call id to the call's index in the actions.
+type pairing map[string]int
+
+// call appends the action of a tool call.
+func (p pairing) call(actions []Action, t *memory.EventTool) []Action {
+	if t.CallID != "" {
+		p[t.CallID] = len(actions)
+	}
+	a := Action{Tool: t.Name, Args: argsOf(t.Arguments), Result: t.Result}
+	a.Failed = len(a.Result) > 0 && looksLikeError(a.Result)
+	return append(actions, a)
+}
+
+// output records a tool output on the call it answers, if any is among
+// actions, and reports whether it is an error.
+func (p pairing) output(actions []Action, t *memory.EventTool) bool {
+	failed := looksLikeError(t.Result)
+	i, ok := p[t.CallID]
+	if !ok || t.CallID == "" || i >= len(actions) {
+		i = -1
+		for j := len(actions) - 1; j >= 0; j-- {
+			if actions[j].Tool == t.Name && len(actions[j].Result) == 0 {
+				i = j
+				break
+			}
+		}
+	}
+	if i >= 0 {
+		actions[i].Result, actions[i].Failed = t.Result, failed
+	}
+	return failed
 }
 
 // noteError records an error: the first opens the problem, and the actions

@@ -50,7 +50,7 @@ type Trace struct {
 func readTrace(ce store.ClosedEpisode, evs []store.EpisodeEvent) Trace {
 	tr := Trace{Episode: readEpisode(ce, nil)}
 	var intent, firstInput string
-	calls := map[string]int{}
+	calls := pairing{}
 	for _, se := range evs {
 		tr.Sensitivity = tr.Sensitivity.Max(se.Sensitivity)
 		var ev memory.Event
@@ -68,31 +68,12 @@ func readTrace(ce store.ClosedEpisode, evs []store.EpisodeEvent) Trace {
 				firstInput = ev.Text
 			}
 		case memory.ToolCall:
-			if ev.Tool == nil {
-				continue
+			if ev.Tool != nil {
+				tr.Actions = calls.call(tr.Actions, ev.Tool)
 			}
-			if ev.Tool.CallID != "" {
-				calls[ev.Tool.CallID] = len(tr.Actions)
-			}
-			a := Action{Tool: ev.Tool.Name, Args: argsOf(ev.Tool.Arguments), Result: ev.Tool.Result}
-			a.Failed = len(a.Result) > 0 && looksLikeError(a.Result)
-			tr.Actions = append(tr.Actions, a)
 		case memory.ToolOutput:
-			if ev.Tool == nil {
-				continue
-			}
-			i, ok := calls[ev.Tool.CallID]
-			if !ok || ev.Tool.CallID == "" {
-				// Unpaired: the latest call of the same tool.
-				i = -1
-				for j := len(tr.Actions) - 1; j >= 0 && i < 0; j-- {
-					if tr.Actions[j].Tool == ev.Tool.Name && len(tr.Actions[j].Result) == 0 {
-						i = j
-					}
-				}
-			}
-			if i >= 0 {
-				tr.Actions[i].Result, tr.Actions[i].Failed = ev.Tool.Result, looksLikeError(ev.Tool.Result)
+			if ev.Tool != nil {
+				calls.output(tr.Actions, ev.Tool)
 			}
 		}
 	}
