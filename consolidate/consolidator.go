@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -504,4 +505,36 @@ func refs(srcs []memory.Source) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Settings are what an operator sets of consolidation: the support a
+// procedure needs, the read-only tools, the procedure lifecycle (engramd's
+// consolidate section). Zero fields are defaults.
+type Settings struct {
+	Support   int       `yaml:"support"`
+	Probes    []string  `yaml:"probes"`
+	Lifecycle Lifecycle `yaml:"lifecycle"`
+}
+
+// Validate names the first bad field of s.
+func (s Settings) Validate() error {
+	l := s.Lifecycle
+	switch {
+	case s.Support < 0:
+		return errors.New("consolidate.support: must be at least 1 (0 for the default)")
+	case l.ProbationUses < 0:
+		return errors.New("consolidate.lifecycle.probation_uses: must not be negative")
+	case l.RetractAfter < 0:
+		return errors.New("consolidate.lifecycle.retract_after: must not be negative")
+	case l.RetractRate < 0 || l.RetractRate >= 1:
+		return errors.New("consolidate.lifecycle.retract_rate: must be in [0, 1)")
+	case l.RateWindow < 0:
+		return errors.New("consolidate.lifecycle.rate_window: must not be negative")
+	}
+	for i, p := range s.Probes {
+		if strings.TrimSpace(p) == "" {
+			return fmt.Errorf("consolidate.probes[%d]: must not be empty", i)
+		}
+	}
+	return nil
 }

@@ -38,17 +38,17 @@ const (
 type Lifecycle struct {
 	// ProbationUses is how many successful uses after it was learned take
 	// a procedure off probation; [DefaultProbationUses] when zero.
-	ProbationUses int
+	ProbationUses int `yaml:"probation_uses"`
 	// RetractAfter is how many failures in a row since its last success
 	// retract a procedure; [DefaultRetractAfter] when zero.
-	RetractAfter int
+	RetractAfter int `yaml:"retract_after"`
 	// RetractRate retracts a procedure whose smoothed success rate,
 	// (s+1)/(s+f+2) over its last RateWindow uses by episode, falls under
 	// it once the window is full; [DefaultRetractRate] when zero.
-	RetractRate float64
+	RetractRate float64 `yaml:"retract_rate"`
 	// RateWindow is how many of its latest uses RetractRate looks at;
 	// [DefaultRateWindow] when zero.
-	RateWindow int
+	RateWindow int `yaml:"rate_window"`
 }
 
 func (l Lifecycle) withDefaults() Lifecycle {

@@ -80,6 +80,10 @@ type Config struct {
 	// keys also from ENGRAM_PROVENANCE_KEYS as "id:secret[,…]", the first
 	// one signing.
 	WritePath revise.Gates `yaml:"write_path"`
+	// Consolidate tunes learning from experience: the support a procedure
+	// needs, the read-only tools, when a procedure leaves probation and
+	// when it is retracted (see [consolidate.Settings]). yaml consolidate.
+	Consolidate consolidate.Settings `yaml:"consolidate"`
 	// Retrieve tunes retrieval: ranking weights, the default budget and
 	// trust gating (see [retrieve.Config]). yaml retrieve.
 	Retrieve retrieve.Config `yaml:"retrieve"`
@@ -334,6 +338,9 @@ func (c Config) Validate() error {
 		return errors.New("ingest.max_attempts: must be at least 1")
 	}
 	if err := c.Decay.Validate(); err != nil {
+		return err
+	}
+	if err := c.Consolidate.Validate(); err != nil {
 		return err
 	}
 	if err := c.WritePath.Validate(); err != nil {
