@@ -1,47 +1,16 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/engram-dev/engram/decay"
-	"github.com/engram-dev/engram/ingest"
-	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
-	"github.com/engram-dev/engram/revise"
-	"github.com/engram-dev/engram/server"
-	"github.com/engram-dev/engram/store"
 )
-
-// setupAgent is a server as a new user runs it: events in, classified by
-// the policy plane with the default policy, retrieval with the default
-// configuration.
-func setupAgent(t *testing.T) *ingestEnv {
-	t.Helper()
-	db := pgtest.NewSchema(t)
-	wr := revise.New(db.Pool, revise.Config{})
-	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "acme"))
-	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool})
-	settings, err := decay.NewSettings(decay.DefaultConfig())
-	require.NoError(t, err)
-	rs, err := retrieve.NewSettings(retrieve.DefaultConfig())
-	require.NoError(t, err)
-	srv := httptest.NewServer(server.New(server.Config{
-		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler), Decay: decay.New(db.Pool, wr, settings), Retrieve: retrieve.New(db.Pool, rs),
-		Ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
-		Keys:   []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}},
-	}))
-	t.Cleanup(srv.Close)
-	return &ingestEnv{env: &env{t: t, url: srv.URL, db: db}, worker: w}
-}
 
 // recall asks for what helps with text, with the trust options given (none
 // when nil), and returns the episodes of the answer and the withheld count.
@@ -79,7 +48,7 @@ func (e *ingestEnv) post(events ...map[string]any) {
 // [memory.MaxEventSearchBytes], and its tags reach its episode (item 2).
 func TestRunningTaskIsFoundByItsWords(t *testing.T) {
 	t.Parallel()
-	e := setupAgent(t)
+	e := setupFull(t)
 	long := strings.Repeat("padding words about nothing in particular ", 50) // 2,100 bytes
 	e.post(
 		event("user_input", "t1", map[string]any{"text": "deploy the payments service", "tags": []string{"project:payments"}}),
@@ -125,7 +94,7 @@ func TestRunningTaskIsFoundByItsWords(t *testing.T) {
 // the first [memory.MaxEpisodeTags].
 func TestEpisodeTagsAreBounded(t *testing.T) {
 	t.Parallel()
-	e := setupAgent(t)
+	e := setupFull(t)
 	var evs []map[string]any
 	for i := range 3 {
 		tags := make([]string, 60)
@@ -147,7 +116,7 @@ func TestEpisodeTagsAreBounded(t *testing.T) {
 // public (issue 9, item 3).
 func TestDefaultsLetATenantRetrieveItsOwnEvents(t *testing.T) {
 	t.Parallel()
-	e := setupAgent(t)
+	e := setupFull(t)
 	e.post(
 		event("user_input", "chat", map[string]any{"text": "my flight to Lisbon is on Tuesday"}),
 		event("observation", "ops", map[string]any{"text": "the Lisbon mirror is slow"}),

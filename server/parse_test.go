@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,23 +22,30 @@ import (
 	"github.com/engram-dev/engram/store"
 )
 
-// setupFull is a server with every plane: ingestion, decay and retrieval.
-func setupFull(t *testing.T) *env {
+// setupFull is a server as a new user runs it, with every plane:
+// ingestion, whose events the policy plane classifies when the test drains
+// it (the default policy), decay, and retrieval with the default
+// configuration; keys of two tenants and an operator.
+func setupFull(t *testing.T) *ingestEnv {
 	t.Helper()
 	db := pgtest.NewSchema(t)
 	wr := revise.New(db.Pool, revise.Config{})
-	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "acme"))
+	for _, tenant := range []string{"acme", "other"} {
+		require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, tenant))
+	}
+	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool, Writer: wr})
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(t, err)
 	rs, err := retrieve.NewSettings(retrieve.DefaultConfig())
 	require.NoError(t, err)
 	srv := httptest.NewServer(server.New(server.Config{
-		DB: db.Pool, Writer: wr, Ingest: ingest.New(ingest.Config{DB: db.Pool}),
-		Decay: decay.New(db.Pool, wr, settings), Retrieve: retrieve.New(db.Pool, rs),
-		Keys: []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}, {Name: "ops-test", Secret: opsKey, Role: server.RoleOperator}},
+		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler),
+		Ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
+		Decay:  decay.New(db.Pool, wr, settings), Retrieve: retrieve.New(db.Pool, rs),
+		Keys: testKeys,
 	}))
 	t.Cleanup(srv.Close)
-	return &env{t: t, url: srv.URL, db: db}
+	return &ingestEnv{env: &env{t: t, url: srv.URL, db: db}, worker: w}
 }
 
 // stored counts the rows of every table a request could write to.
