@@ -165,19 +165,27 @@ func (e *env) written() map[string]float64 {
 	return out
 }
 
+// recall retrieves for a task text, under conditions, and returns the
+// competence layer.
 func (e *env) recall(text string, conds map[string]any) []memory.Record {
 	e.t.Helper()
 	task := map[string]any{"text": text}
 	if conds != nil {
 		task["conditions"] = conds
 	}
+	return e.layer(task, retrieve.LayerCompetence)
+}
+
+// layer retrieves for a task and returns the records of one layer.
+func (e *env) layer(task map[string]any, name retrieve.LayerName) []memory.Record {
+	e.t.Helper()
 	status, body := e.do("POST", "/v1/retrieve", map[string]any{"task": task})
 	require.Equal(e.t, http.StatusOK, status, string(body))
 	var res retrieve.Result
 	require.NoError(e.t, json.Unmarshal(body, &res))
 	var out []memory.Record
 	for _, l := range res.Layers {
-		if l.Name == retrieve.LayerCompetence {
+		if l.Name == name {
 			for _, it := range l.Items {
 				out = append(out, it.Record)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
@@ -177,19 +176,7 @@ func TestEpisodesOfAnIntentBecomeAPlan(t *testing.T) {
 
 func (e *env) recallPlans(intent string) []memory.Record {
 	e.t.Helper()
-	status, body := e.do("POST", "/v1/retrieve", map[string]any{"task": map[string]any{"intent": intent}})
-	require.Equal(e.t, http.StatusOK, status, string(body))
-	var res retrieve.Result
-	require.NoError(e.t, json.Unmarshal(body, &res))
-	var out []memory.Record
-	for _, l := range res.Layers {
-		if l.Name == retrieve.LayerPlan {
-			for _, it := range l.Items {
-				out = append(out, it.Record)
-			}
-		}
-	}
-	return out
+	return e.layer(map[string]any{"intent": intent}, retrieve.LayerPlan)
 }
 
 // BuildGraph links a step to the earlier one whose output its arguments
