@@ -151,22 +151,65 @@ func sum(m map[string][]uuid.UUID) int {
 	return n
 }
 
-// tenant regroups a tenant's closed episodes and learns from each group
-// that has one of the fresh ones.
+// history is what a pass read of one tenant: its latest closed episodes,
+// their staged events, and which of them are new since the watermark. Every
+// stage of the pass learns from this one read.
+type history struct {
+	closed []store.ClosedEpisode
+	events map[uuid.UUID][]store.EpisodeEvent
+	fresh  map[uuid.UUID]bool
+}
+
+// tenant reads a tenant's history once and runs each stage of the pass
+// over it: procedures, then plans.
 func (c *Consolidator) tenant(ctx context.Context, run Run, tenant string, fresh []uuid.UUID) error {
-	eps, err := c.episodes(ctx, tenant)
+	h, err := c.history(ctx, tenant, fresh)
 	if err != nil {
 		return err
 	}
+	if err := c.procedures(ctx, run, tenant, h); err != nil {
+		return err
+	}
+	return c.plans(ctx, run, tenant, h)
+}
+
+// history reads a tenant's latest closed episodes with their events.
+func (c *Consolidator) history(ctx context.Context, tenant string, fresh []uuid.UUID) (history, error) {
+	h := history{events: map[uuid.UUID][]store.EpisodeEvent{}, fresh: make(map[uuid.UUID]bool, len(fresh))}
+	for _, id := range fresh {
+		h.fresh[id] = true
+	}
+	var err error
+	if h.closed, err = store.TenantClosedEpisodes(ctx, c.cfg.DB, tenant, c.cfg.MaxEpisodes); err != nil {
+		return h, err
+	}
+	ids := make([]uuid.UUID, len(h.closed))
+	for i, e := range h.closed {
+		ids[i] = e.ID
+	}
+	evs, err := store.EpisodeEvents(ctx, c.cfg.DB, tenant, ids)
+	if err != nil {
+		return h, err
+	}
+	for _, ev := range evs {
+		h.events[ev.Episode] = append(h.events[ev.Episode], ev)
+	}
+	return h, nil
+}
+
+// procedures groups the episodes by trigger signature and learns from each
+// group that has a fresh one.
+func (c *Consolidator) procedures(ctx context.Context, run Run, tenant string, h history) error {
 	groups := map[string][]Episode{}
 	touched := map[string]bool{}
-	for _, ep := range eps {
+	for _, ce := range h.closed {
+		ep := readEpisode(ce, h.events[ce.ID])
 		if ep.Signature == "" {
 			continue
 		}
 		key := ep.Scope + "\x00" + ep.Signature
 		groups[key] = append(groups[key], ep)
-		if slices.Contains(fresh, ep.ID) {
+		if h.fresh[ep.ID] {
 			touched[key] = true
 		}
 	}
@@ -180,32 +223,7 @@ func (c *Consolidator) tenant(ctx context.Context, run Run, tenant string, fresh
 			run.Add("competence_"+outcome, 1)
 		}
 	}
-	return c.plans(ctx, run, tenant, fresh)
-}
-
-// episodes reads a tenant's latest closed episodes with their events.
-func (c *Consolidator) episodes(ctx context.Context, tenant string) ([]Episode, error) {
-	closed, err := store.TenantClosedEpisodes(ctx, c.cfg.DB, tenant, c.cfg.MaxEpisodes)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]uuid.UUID, len(closed))
-	for i, e := range closed {
-		ids[i] = e.ID
-	}
-	evs, err := store.EpisodeEvents(ctx, c.cfg.DB, tenant, ids)
-	if err != nil {
-		return nil, err
-	}
-	byEpisode := map[uuid.UUID][]store.EpisodeEvent{}
-	for _, ev := range evs {
-		byEpisode[ev.Episode] = append(byEpisode[ev.Episode], ev)
-	}
-	out := make([]Episode, len(closed))
-	for i, ce := range closed {
-		out[i] = readEpisode(ce, byEpisode[ce.ID])
-	}
-	return out, nil
+	return nil
 }
 
 // Procedure is a procedure learned from a group of episodes, ready to be

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
@@ -347,33 +345,17 @@ func (c *Consolidator) LearnPlans(group []Trace) []Plan {
 
 // plans learns the plan graphs of a tenant's intents that have a fresh
 // episode, and writes each intent's best supported one.
-func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, fresh []uuid.UUID) error {
-	closed, err := store.TenantClosedEpisodes(ctx, c.cfg.DB, tenant, c.cfg.MaxEpisodes)
-	if err != nil {
-		return err
-	}
-	ids := make([]uuid.UUID, len(closed))
-	for i, e := range closed {
-		ids[i] = e.ID
-	}
-	evs, err := store.EpisodeEvents(ctx, c.cfg.DB, tenant, ids)
-	if err != nil {
-		return err
-	}
-	byEpisode := map[uuid.UUID][]store.EpisodeEvent{}
-	for _, ev := range evs {
-		byEpisode[ev.Episode] = append(byEpisode[ev.Episode], ev)
-	}
+func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, h history) error {
 	groups := map[string][]Trace{}
 	touched := map[string]bool{}
-	for _, ce := range closed {
-		tr := readTrace(ce, byEpisode[ce.ID])
+	for _, ce := range h.closed {
+		tr := readTrace(ce, h.events[ce.ID])
 		if tr.Intent == "" {
 			continue
 		}
 		key := tr.Scope + "\x00" + tr.Intent
 		groups[key] = append(groups[key], tr)
-		if slices.Contains(fresh, tr.ID) {
+		if h.fresh[tr.ID] {
 			touched[key] = true
 		}
 	}
