@@ -74,7 +74,7 @@ type Config struct {
 // Consolidator runs competence extraction.
 type Consolidator struct {
 	cfg     Config
-	records *prometheus.CounterVec
+	metrics *metrics
 }
 
 // New returns a consolidator.
@@ -89,14 +89,7 @@ func New(cfg Config) *Consolidator {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Consolidator{cfg: cfg, records: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "engram_consolidation_records_total",
-		Help: "Records consolidation wrote, by type and outcome (created, revised, unchanged, absorbed, merged, queued).",
-	}, []string{"type", "outcome"})}
-	if cfg.Registry != nil {
-		cfg.Registry.MustRegister(c.records)
-	}
-	return c
+	return &Consolidator{cfg: cfg, metrics: newMetrics(cfg.Registry)}
 }
 
 // Run is what a pass needs of its job run: its saved watermark and
@@ -140,7 +133,24 @@ func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 			return fmt.Errorf("consolidate tenant %s: %w", tenant, err)
 		}
 	}
-	return run.SaveCursor(ctx, mark)
+	if err := run.SaveCursor(ctx, mark); err != nil {
+		return err
+	}
+	return c.noteLag(ctx, mark)
+}
+
+// noteLag sets the lag gauge: how far the watermark is behind the newest
+// closed episode, once the pass has saved it.
+func (c *Consolidator) noteLag(ctx context.Context, mark store.EpisodeMark) error {
+	newest, found, err := store.NewestClosedEpisode(ctx, c.cfg.DB)
+	if err != nil || !found {
+		return err
+	}
+	c.metrics.lag.Set(max(0, newest.Sub(mark.ClosedAt).Seconds()))
+	if !mark.ClosedAt.IsZero() {
+		c.metrics.watermark.Set(float64(mark.ClosedAt.UnixNano()) / 1e9)
+	}
+	return nil
 }
 
 func sum(m map[string][]uuid.UUID) int {
@@ -219,7 +229,7 @@ func (c *Consolidator) procedures(ctx context.Context, run Run, tenant string, h
 			if err != nil {
 				return err
 			}
-			c.records.WithLabelValues(string(memory.Competence), outcome).Inc()
+			c.metrics.records.WithLabelValues(string(memory.Competence), outcome).Inc()
 			run.Add("competence_"+outcome, 1)
 		}
 	}
@@ -448,6 +458,7 @@ func (c *Consolidator) write(ctx context.Context, tenant string, p Procedure) (s
 	}
 	ch := revise.Change{Actor: actor, Rationale: p.Rationale, Evidence: sources}
 	outcome := ""
+	var uses [2]int // successes, failures counted since the stored version
 	err = c.cfg.Writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
 		old, found, err := c.existing(ctx, tx, tenant, p.Key)
 		if err != nil {
@@ -473,6 +484,7 @@ func (c *Consolidator) write(ctx context.Context, tenant string, p Procedure) (s
 			outcome = "unchanged"
 			return nil
 		}
+		uses = usesAdded(old, rec)
 		_, next, err := tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
 		outcome = "revised"
 		if err != nil || v.retract == "" {
@@ -485,6 +497,8 @@ func (c *Consolidator) write(ctx context.Context, tenant string, p Procedure) (s
 	if err != nil {
 		return "", fmt.Errorf("write procedure %q: %w", p.Payload.SkillName, err)
 	}
+	c.metrics.uses.WithLabelValues("success").Add(float64(uses[0]))
+	c.metrics.uses.WithLabelValues("failure").Add(float64(uses[1]))
 	c.cfg.Logger.Debug("procedure", slog.String("tenant", tenant), slog.String("skill", p.Payload.SkillName), slog.String("outcome", outcome))
 	return outcome, nil
 }
@@ -504,6 +518,16 @@ func (c *Consolidator) existing(ctx context.Context, tx *revise.Tx, tenant, key 
 		}
 	}
 	return page.Records[0], true, nil
+}
+
+// usesAdded is how many successes and failures a procedure's next version
+// counts beyond its stored one.
+func usesAdded(old, next memory.Record) [2]int {
+	var a, b memory.CompetencePayload
+	if json.Unmarshal(old.Payload, &a) != nil || json.Unmarshal(next.Payload, &b) != nil || a.Performance == nil || b.Performance == nil {
+		return [2]int{}
+	}
+	return [2]int{max(0, b.Performance.Successes-a.Performance.Successes), max(0, b.Performance.Failures-a.Performance.Failures)}
 }
 
 // same reports whether a stored record already says what rec says.

@@ -368,7 +368,7 @@ func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, h hist
 		if err != nil {
 			return err
 		}
-		c.records.WithLabelValues(string(memory.PlanGraph), outcome).Inc()
+		c.metrics.records.WithLabelValues(string(memory.PlanGraph), outcome).Inc()
 		run.Add("plan_"+outcome, 1)
 	}
 	return nil
@@ -388,6 +388,7 @@ func (c *Consolidator) writePlan(ctx context.Context, tenant string, p Plan) (st
 	}
 	ch := revise.Change{Actor: actor, Rationale: p.Rationale, Evidence: sources}
 	outcome := ""
+	reused := 0
 	err := c.cfg.Writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
 		page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
 			Types: []memory.Type{memory.PlanGraph}, Tags: []string{LearnedTag, planIDTag + p.Payload.PlanID}, Scope: &p.Scope,
@@ -431,6 +432,10 @@ func (c *Consolidator) writePlan(ctx context.Context, tenant string, p Plan) (st
 			outcome = "unchanged"
 			return nil
 		}
+		if slices.Contains(old.Tags, planTag+p.Key) {
+			// The same structure again: the uses it gained are reuse.
+			reused = max(0, planUses(rec.Payload)-planUses(old.Payload))
+		}
 		_, _, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
 		outcome = "revised"
 		return err
@@ -438,6 +443,18 @@ func (c *Consolidator) writePlan(ctx context.Context, tenant string, p Plan) (st
 	if err != nil {
 		return "", fmt.Errorf("write plan %q: %w", p.Payload.PlanID, err)
 	}
+	c.metrics.planReuse.Add(float64(reused))
 	c.cfg.Logger.Debug("plan", slog.String("tenant", tenant), slog.String("plan_id", p.Payload.PlanID), slog.String("outcome", outcome))
 	return outcome, nil
+}
+
+// planUses is the uses a plan record's metrics count.
+func planUses(payload json.RawMessage) int {
+	var p struct {
+		Metrics struct {
+			Uses int `json:"uses"`
+		} `json:"metrics"`
+	}
+	_ = json.Unmarshal(payload, &p)
+	return p.Metrics.Uses
 }

@@ -497,6 +497,7 @@ func checkDecayPoints(points []memory.DecayPoint, pointer string) []schemas.Viol
 
 // audit writes the audit entry of an operation on rec at its version.
 func (t *Tx) audit(ctx context.Context, tenant string, rec memory.Record, action string, ch Change) error {
+	t.audited = append(t.audited, audited{layer: rec.Type, action: action})
 	return store.InsertAudit(ctx, t.tx, tenant, store.AuditRow{
 		RecordID: rec.ID, Version: rec.Version, Action: action, Actor: ch.Actor, Rationale: ch.Rationale, Evidence: ch.Evidence,
 	})

@@ -24,11 +24,16 @@ func (t *Tx) ObserveFact(ctx context.Context, tenant string, rec memory.Record, 
 		return Admission{}, fmt.Errorf("observe fact: a %s record is not a fact", rec.Type)
 	}
 	var a Admission
+	var inner *Tx
 	err := pg.WithTx(ctx, t.tx, func(ctx context.Context, sp pgx.Tx) error {
+		inner = &Tx{w: t.w, tx: sp}
 		var err error
-		a, err = (&Tx{w: t.w, tx: sp}).Admit(ctx, tenant, rec, ch)
+		a, err = inner.Admit(ctx, tenant, rec, ch)
 		return err
 	})
+	if err == nil {
+		t.audited = append(t.audited, inner.audited...)
+	}
 	if nerr := t.w.noteRefusal(ctx, t.tx, tenant, rec, err); nerr != nil {
 		return Admission{}, nerr
 	}

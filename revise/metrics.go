@@ -15,6 +15,9 @@ const (
 	MetricTampered = "engram_provenance_tampered_total"
 	// MetricEscalations counts async reviews escalated past their SLA.
 	MetricEscalations = "engram_review_escalations_total"
+	// MetricRevisions counts committed revisions by layer and audit action:
+	// the revision and contradiction rates (substrate RFC §14, §15.10).
+	MetricRevisions = "engram_revisions_total"
 )
 
 // metrics are the write path's (write-path RFC §12.12.3): writes by layer
@@ -25,6 +28,7 @@ type metrics struct {
 	rejections *prometheus.CounterVec
 	gate       *prometheus.HistogramVec
 	tampered   prometheus.Counter
+	revisions  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -46,9 +50,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: MetricTampered,
 			Help: "Provenance stamps the audit found not to match their signature.",
 		}),
+		revisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRevisions,
+			Help: "Committed revisions, by layer (record type) and audit action: create, supersede, fork, contest, retract, merge, absorb, ...",
+		}, []string{"layer", "action"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.writes, m.rejections, m.gate, m.tampered)
+		reg.MustRegister(m.writes, m.rejections, m.gate, m.tampered, m.revisions)
 	}
 	return m
 }

@@ -93,14 +93,31 @@ type Tx struct {
 	// canWait: the transaction is a write of its own, whose caller may
 	// wait for a reviewer after it commits (the approval gate's sync tier).
 	canWait bool
+	// audited are the revisions the transaction made, counted in
+	// [MetricRevisions] once it commits.
+	audited []audited
+}
+
+// audited is one revision of a transaction: a record's layer and the
+// audit action.
+type audited struct {
+	layer  memory.Type
+	action string
 }
 
 // InTx runs fn in one transaction and commits what it wrote when it
 // returns nil; an error rolls everything back.
 func (w *Writer) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
+	var t *Tx
 	err := pg.WithTx(ctx, w.db, func(ctx context.Context, tx pgx.Tx) error {
-		return fn(ctx, &Tx{w: w, tx: tx})
+		t = &Tx{w: w, tx: tx}
+		return fn(ctx, t)
 	})
+	if err == nil {
+		for _, a := range t.audited {
+			w.metrics.revisions.WithLabelValues(string(a.layer), a.action).Inc()
+		}
+	}
 	return w.nameFact(ctx, err)
 }
 

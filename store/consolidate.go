@@ -132,3 +132,16 @@ func EpisodeEvents(ctx context.Context, db pg.DBTX, tenant string, episodes []uu
 	}
 	return evs, nil
 }
+
+// NewestClosedEpisode is the closing time of the newest closed episode of
+// any tenant: how far consolidation has to go.
+func NewestClosedEpisode(ctx context.Context, db pg.DBTX) (time.Time, bool, error) {
+	var t *time.Time
+	if err := db.QueryRow(ctx, `SELECT max(closed_at) FROM threads WHERE status = 'closed'`).Scan(&t); err != nil {
+		return time.Time{}, false, fmt.Errorf("read newest closed episode: %w", err)
+	}
+	if t == nil {
+		return time.Time{}, false, nil
+	}
+	return *t, true, nil
+}
