@@ -2,6 +2,7 @@ package consolidate_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -98,23 +99,22 @@ func TestDriftedProcedureIsRetracted(t *testing.T) {
 	require.Zero(t, counts["competence_created"], counts)
 	require.Len(t, byRecipe(), 1)
 
-	// The write path does not undo a retraction (rollback is for a
-	// revision that replaced a record); an operator brings the procedure
-	// back as a new record from its last version. Its tags name the
-	// procedure and its sources the episodes already counted, so the next
-	// pass takes it up where it was left, without retracting it again.
+	// Rollback is for a revision that replaced a record, not for a
+	// retraction; an operator restores the procedure, audited, the same
+	// record back in force. Its tags name the procedure and its sources the
+	// episodes already counted, so the next pass takes it up where it was
+	// left, without retracting it again.
 	status, body := e.do("POST", "/v1/records/"+gone.Records[0].ID.String()+":rollback", map[string]any{})
 	require.Equal(t, http.StatusConflict, status, string(body))
-	back := gone.Records[0]
-	var derived []memory.Relation
-	for _, r := range back.Relations {
-		if r.Predicate == memory.DerivedFrom {
-			derived = append(derived, r)
-		}
-	}
-	status, body = e.do("POST", "/v1/records", map[string]any{"type": back.Type, "confidence": back.Confidence, "tags": back.Tags,
-		"payload": back.Payload, "provenance": back.Provenance, "relations": derived})
-	require.Equal(t, http.StatusCreated, status, string(body))
+	status, body = e.do("POST", "/v1/records/"+gone.Records[0].ID.String()+":restore", map[string]any{"rationale": "the cache fix works again after the toolchain rollback"})
+	require.Equal(t, http.StatusOK, status, string(body))
+	var back memory.Record
+	require.NoError(t, json.Unmarshal(body, &back))
+	require.Equal(t, memory.Active, back.Status)
+	require.Equal(t, gone.Records[0].ID, back.ID)
+	status, body = e.do("GET", "/v1/records/"+back.ID.String()+"/audit", nil)
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.Contains(t, string(body), `"action":"reactivate"`)
 	e.run.cursor = nil
 	counts = e.consolidate()
 	require.Zero(t, counts["competence_retracted"], counts)

@@ -62,6 +62,17 @@ func (w *Writer) Contest(ctx context.Context, tenant string, ids []uuid.UUID, ne
 	return out, err
 }
 
+// Reinstate runs [Tx.Reinstate] in a transaction of its own.
+func (w *Writer) Reinstate(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (memory.Record, error) {
+	var out memory.Record
+	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
+		var err error
+		out, err = tx.Reinstate(ctx, tenant, id, version, ch)
+		return err
+	})
+	return out, err
+}
+
 // Retract runs [Tx.Retract] in a transaction of its own.
 func (w *Writer) Retract(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (memory.Record, error) {
 	var out memory.Record

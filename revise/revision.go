@@ -375,6 +375,41 @@ func (t *Tx) Retract(ctx context.Context, tenant string, id uuid.UUID, version i
 	return rec, err
 }
 
+// Reinstate brings a retracted record back to the status it had before
+// its retraction (active, or contested), as its next version, audited as
+// reactivated: a retraction is undone by an operator, not by rollback,
+// which undoes revisions that replaced a record (substrate RFC §7: a
+// retracted record stays in history; §8: a procedure given up can be
+// restored). version, when non-zero, must be id's current version. A fact
+// that would collide with another active one is [CodeActiveFactExists].
+func (t *Tx) Reinstate(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (memory.Record, error) {
+	if err := checkChange(ch); err != nil {
+		return memory.Record{}, err
+	}
+	rec, err := store.Lock(ctx, t.tx, tenant, id)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	if version != 0 && rec.Version != version {
+		return memory.Record{}, conflict(CodeVersionConflict, []uuid.UUID{id}, "record %s is at version %d, not %d", id, rec.Version, version)
+	}
+	if rec.Status != memory.Retracted {
+		return memory.Record{}, conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s is %s: only retracted records are reinstated", id, rec.Status)
+	}
+	status := memory.Active
+	prev, err := store.StatusAt(ctx, t.tx, tenant, id, rec.Version-1)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	if prev == memory.Contested {
+		status = prev
+	}
+	if err := t.leave(ctx, tenant, &rec, status, ActionReactivate, ch); err != nil {
+		return memory.Record{}, err
+	}
+	return store.Get(ctx, t.tx, tenant, id)
+}
+
 // Merge folds duplicates into one new record (substrate RFC §15.7 duplicate
 // resolution): the union of their provenance and tags, the highest
 // confidence, salience and sensitivity, the earliest created_at, and a

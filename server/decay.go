@@ -114,14 +114,27 @@ func orEmpty(ids []uuid.UUID) []uuid.UUID {
 
 // restoreRecord serves POST /v1/records/{id}:restore.
 func (s *Server) restoreRecord(w http.ResponseWriter, r *http.Request, id uuid.UUID, ch revise.Change) error {
-	if s.decay == nil {
-		return errNoDecay
-	}
-	rec, err := s.decay.Restore(r.Context(), principalOf(r).tenant, id, ch)
+	tenant := principalOf(r).tenant
+	cur, err := store.Get(r.Context(), s.db, tenant, id)
 	if err != nil {
 		return err
 	}
-	s.metrics.revisions.WithLabelValues(revise.ActionRestore).Inc()
+	if cur.Status == memory.Retracted {
+		// A retraction is undone by reinstating the record.
+		rec, err := s.writer.Reinstate(r.Context(), tenant, id, 0, ch)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, rec)
+		return nil
+	}
+	if s.decay == nil {
+		return errNoDecay
+	}
+	rec, err := s.decay.Restore(r.Context(), tenant, id, ch)
+	if err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, rec)
 	return nil
 }

@@ -123,8 +123,8 @@ func TestQuarantineOverHTTP(t *testing.T) {
 	require.Equal(t, "release", audit.Entries[2].Action)
 
 	m := string(e.do("GET", "/metrics", "", nil).body)
-	require.Contains(t, m, `engram_revisions_total{op="quarantine"} 1`)
-	require.Contains(t, m, `engram_revisions_total{op="release"} 1`)
+	require.Contains(t, m, `engram_revisions_total{action="quarantine",layer="semantic"} 1`)
+	require.Contains(t, m, `engram_revisions_total{action="release",layer="semantic"} 1`)
 }
 
 // Retrieval never returns a quarantined record, and returns it again once

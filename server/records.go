@@ -53,7 +53,6 @@ func (s *Server) createRecord(w http.ResponseWriter, r *http.Request) error {
 		}
 		writeJSON(w, http.StatusAccepted, out)
 	default:
-		s.metrics.revisions.WithLabelValues(revise.ActionCreate).Inc()
 		writeJSON(w, http.StatusCreated, out)
 	}
 	return nil
@@ -195,7 +194,6 @@ func (s *Server) updateRecord(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.metrics.revisions.WithLabelValues(revise.ActionUpdate).Inc()
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -229,7 +227,6 @@ func (s *Server) deleteRecord(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.metrics.revisions.WithLabelValues(revise.ActionDelete).Inc()
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -356,14 +353,12 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 		if err := s.writer.Purge(ctx, tenant, id, ch); err != nil {
 			return err
 		}
-		s.metrics.revisions.WithLabelValues(revise.ActionPurge).Inc()
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	default:
 		return problem(http.StatusNotFound, "not-found", "Not found",
 			fmt.Sprintf("%q is not a revision; use supersede, fork, contest, retract, rollback, quarantine, release, append, restore or purge", op))
 	}
-	s.metrics.revisions.WithLabelValues(op).Inc()
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -386,7 +381,6 @@ func (s *Server) mergeRecords(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.metrics.revisions.WithLabelValues(revise.ActionMerge).Inc()
 	w.Header().Set("Location", "/v1/records/"+rec.ID.String())
 	writeJSON(w, http.StatusCreated, rec)
 	return nil

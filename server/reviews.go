@@ -100,7 +100,6 @@ func (s *Server) decideReview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.metrics.revisions.WithLabelValues(op).Inc()
 	writeJSON(w, http.StatusOK, rv)
 	return nil
 }

@@ -101,7 +101,7 @@ func TestRollbackSupersedeOverHTTP(t *testing.T) {
 	require.Equal(t, []uuid.UUID{lone.ID}, p.RecordIDs)
 
 	m := e.do("GET", "/metrics", "", nil)
-	require.Contains(t, string(m.body), `engram_revisions_total{op="rollback"} 1`)
+	require.Contains(t, string(m.body), `engram_revisions_total{action="rollback",layer="semantic"} 1`)
 }
 
 // Rolling back one variant of a fork retracts every variant and

@@ -360,9 +360,10 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	})
 }
 
+// metrics are the HTTP layer's; revisions are counted by the write path
+// (revise.MetricRevisions), whoever made them.
 type metrics struct {
-	requests  *prometheus.HistogramVec
-	revisions *prometheus.CounterVec
+	requests *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -372,11 +373,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time to answer an HTTP request, by route pattern and status code.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "code"}),
-		revisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "engram_revisions_total",
-			Help: "Record revisions committed, by operation (substrate RFC §15.10 revision rates).",
-		}, []string{"op"}),
 	}
-	reg.MustRegister(m.requests, m.revisions)
+	reg.MustRegister(m.requests)
 	return m
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/internal/pgtest"
@@ -42,14 +43,16 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	db := pgtest.NewSchema(t)
-	wr := revise.New(db.Pool, revise.Config{MaxPayloadBytes: 2048})
+	reg := prometheus.NewRegistry()
+	wr := revise.New(db.Pool, revise.Config{MaxPayloadBytes: 2048, Registry: reg})
 	for _, tenant := range []string{"acme", "other"} {
 		require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, tenant))
 	}
 	srv := httptest.NewServer(server.New(server.Config{
 		DB: db.Pool, Writer: wr,
-		Keys:  testKeys,
-		Ready: db.Pool.Ping,
+		Keys:     testKeys,
+		Ready:    db.Pool.Ping,
+		Registry: reg,
 	}))
 	t.Cleanup(srv.Close)
 	return &env{t: t, url: srv.URL, db: db}
@@ -344,7 +347,7 @@ func TestHealthReadinessAndMetrics(t *testing.T) {
 	m := e.do("GET", "/metrics", "", nil)
 	require.Equal(t, http.StatusOK, m.status)
 	require.Contains(t, string(m.body), `engram_http_request_duration_seconds_count{code="201",route="POST /v1/records"} 1`)
-	require.Contains(t, string(m.body), `engram_revisions_total{op="create"} 1`)
+	require.Contains(t, string(m.body), `engram_revisions_total{action="create",layer="semantic"} 1`)
 }
 
 func TestMethodNotAllowedAndETag(t *testing.T) {
