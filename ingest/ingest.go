@@ -205,6 +205,10 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 		return fail("future-time", fmt.Sprintf("time is more than %s in the future", in.cfg.MaxSkew),
 			schemas.Violation{Pointer: "/time", Message: "is too far in the future"})
 	}
+	if f := ev.Fact; f != nil && f.ValidFrom != nil && f.ValidTo != nil && f.ValidTo.Before(*f.ValidFrom) {
+		return fail("invalid-event", "1 invalid field(s)",
+			schemas.Violation{Pointer: "/fact/valid_to", Message: "must not be before valid_from: a time box ends after it starts"})
+	}
 
 	id, err := uuid.NewV7()
 	if err != nil {

@@ -440,19 +440,18 @@ func (f pendingFact) key() string {
 	return f.decision.Scope + "\x00" + f.ev.Fact.Subject + "\x00" + f.ev.Fact.Predicate
 }
 
-// learnFact writes a fact event as a semantic record, under the semantic
-// revision rules ([revise.Tx.ObserveFact]): the same fact again is
-// absorbed, a contradicting one contests the fact in force.
+// learnFact writes a fact event as a semantic record — global,
+// conditional or timeboxed ([memory.EventFact.Validity]) — under the
+// semantic revision rules ([revise.Tx.ObserveFact]): the same fact again is
+// absorbed, its new evidence merged; a contradicting one is decided by its
+// scope's contradiction policy.
 func learnFact(ctx context.Context, tx *revise.Tx, tenant string, ev memory.Event, c store.Candidate, d policy.Decision, episode uuid.UUID, ch revise.Change) (uuid.UUID, error) {
 	f := ev.Fact
-	validity := map[string]any{"mode": memory.Global}
-	if len(f.Conditions) > 0 {
-		validity = map[string]any{"mode": memory.Conditional, "conditions": f.Conditions}
-	}
 	src := memory.Source{Kind: "event", Ref: "evt://" + c.ID.String()}
+	evidence := append([]memory.Source{src}, f.Evidence...)
 	payload, err := json.Marshal(map[string]any{
 		"kind": memory.Semantic, "subject": f.Subject, "predicate": f.Predicate, "object": f.Object,
-		"validity": validity, "evidence": append([]memory.Source{src}, f.Evidence...),
+		"validity": f.Validity(), "evidence": evidence,
 	})
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("encode fact: %w", err)
@@ -461,7 +460,9 @@ func learnFact(ctx context.Context, tx *revise.Tx, tenant string, ev memory.Even
 		Type: memory.Semantic, Sensitivity: d.Sensitivity, Confidence: d.Confidence, Salience: memory.DefaultSalience,
 		Scope: d.Scope, Tags: ev.Tags, Payload: payload,
 		Visibility: memory.Visibility(d.Visibility), AgentID: ev.AgentID, ThreadID: ev.ThreadID,
-		Provenance: memory.Provenance{Sources: []memory.Source{src}, CreatedBy: "policy:" + policy.ClassifierVersion},
+		// The evidence the event cites is the fact's provenance too: its
+		// confidence and weight follow it (substrate RFC §7).
+		Provenance: memory.Provenance{Sources: evidence, CreatedBy: "policy:" + policy.ClassifierVersion},
 		Relations:  []memory.Relation{{Predicate: memory.DerivedFrom, TargetID: episode}},
 	}
 	if d.Decay != nil {

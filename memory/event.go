@@ -57,15 +57,41 @@ type EventError struct {
 	Tool    string `json:"tool,omitempty"`
 }
 
-// EventFact is a fact the agent learned: a subject–predicate–object triple
-// and the conditions under which it holds (§7).
+// EventFact is a fact the agent learned: a subject–predicate–object triple,
+// the conditions under which it holds and, for a timeboxed fact, the time
+// box (§7, §15A.8: validity global, conditional or timeboxed).
 type EventFact struct {
 	Subject    string          `json:"subject"`
 	Predicate  string          `json:"predicate"`
 	Object     json.RawMessage `json:"object"`
 	Conditions Conditions      `json:"conditions,omitempty"`
-	Confidence *float64        `json:"confidence,omitempty"`
-	Evidence   []Source        `json:"evidence,omitempty"`
+	// ValidFrom and ValidTo bound when the fact holds (either may be left
+	// out: open-ended); ValidTo is not before ValidFrom.
+	ValidFrom  *time.Time `json:"valid_from,omitempty"`
+	ValidTo    *time.Time `json:"valid_to,omitempty"`
+	Confidence *float64   `json:"confidence,omitempty"`
+	Evidence   []Source   `json:"evidence,omitempty"`
+}
+
+// Validity is the validity of the fact: timeboxed when it has a time box,
+// else conditional when it has conditions, else global.
+func (f EventFact) Validity() Validity {
+	v := Validity{Mode: Global, Conditions: f.Conditions}
+	switch {
+	case f.ValidFrom != nil || f.ValidTo != nil:
+		v.Mode = Timeboxed
+		utc := func(t *time.Time) *time.Time {
+			if t == nil {
+				return nil
+			}
+			u := t.UTC()
+			return &u
+		}
+		v.Start, v.End = utc(f.ValidFrom), utc(f.ValidTo)
+	case len(f.Conditions) > 0:
+		v.Mode = Conditional
+	}
+	return v
 }
 
 // EventOutcome ends a thread's episode.

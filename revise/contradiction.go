@@ -138,8 +138,9 @@ func sameValidity(a, b memory.Validity) bool {
 }
 
 // replace admits rec in place of the facts it contradicts (contradiction
-// policy supersede): they leave the active set, superseded by it.
-func (t *Tx) replace(ctx context.Context, tenant string, rec memory.Record, inherited bool, ch Change, ev evidence, c contradiction) (Admission, error) {
+// policy supersede, or evidence when rec clearly outweighs them): they
+// leave the active set, superseded by it, audited with why.
+func (t *Tx) replace(ctx context.Context, tenant string, rec memory.Record, inherited bool, ch Change, ev evidence, c contradiction, why string) (Admission, error) {
 	ids := c.ids()
 	olds, err := store.LockMany(ctx, t.tx, tenant, ids)
 	if err != nil {
@@ -150,7 +151,7 @@ func (t *Tx) replace(ctx context.Context, tenant string, rec memory.Record, inhe
 			return Admission{}, err
 		}
 		if err := t.leave(ctx, tenant, &olds[i], memory.Superseded, ActionSupersede,
-			Change{Actor: ch.Actor, Rationale: "superseded by a contradicting fact (contradiction policy supersede)", Evidence: ch.Evidence}); err != nil {
+			Change{Actor: ch.Actor, Rationale: why, Evidence: ch.Evidence}); err != nil {
 			return Admission{}, err
 		}
 	}
@@ -170,16 +171,83 @@ func (t *Tx) replace(ctx context.Context, tenant string, rec memory.Record, inhe
 		}
 		rec.Relations = append(rec.Relations, rel)
 	}
-	return Admission{Record: rec, Outcome: Created, Replaced: ids}, nil
+	return Admission{Record: rec, Outcome: Created, Replaced: ids, Reasons: []string{why}}, nil
 }
 
 // contestWith admits rec contested, with the facts it contradicts
-// (contradiction policies contest and fork).
-func (t *Tx) contestWith(ctx context.Context, tenant string, rec memory.Record, ch Change, c contradiction) (Admission, error) {
-	recs, err := t.Contest(ctx, tenant, c.ids(), &rec,
-		Change{Actor: ch.Actor, Rationale: "a new observation contradicts this fact", Evidence: ch.Evidence})
+// (contradiction policies contest, fork and evidence), audited with why.
+func (t *Tx) contestWith(ctx context.Context, tenant string, rec memory.Record, ch Change, c contradiction, why string) (Admission, error) {
+	recs, err := t.Contest(ctx, tenant, c.ids(), &rec, Change{Actor: ch.Actor, Rationale: why, Evidence: ch.Evidence})
 	if err != nil {
 		return Admission{}, err
 	}
-	return Admission{Record: recs[len(recs)-1], Outcome: Contested, Contested: slices.Clone(c.ids())}, nil
+	return Admission{Record: recs[len(recs)-1], Outcome: Contested, Contested: slices.Clone(c.ids()), Reasons: []string{why}}, nil
+}
+
+// weighing is one side of a contradiction as the policy evidence weighs
+// it: its distinct evidence sources and their weight
+// ([Gates.factEvidence]).
+type weighing struct {
+	sources int
+	weight  float64
+}
+
+func (g Gates) weigh(r memory.Record) weighing {
+	_, w := g.factEvidence(r.Provenance.Sources)
+	return weighing{sources: max(1, distinctSources(r.Provenance.Sources)), weight: w}
+}
+
+// strongest is the heaviest of recs (the zero weighing when there are
+// none).
+func (g Gates) strongest(recs []memory.Record) weighing {
+	var out weighing
+	for _, r := range recs {
+		if w := g.weigh(r); w.weight > out.weight || out.sources == 0 {
+			out = w
+		}
+	}
+	return out
+}
+
+// against says what was weighed, for the audit: "3 sources of evidence
+// (weight 2.75) against 1 (weight 0.92)".
+func (a weighing) against(b weighing) string {
+	return fmt.Sprintf("%d source(s) of evidence (weight %.2f) against %d (weight %.2f)", a.sources, a.weight, b.sources, b.weight)
+}
+
+// outweighs reports whether a's evidence clearly outweighs b's: at least
+// ratio times its weight (with room for rounding, so that two equal
+// observations against one make exactly twice the weight).
+func outweighs(a, b weighing, ratio float64) bool {
+	return a.weight >= ratio*b.weight*(1-1e-9)
+}
+
+func distinctSources(srcs []memory.Source) int {
+	seen := map[[2]string]bool{}
+	for _, s := range srcs {
+		seen[[2]string{s.Kind, s.Ref}] = true
+	}
+	return len(seen)
+}
+
+// byEvidence is the contradiction policy evidence for a newcomer rec that
+// contradicts the live facts of c (substrate RFC §7's revision rules,
+// decided by the evidence itself): clearly outweighing the strongest of
+// them, it supersedes them all; clearly outweighed by it, it is refused
+// with the contradiction report; comparable, they are all contested until
+// more evidence arrives ([Tx.resolveContest]).
+func (t *Tx) byEvidence(ctx context.Context, tenant string, rec memory.Record, inherited bool, ch Change, ev evidence, c contradiction) (Admission, error) {
+	g := t.w.cfg.Gates
+	ratio := *g.Contradiction.EvidenceRatio
+	mine, theirs := g.weigh(rec), g.strongest(c.conflicts)
+	switch {
+	case outweighs(mine, theirs, ratio):
+		return t.replace(ctx, tenant, rec, inherited, ch, ev, c,
+			fmt.Sprintf("superseded by a contradicting fact with clearly more evidence: %s (contradiction policy evidence, ratio %g)", mine.against(theirs), ratio))
+	case outweighs(theirs, mine, ratio):
+		return Admission{}, reject(GateContradiction, string(ReasonContradiction), c.ids(),
+			"contradicts %d live fact(s) with clearly more evidence: %s (contradiction policy evidence, ratio %g)", len(c.conflicts), mine.against(theirs), ratio)
+	}
+	return t.contestWith(ctx, tenant, rec, ch, c,
+		fmt.Sprintf("a new observation contradicts this fact with comparable evidence: %s (contradiction policy evidence, ratio %g)", mine.against(theirs), ratio))
 }

@@ -196,13 +196,15 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 			queue, proposal, a.contradicts = true, c.ids(), true
 			a.Reasons = append(a.Reasons, fmt.Sprintf("contradicts %d live fact(s) with a higher adjusted confidence: proposed to supersede them", len(c.conflicts)))
 		case PolicySupersede:
-			return t.replace(ctx, tenant, rec, inherited, ch, ev, c)
+			return t.replace(ctx, tenant, rec, inherited, ch, ev, c, "superseded by a contradicting fact (contradiction policy supersede)")
 		case PolicyContest:
-			return t.contestWith(ctx, tenant, rec, ch, c)
+			return t.contestWith(ctx, tenant, rec, ch, c, "a new observation contradicts this fact")
 		case PolicyFork:
 			if c.sameConditions {
-				return t.contestWith(ctx, tenant, rec, ch, c)
+				return t.contestWith(ctx, tenant, rec, ch, c, "a new observation contradicts this fact")
 			}
+		case PolicyEvidence:
+			return t.byEvidence(ctx, tenant, rec, inherited, ch, ev, c)
 		}
 	}
 

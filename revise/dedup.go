@@ -3,14 +3,21 @@ package revise
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+
+	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/store"
 )
 
-// Audit action of a duplicate folded into the record it duplicates.
-const ActionAbsorb = "absorb"
+// Audit actions of the dedup gate: a duplicate folded into the record it
+// duplicates, and a contest that the evidence it brought resolved.
+const (
+	ActionAbsorb  = "absorb"
+	ActionResolve = "resolve"
+)
 
 // dedup is the dedup gate (write-path RFC §12.3): a live record with the
 // same content (tier 1, content hash) absorbs the write, which writes
@@ -38,8 +45,22 @@ func (t *Tx) dedup(ctx context.Context, tenant string, rec memory.Record, ch Cha
 		return a, false, &existing, nil
 	}
 	merged, changed := absorbInto(existing, rec)
+	g := t.w.cfg.Gates
+	if merged.Type == memory.Semantic && len(merged.Provenance.Sources) > len(existing.Provenance.Sources) {
+		// A fact's confidence follows its evidence count and the sources'
+		// authority (substrate RFC §7), and new evidence never lowers it.
+		if c, _ := g.factEvidence(merged.Provenance.Sources); c > merged.Confidence {
+			merged.Confidence = c
+		}
+	}
 	if !changed {
 		return Admission{Record: existing, Outcome: Absorbed}, true, nil, nil
+	}
+	var res resolution
+	if merged.Type == memory.Semantic && merged.Status == memory.Contested && g.policyFor(merged.Scope) == PolicyEvidence {
+		if res, err = t.resolveContest(ctx, tenant, &merged, ch); err != nil {
+			return a, false, nil, err
+		}
 	}
 	if err := t.revise(ctx, tenant, &merged); err != nil {
 		return a, false, nil, err
@@ -48,7 +69,85 @@ func (t *Tx) dedup(ctx context.Context, tenant string, rec memory.Record, ch Cha
 		Rationale: "a duplicate write brought new evidence, tags or confidence", Evidence: rec.Provenance.Sources}); err != nil {
 		return a, false, nil, err
 	}
-	return Admission{Record: merged, Outcome: Merged, Reasons: []string{"duplicates record " + existing.ID.String()}}, true, nil, nil
+	a = Admission{Record: merged, Outcome: Merged, Reasons: []string{"duplicates record " + existing.ID.String()}}
+	if res.why == "" {
+		return a, true, nil, nil
+	}
+	if err := t.audit(ctx, tenant, merged, ActionResolve, Change{Actor: ch.Actor, Rationale: res.why, Evidence: rec.Provenance.Sources}); err != nil {
+		return a, false, nil, err
+	}
+	for _, id := range res.superseded {
+		rel := memory.Relation{Predicate: memory.Supersedes, TargetID: id}
+		if err := store.AddRelation(ctx, t.tx, tenant, merged.ID, rel); err != nil {
+			return a, false, nil, err
+		}
+		a.Record.Relations = append(a.Record.Relations, rel)
+	}
+	a.Replaced, a.Reasons = res.superseded, append(a.Reasons, res.why)
+	return a, true, nil, nil
+}
+
+// resolution is what [Tx.resolveContest] decided: why the contest ended,
+// and the facts the winner superseded ("" and none while it goes on).
+type resolution struct {
+	why        string
+	superseded []uuid.UUID
+}
+
+// resolveContest re-weighs a contested fact that gained evidence (the
+// same fact observed again, merged into it as rec) against the live facts
+// it is contested with, under the contradiction policy evidence
+// (substrate RFC §7: contested "until resolved"): when its evidence now
+// clearly outweighs the strongest of them, they leave the active set,
+// superseded by it, and rec becomes active — its caller writes it as its
+// next version, in the same transaction, with the supersedes relations and
+// an audit entry ([ActionResolve]) saying what was weighed. A fact whose
+// every rival has left the active set is active again by the same rule.
+// [Tx.Rollback] of rec undoes the resolution: all contested again.
+func (t *Tx) resolveContest(ctx context.Context, tenant string, rec *memory.Record, ch Change) (resolution, error) {
+	var res resolution
+	edges, err := store.Relations(ctx, t.tx, tenant, rec.ID)
+	if err != nil {
+		return res, err
+	}
+	var ids []uuid.UUID
+	for _, e := range edges {
+		if e.SourceID == rec.ID && e.Predicate == memory.Contradicts && !slices.Contains(ids, e.TargetID) {
+			ids = append(ids, e.TargetID)
+		}
+	}
+	rivals, err := store.LockMany(ctx, t.tx, tenant, ids)
+	if err != nil {
+		return res, err
+	}
+	rivals = slices.DeleteFunc(rivals, func(r memory.Record) bool { return !r.Live() })
+	g := t.w.cfg.Gates
+	ratio := *g.Contradiction.EvidenceRatio
+	mine, theirs := g.weigh(*rec), g.strongest(rivals)
+	if len(rivals) > 0 && !outweighs(mine, theirs, ratio) {
+		return res, nil
+	}
+	res.why = "contest resolved: no fact it contradicts is live any more"
+	if len(rivals) > 0 {
+		res.why = fmt.Sprintf("contest resolved by evidence: %s (contradiction policy evidence, ratio %g)", mine.against(theirs), ratio)
+	}
+	for i := range rivals {
+		if rivals[i].Payload, err = setRevision(rivals[i].Payload, func(r *memory.Revision) { r.SupersededBy = rec.ID.String() }); err != nil {
+			return res, err
+		}
+		if err := t.leave(ctx, tenant, &rivals[i], memory.Superseded, ActionSupersede, Change{Actor: ch.Actor, Rationale: res.why, Evidence: rec.Provenance.Sources}); err != nil {
+			return res, err
+		}
+		res.superseded = append(res.superseded, rivals[i].ID)
+	}
+	rec.Status = memory.Active
+	rec.Payload, err = setRevision(rec.Payload, func(r *memory.Revision) {
+		r.Status = revisionStatus(memory.Active)
+		if len(res.superseded) > 0 {
+			r.Supersedes = res.superseded[0].String()
+		}
+	})
+	return res, err
 }
 
 // absorbInto folds what a duplicate adds into the record it duplicates:

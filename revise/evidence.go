@@ -2,6 +2,7 @@ package revise
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 
@@ -86,4 +87,41 @@ func (w *Writer) adjusted(confidence float64, ev evidence, approved bool) float6
 		c += b.Approved
 	}
 	return min(1, max(0, c))
+}
+
+// MaxEvidenceConfidence caps the confidence evidence alone gives a fact:
+// no count of observations makes it certain.
+const MaxEvidenceConfidence = 0.99
+
+// factEvidence is what a fact's evidence is worth (substrate RFC §7:
+// "confidence follows evidence count and source authority"): each
+// distinct source (kind and ref; the same source cited twice counts once)
+// is an independent chance a of the fact being true, a its kind's
+// authority, so together they give the noisy-or
+//
+//	confidence = min(1 − ∏(1 − aᵢ), [MaxEvidenceConfidence])
+//
+// monotone — another source never lowers it — and capped. A fact that
+// cites no source stands on the writer's word, one source of the unstated
+// authority. weight is the same quantity on an additive scale,
+// −ln(1 − confidence) = Σ −ln(1 − aᵢ) up to the cap: n sources of one
+// authority weigh n times one, so that weights compare by ratio ("3
+// observations against 1" is a ratio of 3). The contradiction policy
+// evidence and the resolution of contests weigh facts by it.
+func (g Gates) factEvidence(srcs []memory.Source) (confidence, weight float64) {
+	doubt := 1.0
+	seen := map[memory.Source]bool{}
+	for _, s := range srcs {
+		k := memory.Source{Kind: s.Kind, Ref: s.Ref}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		doubt *= 1 - min(1, max(0, g.Evidence.Authority[s.Kind]))
+	}
+	if len(seen) == 0 {
+		doubt = 1 - *g.Evidence.Unstated
+	}
+	confidence = min(1-doubt, MaxEvidenceConfidence)
+	return confidence, -math.Log(1 - confidence)
 }

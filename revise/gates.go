@@ -2,6 +2,7 @@ package revise
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -71,7 +72,23 @@ const (
 	// PolicyFork: a newcomer with other conditions coexists as a
 	// conditional variant; one with the same conditions contests.
 	PolicyFork = "fork"
+	// PolicyEvidence: the evidence decides, with no reviewer (substrate
+	// RFC §7's revision rules): a newcomer whose evidence weight is at
+	// least [ContradictionConfig.EvidenceRatio] times that of every fact
+	// it contradicts supersedes them; one whose weight is at most theirs
+	// divided by the ratio is refused with the contradiction report (as
+	// review refuses one); in between, the evidence is comparable and they
+	// are all contested, until more evidence for one side outweighs the
+	// others by the ratio and it supersedes them. Facts with disjoint
+	// conditions do not contradict: they coexist as conditional variants
+	// (the fork rule). The weight is [Gates.factEvidence]'s.
+	PolicyEvidence = "evidence"
 )
+
+// DefaultEvidenceRatio is how many times another fact's evidence weight a
+// fact's must be to clearly outweigh it under the contradiction policy
+// evidence: twice, e.g. two independent observations against one.
+const DefaultEvidenceRatio = 2.0
 
 // Gates configures the gates. The zero value of each field is its
 // documented default; [DefaultGates] spells them out.
@@ -124,10 +141,14 @@ type ConfidenceWeights struct {
 // ContradictionConfig configures the contradiction gate.
 type ContradictionConfig struct {
 	// Policy is the policy for facts of any scope not in Scopes: review
-	// (§12.2.4, the default), supersede, contest or fork.
+	// (§12.2.4, the default), supersede, contest, fork or evidence.
 	Policy string `yaml:"policy"`
 	// Scopes sets the policy per scope.
 	Scopes map[string]string `yaml:"scopes"`
+	// EvidenceRatio is, for the policy evidence, how many times the other
+	// side's evidence weight one side's must be to clearly outweigh it;
+	// more than 1, [DefaultEvidenceRatio] by default.
+	EvidenceRatio *float64 `yaml:"evidence_ratio"`
 }
 
 // DedupConfig configures the dedup gate (§12.3).
@@ -164,7 +185,7 @@ type RiskWeights struct {
 
 // DefaultGates returns the gates' defaults.
 func DefaultGates() Gates {
-	unstated, review, block := 0.5, 0.3, 0.7
+	unstated, review, block, ratio := 0.5, 0.3, 0.7, DefaultEvidenceRatio
 	return Gates{
 		Evidence: EvidenceConfig{
 			Authority: map[string]float64{
@@ -174,7 +195,7 @@ func DefaultGates() Gates {
 			Unstated: &unstated,
 			Weights:  &ConfidenceWeights{Agent: 0.15, Verified: 0.30, Authority: 0.25, Approved: 0.30},
 		},
-		Contradiction: ContradictionConfig{Policy: PolicyReview},
+		Contradiction: ContradictionConfig{Policy: PolicyReview, EvidenceRatio: &ratio},
 		Approval: ApprovalGateConfig{Review: &review, Block: &block,
 			Weights: &RiskWeights{Layer: 0.25, Contradiction: 0.20, Evidence: 0.15, Confidence: 0.15, BlastRadius: 0.15, Novelty: 0.10}},
 	}
@@ -203,6 +224,9 @@ func (g Gates) withDefaults() Gates {
 	}
 	if g.Contradiction.Policy == "" {
 		g.Contradiction.Policy = d.Contradiction.Policy
+	}
+	if g.Contradiction.EvidenceRatio == nil {
+		g.Contradiction.EvidenceRatio = d.Contradiction.EvidenceRatio
 	}
 	if g.Approval.Review == nil {
 		g.Approval.Review = d.Approval.Review
@@ -256,14 +280,17 @@ func (g Gates) Validate() error {
 	if w.Agent < 0 || w.Verified < 0 || w.Authority < 0 || w.Approved < 0 || !near(w.Agent+w.Verified+w.Authority+w.Approved, 1) {
 		return bad("evidence.weights", "must be non-negative and sum to 1")
 	}
-	policies := []string{PolicyReview, PolicySupersede, PolicyContest, PolicyFork}
+	policies := []string{PolicyReview, PolicySupersede, PolicyContest, PolicyFork, PolicyEvidence}
 	if !slices.Contains(policies, g.Contradiction.Policy) {
-		return bad("contradiction.policy", "%q is not review, supersede, contest or fork", g.Contradiction.Policy)
+		return bad("contradiction.policy", "%q is not review, supersede, contest, fork or evidence", g.Contradiction.Policy)
 	}
 	for scope, p := range g.Contradiction.Scopes {
 		if !slices.Contains(policies, p) {
-			return bad("contradiction.scopes."+scope, "%q is not review, supersede, contest or fork", p)
+			return bad("contradiction.scopes."+scope, "%q is not review, supersede, contest, fork or evidence", p)
 		}
+	}
+	if r := *g.Contradiction.EvidenceRatio; !(r > 1) || math.IsInf(r, 0) {
+		return bad("contradiction.evidence_ratio", "must be a number above 1")
 	}
 	if r, b := *g.Approval.Review, *g.Approval.Block; r < 0 || b > 1 || r > b {
 		return bad("approval", "thresholds must satisfy 0 ≤ review ≤ block ≤ 1")

@@ -157,7 +157,7 @@ func TestDedupGate(t *testing.T) {
 	require.Equal(t, revise.Merged, a.Outcome, "a structural duplicate with more evidence")
 	require.Equal(t, first.ID, a.Record.ID)
 	require.Equal(t, 2, a.Record.Version)
-	require.Equal(t, 0.9, a.Record.Confidence)
+	require.InDelta(t, 1-0.4*0.2, a.Record.Confidence, 1e-9, "above the 0.9 stated: an event and a tool call (substrate RFC §7)")
 	require.Len(t, a.Record.Provenance.Sources, 2)
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM records WHERE type = 'semantic'`))
 
@@ -262,12 +262,15 @@ func TestGatesValidate(t *testing.T) {
 		"write_path.provenance.active":             {Provenance: revise.ProvenanceConfig{Keys: []revise.SigningKey{{ID: "k", Secret: signingKey}}, Active: "j"}},
 		"write_path.evidence.weights":              {Evidence: revise.EvidenceConfig{Weights: &revise.ConfidenceWeights{Agent: 1, Approved: 1}}},
 		"write_path.approval: thresholds must sat": {Approval: revise.ApprovalGateConfig{Review: ptr(0.8), Block: ptr(0.2)}},
+		"write_path.contradiction.evidence_ratio":  {Contradiction: revise.ContradictionConfig{Policy: revise.PolicyEvidence, EvidenceRatio: ptr(1.0)}},
 	} {
 		err := g.Validate()
 		require.Error(t, err, want)
 		require.Contains(t, err.Error(), want)
 	}
 	require.NoError(t, revise.DefaultGates().Validate())
+	require.NoError(t, revise.Gates{Contradiction: revise.ContradictionConfig{Policy: revise.PolicyEvidence,
+		Scopes: map[string]string{"prod": revise.PolicyEvidence}, EvidenceRatio: ptr(1.5)}}.Validate())
 }
 
 // An agent whose writes keep being refused, or whose facts fail those who

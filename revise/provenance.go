@@ -127,9 +127,9 @@ func contentHash(rec memory.Record) ([]byte, error) {
 }
 
 // fingerprint is a record's structural fingerprint (§12.3.2, tier 2): a
-// fact's scope, subject, predicate, conditions and normalised object; a
-// procedure's skill and trigger signals; a plan's id and version. Other
-// types have none.
+// fact's scope, subject, predicate, conditions, normalised object and time
+// box; a procedure's skill and trigger signals; a plan's id and version.
+// Other types have none.
 func fingerprint(rec memory.Record) []byte {
 	var parts []string
 	switch rec.Type {
@@ -140,6 +140,12 @@ func fingerprint(rec memory.Record) []byte {
 		}
 		conds, _ := json.Marshal(p.Validity.Conditions)
 		parts = []string{p.Subject, p.Predicate, string(conds), normalise(p.Object)}
+		if p.Validity.Start != nil || p.Validity.End != nil {
+			// A time box is part of what a fact says: the same object for
+			// another period is another fact (substrate RFC §15A.8).
+			box, _ := json.Marshal(memory.Validity{Start: p.Validity.Start, End: p.Validity.End})
+			parts = append(parts, string(box))
+		}
 	case memory.Competence:
 		var p struct {
 			Skill    string `json:"skill_name"`

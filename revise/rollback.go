@@ -36,8 +36,11 @@ type Rollback struct {
 //
 // Each predecessor comes back as a new version, active (contested if it was
 // contested when it was replaced), audited as reactivated; a semantic
-// fact's payload revision loses its superseded_by. version, when non-zero,
-// must be id's current version.
+// fact's payload revision loses its superseded_by. A fact that superseded
+// its rivals by winning a contest on evidence (contradiction policy
+// evidence) is not retracted: it was live before, so it is contested again
+// with the rivals it superseded then. version, when non-zero, must be id's
+// current version.
 //
 // Refused with [CodeNotAllowed] when id replaced nothing, when a
 // predecessor is no longer superseded or merged (it was revised since), or
@@ -122,7 +125,34 @@ func (t *Tx) Rollback(ctx context.Context, tenant string, id uuid.UUID, version 
 			// are out of the active set already: they stay as they are.
 		}
 
-		if err := t.leave(ctx, tenant, &bad, memory.Retracted, ActionRollback, ch); err != nil {
+		// A fact that won a contest by evidence (policy evidence,
+		// [Tx.resolveContest]) was live before the revision that made it
+		// supersede its rivals: undoing that revision contests it again,
+		// with the rivals it superseded then; it is not retracted, and
+		// whatever it superseded at its creation stays superseded.
+		status := memory.Retracted
+		won, err := t.wonContest(ctx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if won {
+			status = memory.Contested
+			if bad.Payload, err = setRevision(bad.Payload, func(r *memory.Revision) { r.Supersedes = "" }); err != nil {
+				return err
+			}
+			var rivals []memory.Record
+			for _, p := range prior {
+				prev, err := store.StatusAt(ctx, t.tx, tenant, p.ID, p.Version-1)
+				if err != nil {
+					return err
+				}
+				if prev == memory.Contested {
+					rivals = append(rivals, p)
+				}
+			}
+			prior = rivals
+		}
+		if err := t.leave(ctx, tenant, &bad, status, ActionRollback, ch); err != nil {
 			return err
 		}
 		for i := range retract {
@@ -177,6 +207,26 @@ func (t *Tx) reactivate(ctx context.Context, tenant string, rec *memory.Record, 
 		}
 	}
 	return t.leave(ctx, tenant, rec, status, ActionReactivate, ch)
+}
+
+// wonContest reports whether the last revision of id that replaced other
+// records was the resolution of a contest in its favour ([ActionResolve]
+// audited after its last rollback).
+func (t *Tx) wonContest(ctx context.Context, tenant string, id uuid.UUID) (bool, error) {
+	entries, err := store.Audit(ctx, t.tx, tenant, id)
+	if err != nil {
+		return false, err
+	}
+	won := false
+	for _, e := range entries {
+		switch e.Action {
+		case ActionResolve:
+			won = true
+		case ActionRollback:
+			won = false
+		}
+	}
+	return won, nil
 }
 
 // sortedIDs returns the keys of m in id order.

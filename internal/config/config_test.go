@@ -65,6 +65,7 @@ func TestValidateNamesTheBadField(t *testing.T) {
 		"api_keys[1].key: must be at least 16":              {env: map[string]string{"ENGRAM_API_KEYS": "acme:long-enough-key-0123,*:short"}},
 		"field nope not found":                              {file: "nope: 1\n"},
 		"shutdown_timeout":                                  {file: "shutdown_timeout: -1s\n"},
+		"write_path.contradiction.evidence_ratio":           {file: "write_path: {contradiction: {policy: evidence, evidence_ratio: 0.5}}\n"},
 	}
 	for want, c := range cases {
 		args := c.args

@@ -1,0 +1,388 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/retrieve"
+	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/server"
+	"github.com/engram-dev/engram/store"
+)
+
+// Semantic update (substrate RFC §7): facts arrive as fact events through
+// POST /v1/events, and every contradiction follows a revision rule of the
+// write path — replace, fork, contest — or is refused; confidence follows
+// the evidence. Each test runs the whole server, its ingest worker and a
+// write path configured with gates, against real PostgreSQL.
+
+// setupFacts is setupFull with the write path's gates configured.
+func setupFacts(t *testing.T, gates revise.Gates) *ingestEnv {
+	t.Helper()
+	require.NoError(t, gates.Validate())
+	db := pgtest.NewSchema(t)
+	wr := revise.New(db.Pool, revise.Config{Gates: gates})
+	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "acme"))
+	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool, Writer: wr})
+	settings, err := decay.NewSettings(decay.DefaultConfig())
+	require.NoError(t, err)
+	rs, err := retrieve.NewSettings(retrieve.DefaultConfig())
+	require.NoError(t, err)
+	srv := httptest.NewServer(server.New(server.Config{
+		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler),
+		Ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
+		Decay:  decay.New(db.Pool, wr, settings), Retrieve: retrieve.New(db.Pool, rs),
+		Keys: testKeys,
+	}))
+	t.Cleanup(srv.Close)
+	return &ingestEnv{env: &env{t: t, url: srv.URL, db: db}, worker: w}
+}
+
+// evidencePolicy is the gates with the contradiction policy evidence.
+func evidencePolicy() revise.Gates {
+	return revise.Gates{Contradiction: revise.ContradictionConfig{Policy: revise.PolicyEvidence}}
+}
+
+// observe sends one fact event, from a thread of its own (a distinct
+// observation), and lets the policy plane classify it.
+func (e *ingestEnv) observe(thread string, fact map[string]any, fields ...any) {
+	e.t.Helper()
+	ev := event("fact", thread, map[string]any{"fact": fact})
+	for i := 0; i+1 < len(fields); i += 2 {
+		ev[fields[i].(string)] = fields[i+1]
+	}
+	res := e.do("POST", "/v1/events", acmeKey, ev)
+	require.Equal(e.t, http.StatusAccepted, res.status, string(res.body))
+	e.drain()
+}
+
+func fact(subject, predicate, object string, more ...any) map[string]any {
+	f := map[string]any{"subject": subject, "predicate": predicate, "object": object}
+	for i := 0; i+1 < len(more); i += 2 {
+		f[more[i].(string)] = more[i+1]
+	}
+	return f
+}
+
+// facts are the tenant's facts of a subject, in every status, by object
+// (each object once: the tests give every fact its own).
+func (e *env) facts(subject string) map[string]memory.Record {
+	e.t.Helper()
+	res := e.do("GET", "/v1/records?type=semantic&status=all&subject="+url.QueryEscape(subject), acmeKey, nil)
+	require.Equal(e.t, http.StatusOK, res.status, string(res.body))
+	var list struct {
+		Records []memory.Record `json:"records"`
+	}
+	res.decode(e.t, &list)
+	out := map[string]memory.Record{}
+	for _, r := range list.Records {
+		var p memory.SemanticPayload
+		require.NoError(e.t, json.Unmarshal(r.Payload, &p))
+		var obj string
+		require.NoError(e.t, json.Unmarshal(p.Object, &obj))
+		require.NotContains(e.t, out, obj, "one record per object")
+		out[obj] = r
+	}
+	return out
+}
+
+func revisionOf(t *testing.T, r memory.Record) memory.Revision {
+	t.Helper()
+	var p memory.SemanticPayload
+	require.NoError(t, json.Unmarshal(r.Payload, &p))
+	if p.Revision == nil {
+		return memory.Revision{}
+	}
+	return *p.Revision
+}
+
+func validityOf(t *testing.T, r memory.Record) memory.Validity {
+	t.Helper()
+	var p memory.SemanticPayload
+	require.NoError(t, json.Unmarshal(r.Payload, &p))
+	return p.Validity
+}
+
+// auditOf is a record's audit trail as action: rationale.
+func (e *env) auditOf(id uuid.UUID) []string {
+	e.t.Helper()
+	res := e.do("GET", "/v1/records/"+id.String()+"/audit", acmeKey, nil)
+	require.Equal(e.t, http.StatusOK, res.status, string(res.body))
+	var trail struct {
+		Entries []struct {
+			Action    string  `json:"action"`
+			Rationale *string `json:"rationale"`
+		} `json:"entries"`
+	}
+	res.decode(e.t, &trail)
+	var out []string
+	for _, en := range trail.Entries {
+		why := ""
+		if en.Rationale != nil {
+			why = *en.Rationale
+		}
+		out = append(out, en.Action+": "+why)
+	}
+	return out
+}
+
+// relatesTo reports whether the server lists a relation from source to
+// target with the predicate.
+func (e *env) relatesTo(source uuid.UUID, pred memory.Predicate, target uuid.UUID) bool {
+	e.t.Helper()
+	res := e.do("GET", "/v1/records/"+source.String()+"/relations", acmeKey, nil)
+	require.Equal(e.t, http.StatusOK, res.status, string(res.body))
+	return strings.Contains(string(res.body), fmt.Sprintf(`"source_id":"%s","predicate":"%s","target_id":"%s"`, source, pred, target))
+}
+
+func hasEntry(entries []string, prefix string, parts ...string) bool {
+	return slices.ContainsFunc(entries, func(en string) bool {
+		if !strings.HasPrefix(en, prefix) {
+			return false
+		}
+		for _, p := range parts {
+			if !strings.Contains(en, p) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// Replacement: under the policy supersede a contradicting observation
+// replaces the fact in force; under the policy evidence only one whose
+// evidence clearly outweighs it does — here an observation backed by a
+// person's word against a bare observation — audited with what was weighed.
+func TestFactsSupersede(t *testing.T) {
+	t.Parallel()
+	g := evidencePolicy()
+	g.Contradiction.Scopes = map[string]string{"team:ops": revise.PolicySupersede}
+	e := setupFacts(t, g)
+
+	e.observe("s1", fact("ci", "runner", "jenkins"), "scope", "team:ops")
+	e.observe("s2", fact("ci", "runner", "actions"), "scope", "team:ops")
+	ci := e.facts("ci")
+	require.Equal(t, memory.Superseded, ci["jenkins"].Status)
+	require.Equal(t, memory.Active, ci["actions"].Status)
+	require.Equal(t, ci["actions"].ID.String(), revisionOf(t, ci["jenkins"]).SupersededBy)
+	require.True(t, e.relatesTo(ci["actions"].ID, memory.Supersedes, ci["jenkins"].ID))
+
+	e.observe("e1", fact("repo", "build_tool", "make"))
+	e.observe("e2", fact("repo", "build_tool", "bazel",
+		"evidence", []any{map[string]any{"kind": "human", "ref": "person://lead"}}))
+	repo := e.facts("repo")
+	require.Equal(t, memory.Superseded, repo["make"].Status, "a person's word clearly outweighs one observation")
+	require.Equal(t, memory.Active, repo["bazel"].Status)
+	require.Equal(t, repo["make"].ID.String(), revisionOf(t, repo["bazel"]).Supersedes)
+	require.Equal(t, repo["bazel"].ID.String(), revisionOf(t, repo["make"]).SupersededBy)
+	require.True(t, e.relatesTo(repo["bazel"].ID, memory.Supersedes, repo["make"].ID))
+	require.True(t, hasEntry(e.auditOf(repo["make"].ID), "supersede: ", "2 source(s) of evidence", "against 1", "policy evidence"),
+		"%v", e.auditOf(repo["make"].ID))
+}
+
+// Fork: observations with disjoint conditions coexist as conditional
+// variants, and retrieval picks the one whose conditions the task meets; a
+// contradiction within one branch contests that branch only.
+func TestFactsFork(t *testing.T) {
+	t.Parallel()
+	e := setupFacts(t, evidencePolicy())
+	e.observe("f1", fact("user", "prefers_language", "go", "conditions", map[string]any{"project_kind": "backend"}))
+	e.observe("f2", fact("user", "prefers_language", "python", "conditions", map[string]any{"project_kind": "data_science"}))
+	user := e.facts("user")
+	require.Equal(t, memory.Active, user["go"].Status)
+	require.Equal(t, memory.Active, user["python"].Status)
+	require.Equal(t, memory.Conditional, validityOf(t, user["python"]).Mode)
+
+	retrieveFacts := func(kind string) []string {
+		res := e.do("POST", "/v1/retrieve", acmeKey, map[string]any{"task": map[string]any{
+			"text": "which language does the user prefer", "conditions": map[string]any{"project_kind": kind}}})
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		var out retrieve.Result
+		res.decode(t, &out)
+		var objs []string
+		for _, l := range out.Layers {
+			if l.Name != retrieve.LayerSemantic {
+				continue
+			}
+			for _, it := range l.Items {
+				var p memory.SemanticPayload
+				require.NoError(t, json.Unmarshal(it.Record.Payload, &p))
+				objs = append(objs, strings.Trim(string(p.Object), `"`))
+			}
+		}
+		return objs
+	}
+	require.Equal(t, []string{"python"}, retrieveFacts("data_science"))
+	require.Equal(t, []string{"go"}, retrieveFacts("backend"))
+
+	e.observe("f3", fact("user", "prefers_language", "rust", "conditions", map[string]any{"project_kind": "backend"}))
+	user = e.facts("user")
+	require.Equal(t, memory.Contested, user["go"].Status, "one observation against one: comparable")
+	require.Equal(t, memory.Contested, user["rust"].Status)
+	require.Equal(t, memory.Active, user["python"].Status, "the other branch is not touched")
+}
+
+// Contest: comparable evidence on both sides contests both; another
+// observation of one side outweighs the other, which it supersedes in the
+// same transaction, audited with what was weighed. Rolling that
+// resolution back contests both again; one more observation of the other
+// side makes the evidence comparable again: still contested.
+func TestFactsContestResolvedByEvidence(t *testing.T) {
+	t.Parallel()
+	e := setupFacts(t, evidencePolicy())
+	e.observe("c1", fact("api", "auth_scheme", "oauth"))
+	e.observe("c2", fact("api", "auth_scheme", "api_key"))
+	api := e.facts("api")
+	oauth, key := api["oauth"], api["api_key"]
+	require.Equal(t, memory.Contested, oauth.Status)
+	require.Equal(t, memory.Contested, key.Status)
+	require.Equal(t, "contested", revisionOf(t, oauth).Status)
+	require.True(t, e.relatesTo(oauth.ID, memory.Contradicts, key.ID))
+	require.True(t, e.relatesTo(key.ID, memory.Contradicts, oauth.ID))
+	require.True(t, hasEntry(e.auditOf(oauth.ID), "contest: ", "comparable evidence", "1 source(s) of evidence", "against 1"))
+
+	e.observe("c3", fact("api", "auth_scheme", "oauth"))
+	api = e.facts("api")
+	oauth, key = api["oauth"], api["api_key"]
+	require.Equal(t, memory.Active, oauth.Status, "two observations against one")
+	require.Equal(t, memory.Superseded, key.Status)
+	require.InDelta(t, 1-0.4*0.4, oauth.Confidence, 1e-9, "its confidence follows its two observations")
+	require.Equal(t, memory.Revision{Status: "active", Supersedes: key.ID.String()}, revisionOf(t, oauth))
+	require.Equal(t, oauth.ID.String(), revisionOf(t, key).SupersededBy)
+	require.True(t, e.relatesTo(oauth.ID, memory.Supersedes, key.ID))
+	trail := e.auditOf(oauth.ID)
+	require.True(t, hasEntry(trail, "resolve: ", "contest resolved by evidence", "2 source(s) of evidence", "against 1"), "%v", trail)
+	require.True(t, hasEntry(e.auditOf(key.ID), "supersede: ", "contest resolved by evidence"))
+	require.Equal(t, 1, e.count(`SELECT count(*) FROM records WHERE type = 'semantic' AND status = 'active'`))
+
+	res, rb := e.rollback(oauth.ID, map[string]any{"rationale": "the second oauth report was a misread"})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Equal(t, memory.Contested, rb.RolledBack.Status, "the winner was live before: contested again, not retracted")
+	require.Len(t, rb.Reactivated, 1)
+	require.Equal(t, key.ID, rb.Reactivated[0].ID)
+	require.Equal(t, memory.Contested, rb.Reactivated[0].Status)
+	api = e.facts("api")
+	oauth, key = api["oauth"], api["api_key"]
+	require.Equal(t, memory.Revision{Status: "contested"}, revisionOf(t, oauth))
+	require.Equal(t, memory.Revision{Status: "contested"}, revisionOf(t, key))
+
+	e.observe("c4", fact("api", "auth_scheme", "api_key"))
+	api = e.facts("api")
+	require.Equal(t, memory.Contested, api["oauth"].Status, "two observations against two: comparable")
+	require.Equal(t, memory.Contested, api["api_key"].Status)
+}
+
+// A newcomer whose evidence is clearly weaker than the fact in force is
+// refused with the contradiction report: no record, the fact untouched,
+// the event still in its episode, the refusal counted for its agent.
+func TestFactsClearlyWeakerNewcomerRefused(t *testing.T) {
+	t.Parallel()
+	e := setupFacts(t, evidencePolicy())
+	for i := range 3 {
+		e.observe(fmt.Sprintf("w%d", i), fact("db", "engine", "postgres"))
+	}
+	e.observe("w9", fact("db", "engine", "mysql"))
+	db := e.facts("db")
+	require.NotContains(t, db, "mysql")
+	require.Equal(t, memory.Active, db["postgres"].Status)
+	require.Equal(t, 1, e.count(`SELECT count(*) FROM candidates WHERE thread_id = 'w9' AND status = 'done'`))
+
+	res := e.do("GET", "/v1/agents", acmeKey, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	require.Contains(t, string(res.body), `"rejected":1`)
+}
+
+// Timeboxed facts: a fact event may bound when the fact holds; facts whose
+// time boxes do not meet coexist (the same object in another period is
+// another fact), retrieval returns the one that holds now, and one whose
+// box meets another's contradicts it. A box that ends before it starts,
+// or a time that is not one, is a 422.
+func TestFactsTimeboxed(t *testing.T) {
+	t.Parallel()
+	e := setupFacts(t, evidencePolicy())
+	e.observe("t1", fact("team", "office", "berlin", "valid_from", "2020-01-01T00:00:00Z", "valid_to", "2022-12-31T23:59:59Z"))
+	e.observe("t2", fact("team", "office", "paris", "valid_from", "2023-01-01T00:00:00Z"))
+	e.observe("t3", fact("team", "office", "lisbon", "valid_to", "2019-12-31T23:59:59Z"))
+	team := e.facts("team")
+	for _, obj := range []string{"berlin", "paris", "lisbon"} {
+		require.Equal(t, memory.Active, team[obj].Status, obj)
+		require.Equal(t, memory.Timeboxed, validityOf(t, team[obj]).Mode, obj)
+	}
+	v := validityOf(t, team["berlin"])
+	require.Equal(t, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), v.Start.UTC())
+	require.Equal(t, time.Date(2022, 12, 31, 23, 59, 59, 0, time.UTC), v.End.UTC())
+	require.Nil(t, validityOf(t, team["paris"]).End, "open-ended")
+
+	res := e.do("POST", "/v1/retrieve", acmeKey, map[string]any{"task": map[string]any{"text": "where is the team office"}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var out retrieve.Result
+	res.decode(t, &out)
+	var now []uuid.UUID
+	for _, l := range out.Layers {
+		for _, it := range l.Items {
+			if it.Record.Type == memory.Semantic {
+				now = append(now, it.Record.ID)
+			}
+		}
+	}
+	require.Equal(t, []uuid.UUID{team["paris"].ID}, now)
+
+	e.observe("t4", fact("team", "office", "hamburg", "valid_from", "2022-06-01T00:00:00Z", "valid_to", "2022-08-31T00:00:00Z"))
+	team = e.facts("team")
+	require.Equal(t, memory.Contested, team["berlin"].Status, "the boxes meet: a contradiction, comparable evidence")
+	require.Equal(t, memory.Contested, team["hamburg"].Status)
+	require.Equal(t, memory.Active, team["paris"].Status)
+
+	for body, pointer := range map[string]string{
+		`{"kind": "fact", "agent_id": "a", "thread_id": "t", "fact": {"subject": "s", "predicate": "p", "object": "o", "valid_from": "2024-02-01T00:00:00Z", "valid_to": "2024-01-01T00:00:00Z"}}`: "/fact/valid_to",
+		`{"kind": "fact", "agent_id": "a", "thread_id": "t", "fact": {"subject": "s", "predicate": "p", "object": "o", "valid_from": "last tuesday"}}`:                                             "/fact/valid_from",
+	} {
+		res := e.do("POST", "/v1/events", acmeKey, body)
+		require.Equal(t, http.StatusUnprocessableEntity, res.status, string(res.body))
+		require.Contains(t, pointers(res.problem(t)), pointer)
+	}
+}
+
+// Confidence follows the evidence (substrate RFC §7): each new distinct
+// source raises a fact's confidence by its authority (noisy-or), a
+// stronger source more than a weaker one; a repeat of the same event adds
+// nothing, and a lower stated confidence never lowers it.
+func TestFactConfidenceFollowsEvidence(t *testing.T) {
+	t.Parallel()
+	e := setupFacts(t, revise.Gates{})
+	conf := func() float64 {
+		t.Helper()
+		return e.facts("deploy")["blue-green"].Confidence
+	}
+	e.observe("k1", fact("deploy", "strategy", "blue-green"))
+	first := conf()
+	e.observe("k2", fact("deploy", "strategy", "blue-green"), "idempotency_key", "k2")
+	second := conf()
+	require.Greater(t, second, first)
+	require.InDelta(t, 1-0.4*0.4, second, 1e-9, "two events of authority 0.6")
+	e.observe("k2", fact("deploy", "strategy", "blue-green"), "idempotency_key", "k2")
+	require.Equal(t, second, conf(), "the same event again (a retry) is no new evidence")
+	e.observe("k3", fact("deploy", "strategy", "blue-green", "confidence", 0.1,
+		"evidence", []any{map[string]any{"kind": "tool_call", "ref": "call://kubectl-rollout"}}))
+	third := conf()
+	require.InDelta(t, 1-0.4*0.4*0.4*0.2, third, 1e-9, "another event and a tool call")
+	e.observe("k4", fact("deploy", "strategy", "blue-green", "confidence", 0.1))
+	require.Greater(t, conf(), third, "a low stated confidence does not lower it")
+	require.LessOrEqual(t, conf(), revise.MaxEvidenceConfidence)
+}
