@@ -269,6 +269,9 @@ func (c *Consolidator) settle(ctx context.Context, run Run, tenant string, id uu
 			if related(a, b, memory.Contradicts) {
 				return nil // contested together already
 			}
+			if cmp.Likeness == revise.Different && alternatives(a, b) {
+				return nil
+			}
 			outcome = "contested"
 			_, err := tx.Contest(ctx, tenant, []uuid.UUID{older.ID, newer.ID}, nil, revise.Change{Actor: actor,
 				Rationale: fmt.Sprintf("duplicate resolution: %s; contested until resolved, not merged", what),
@@ -299,4 +302,27 @@ func related(a, b memory.Record, predicate memory.Predicate) bool {
 		return slices.ContainsFunc(from.Relations, func(r memory.Relation) bool { return r.Predicate == predicate && r.TargetID == to.ID })
 	}
 	return to(a, b) || to(b, a)
+}
+
+// alternatives reports whether two procedures answer one problem: a
+// trigger of each whose signal has the same signature, the paths and
+// numbers of two occurrences of one error aside. Such procedures are kept
+// side by side and their statistics decide (substrate RFC §8); learned
+// ones even cite each other as fallbacks, which makes their texts alike.
+func alternatives(a, b memory.Record) bool {
+	if a.Type != memory.Competence {
+		return false
+	}
+	var pa, pb memory.CompetencePayload
+	if json.Unmarshal(a.Payload, &pa) != nil || json.Unmarshal(b.Payload, &pb) != nil {
+		return false
+	}
+	for _, ta := range pa.Triggers {
+		for _, tb := range pb.Triggers {
+			if sig := Signature(ta.Signal); sig != "" && sig == Signature(tb.Signal) {
+				return true
+			}
+		}
+	}
+	return false
 }
