@@ -66,7 +66,10 @@ type Config struct {
 	// Lifecycle is when a procedure is on probation and when it is
 	// retracted; see [Lifecycle].
 	Lifecycle Lifecycle
-	Logger    *slog.Logger
+	// Duplicates is duplicate resolution over stored records; see
+	// [Duplicates].
+	Duplicates Duplicates
+	Logger     *slog.Logger
 	// Registry receives the metrics; nil registers none.
 	Registry prometheus.Registerer
 }
@@ -75,6 +78,7 @@ type Config struct {
 type Consolidator struct {
 	cfg     Config
 	metrics *metrics
+	dups    *prometheus.CounterVec
 }
 
 // New returns a consolidator.
@@ -86,10 +90,11 @@ func New(cfg Config) *Consolidator {
 		cfg.Probes = DefaultProbes
 	}
 	cfg.Lifecycle = cfg.Lifecycle.withDefaults()
+	cfg.Duplicates = cfg.Duplicates.withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Consolidator{cfg: cfg, metrics: newMetrics(cfg.Registry)}
+	return &Consolidator{cfg: cfg, metrics: newMetrics(cfg.Registry), dups: newDuplicateMetric(cfg.Registry)}
 }
 
 // Run is what a pass needs of its job run: its saved watermark and
@@ -102,17 +107,18 @@ type Run interface {
 
 // Consolidate is one pass: it reads the episodes closed since the
 // watermark, regroups the episodes of each tenant that has new ones, writes
-// the procedures that have enough support and saves the watermark. Groups
-// without a new episode are left alone; a pass over nothing new reads one
-// page and writes nothing.
+// the procedures that have enough support, resolves the duplicates among
+// the durable records revised since its watermark, and saves the
+// watermark. Groups without a new episode are left alone; a pass over
+// nothing new reads one page of each and writes nothing.
 func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
-	var mark store.EpisodeMark
+	var mark passMark
 	if _, err := run.Cursor(ctx, &mark); err != nil {
 		return err
 	}
 	fresh := map[string][]uuid.UUID{} // tenant → new episodes
 	for {
-		page, err := store.ClosedEpisodesAfter(ctx, c.cfg.DB, mark, c.cfg.Batch)
+		page, err := store.ClosedEpisodesAfter(ctx, c.cfg.DB, mark.EpisodeMark, c.cfg.Batch)
 		if err != nil {
 			return err
 		}
@@ -121,7 +127,7 @@ func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 		}
 		if len(page) > 0 {
 			last := page[len(page)-1]
-			mark = store.EpisodeMark{ClosedAt: last.ClosedAt, Tenant: last.Tenant, ID: last.ID}
+			mark.EpisodeMark = store.EpisodeMark{ClosedAt: last.ClosedAt, Tenant: last.Tenant, ID: last.ID}
 		}
 		if len(page) < c.cfg.Batch {
 			break
@@ -133,10 +139,13 @@ func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 			return fmt.Errorf("consolidate tenant %s: %w", tenant, err)
 		}
 	}
+	if err := c.duplicates(ctx, run, &mark); err != nil {
+		return err
+	}
 	if err := run.SaveCursor(ctx, mark); err != nil {
 		return err
 	}
-	return c.noteLag(ctx, mark)
+	return c.noteLag(ctx, mark.EpisodeMark)
 }
 
 // noteLag sets the lag gauge: how far the watermark is behind the newest
@@ -553,9 +562,10 @@ func refs(srcs []memory.Source) []string {
 // procedure needs, the read-only tools, the procedure lifecycle (engramd's
 // consolidate section). Zero fields are defaults.
 type Settings struct {
-	Support   int       `yaml:"support"`
-	Probes    []string  `yaml:"probes"`
-	Lifecycle Lifecycle `yaml:"lifecycle"`
+	Support    int        `yaml:"support"`
+	Probes     []string   `yaml:"probes"`
+	Lifecycle  Lifecycle  `yaml:"lifecycle"`
+	Duplicates Duplicates `yaml:"duplicates"`
 }
 
 // Validate names the first bad field of s.
@@ -578,5 +588,5 @@ func (s Settings) Validate() error {
 			return fmt.Errorf("consolidate.probes[%d]: must not be empty", i)
 		}
 	}
-	return nil
+	return s.Duplicates.validate()
 }

@@ -14,9 +14,17 @@
 // on probation until it has proved itself; one that keeps failing is
 // retracted with an audited rationale and is not learned again.
 //
+// Duplicate resolution (duplicates.go, §15.7, write-path RFC §12.3): the
+// live facts, procedures and plans revised or embedded since the pass's
+// watermark are compared with the tenant's others by content hash,
+// structural fingerprint and vector similarity; pure duplicates merge into
+// the older record ([revise.Tx.MergeInto]), conflicting ones are
+// contested.
+//
 // Everything here is deterministic: no model writes a procedure.
 //
 // Failure cases: a pass that fails part-way keeps its watermark where it
 // was, and the next pass redoes the work; writes are idempotent, so a
-// redone pass changes nothing that the failed one wrote.
+// redone pass changes nothing that the failed one wrote. Duplicate
+// resolution saves its part of the watermark after each batch.
 package consolidate

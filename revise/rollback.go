@@ -1,6 +1,7 @@
 package revise
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -13,7 +14,8 @@ import (
 
 // Rollback is what [Tx.Rollback] changed.
 type Rollback struct {
-	// RolledBack is the bad record, now retracted.
+	// RolledBack is the bad record, now retracted; or, when the revision
+	// undone merged duplicates into it, the record as it was before.
 	RolledBack memory.Record
 	// Retracted are the other variants of the fork the bad record came
 	// from, retracted with it: one revision made them all.
@@ -32,7 +34,12 @@ type Rollback struct {
 //   - fork: the forked fact, and every other variant of the same fork is
 //     retracted with id (the variants came from one revision, and the
 //     forked fact cannot be active beside them);
-//   - merge: every source merged into id.
+//   - merge: every source merged into id;
+//   - merge into id ([Tx.MergeInto]), when it made id's current version:
+//     id itself goes back to its version before the merge (its
+//     provenance, tags, confidence, salience, sensitivity and status) as
+//     its next version, audited rollback, instead of being retracted, and
+//     the duplicates it absorbed are reactivated.
 //
 // Each predecessor comes back as a new version, active (contested if it was
 // contested when it was replaced), audited as reactivated; a semantic
@@ -57,6 +64,22 @@ func (t *Tx) Rollback(ctx context.Context, tenant string, id uuid.UUID, version 
 		if err != nil {
 			return err
 		}
+		// A record that absorbed stored duplicates of it (MergeInto)
+		// goes back to what it was, and they come back beside it.
+		absorbed, err := t.absorbed(ctx, tenant, id)
+		if err != nil {
+			return err
+		}
+		if dups := absorbed[bad.Version]; len(dups) > 0 {
+			out, err = t.unmerge(ctx, tenant, id, cmp.Or(version, bad.Version), dups, ch)
+			return err
+		}
+		folded := map[uuid.UUID]bool{}
+		for _, dups := range absorbed {
+			for _, d := range dups {
+				folded[d] = true
+			}
+		}
 		// What the revision that made id replaced, and how each must stand.
 		was := map[uuid.UUID]memory.Status{}
 		var forked []uuid.UUID
@@ -74,7 +97,13 @@ func (t *Tx) Rollback(ctx context.Context, tenant string, id uuid.UUID, version 
 			return err
 		}
 		for _, s := range sources {
-			was[s.ID] = memory.Merged
+			if !folded[s.ID] { // absorbed later, not what id was made of
+				was[s.ID] = memory.Merged
+			}
+		}
+		if len(was) == 0 && len(folded) > 0 {
+			return conflict(CodeNotAllowed, []uuid.UUID{id},
+				"record %s was revised since it absorbed its duplicates: roll that revision back first", id)
 		}
 		if len(was) == 0 {
 			return conflict(CodeNotAllowed, []uuid.UUID{id},

@@ -28,3 +28,16 @@ func TestConsolidateConfig(t *testing.T) {
 		require.ErrorContains(t, err, field, doc)
 	}
 }
+
+// Duplicate resolution is set under consolidate.duplicates: its vector
+// threshold and its off switch; a threshold outside (0, 1] is refused.
+func TestConsolidateDuplicatesConfig(t *testing.T) {
+	t.Parallel()
+	c, err := loadFile(t, "consolidate: {duplicates: {off: true, similarity: 0.9}}\n")
+	require.NoError(t, err)
+	require.Equal(t, consolidate.Duplicates{Off: true, Similarity: 0.9}, c.Consolidate.Duplicates)
+	for _, doc := range []string{"consolidate: {duplicates: {similarity: 1.5}}\n", "consolidate: {duplicates: {similarity: -0.1}}\n"} {
+		_, err := loadFile(t, doc)
+		require.ErrorContains(t, err, "consolidate.duplicates.similarity", doc)
+	}
+}
