@@ -66,15 +66,25 @@ type Config struct {
 	// Lifecycle is when a procedure is on probation and when it is
 	// retracted; see [Lifecycle].
 	Lifecycle Lifecycle
-	Logger    *slog.Logger
+	// Compress is when episodes are compressed; see [Compression].
+	Compress Compression
+	// Summarise, when set, writes the summary of an episode compression
+	// keeps (a language model, say); nil, or a failure, means the
+	// deterministic [Summary].
+	Summarise Summariser
+	// Now is the clock compression measures an episode's age by; nil
+	// means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
 	// Registry receives the metrics; nil registers none.
 	Registry prometheus.Registerer
 }
 
 // Consolidator runs competence extraction.
 type Consolidator struct {
-	cfg     Config
-	records *prometheus.CounterVec
+	cfg        Config
+	records    *prometheus.CounterVec
+	compressed compressMetrics
 }
 
 // New returns a consolidator.
@@ -86,6 +96,10 @@ func New(cfg Config) *Consolidator {
 		cfg.Probes = DefaultProbes
 	}
 	cfg.Lifecycle = cfg.Lifecycle.withDefaults()
+	cfg.Compress.After = cmp.Or(cfg.Compress.After, DefaultCompressAfter)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -96,6 +110,7 @@ func New(cfg Config) *Consolidator {
 	if cfg.Registry != nil {
 		cfg.Registry.MustRegister(c.records)
 	}
+	c.compressed = newCompressMetrics(cfg.Registry)
 	return c
 }
 
@@ -109,17 +124,18 @@ type Run interface {
 
 // Consolidate is one pass: it reads the episodes closed since the
 // watermark, regroups the episodes of each tenant that has new ones, writes
-// the procedures that have enough support and saves the watermark. Groups
-// without a new episode are left alone; a pass over nothing new reads one
-// page and writes nothing.
+// the procedures that have enough support and saves the watermark; then it
+// compresses the episodes old enough (compress.go). Groups without a new
+// episode are left alone; a pass over nothing new reads one page and
+// writes nothing.
 func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
-	var mark store.EpisodeMark
+	var mark passMark
 	if _, err := run.Cursor(ctx, &mark); err != nil {
 		return err
 	}
 	fresh := map[string][]uuid.UUID{} // tenant → new episodes
 	for {
-		page, err := store.ClosedEpisodesAfter(ctx, c.cfg.DB, mark, c.cfg.Batch)
+		page, err := store.ClosedEpisodesAfter(ctx, c.cfg.DB, mark.EpisodeMark, c.cfg.Batch)
 		if err != nil {
 			return err
 		}
@@ -128,7 +144,7 @@ func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 		}
 		if len(page) > 0 {
 			last := page[len(page)-1]
-			mark = store.EpisodeMark{ClosedAt: last.ClosedAt, Tenant: last.Tenant, ID: last.ID}
+			mark.EpisodeMark = store.EpisodeMark{ClosedAt: last.ClosedAt, Tenant: last.Tenant, ID: last.ID}
 		}
 		if len(page) < c.cfg.Batch {
 			break
@@ -140,7 +156,10 @@ func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 			return fmt.Errorf("consolidate tenant %s: %w", tenant, err)
 		}
 	}
-	return run.SaveCursor(ctx, mark)
+	if err := run.SaveCursor(ctx, mark); err != nil {
+		return err
+	}
+	return c.compress(ctx, run, &mark)
 }
 
 func sum(m map[string][]uuid.UUID) int {
@@ -526,12 +545,13 @@ func refs(srcs []memory.Source) []string {
 }
 
 // Settings are what an operator sets of consolidation: the support a
-// procedure needs, the read-only tools, the procedure lifecycle (engramd's
-// consolidate section). Zero fields are defaults.
+// procedure needs, the read-only tools, the procedure lifecycle, episodic
+// compression (engramd's consolidate section). Zero fields are defaults.
 type Settings struct {
-	Support   int       `yaml:"support"`
-	Probes    []string  `yaml:"probes"`
-	Lifecycle Lifecycle `yaml:"lifecycle"`
+	Support   int         `yaml:"support"`
+	Probes    []string    `yaml:"probes"`
+	Lifecycle Lifecycle   `yaml:"lifecycle"`
+	Compress  Compression `yaml:"compress"`
 }
 
 // Validate names the first bad field of s.
@@ -548,6 +568,8 @@ func (s Settings) Validate() error {
 		return errors.New("consolidate.lifecycle.retract_rate: must be in [0, 1)")
 	case l.RateWindow < 0:
 		return errors.New("consolidate.lifecycle.rate_window: must not be negative")
+	case s.Compress.After < 0:
+		return errors.New("consolidate.compress.after: must not be negative (0 for the default)")
 	}
 	for i, p := range s.Probes {
 		if strings.TrimSpace(p) == "" {
