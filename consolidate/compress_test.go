@@ -348,3 +348,62 @@ func idsOf(recs []memory.Record) []uuid.UUID {
 	}
 	return out
 }
+
+// The write path's own guarantees, whatever its caller asks: a caller that
+// names no step still keeps the errors, the outcome and the event a live
+// fact cites; an episode is compressed once, and only when closed; outside
+// a compression the database refuses to drop its entries.
+func TestCompressOpKeepsWhatLiveRecordsCite(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.post(fixEpisode("done", "/tmp/d", true))
+	e.post([]map[string]any{{"kind": "user_input", "agent_id": "coder", "thread_id": "open", "text": "still going"}})
+	ep, open := e.episodeOf("done"), e.episodeOf("open")
+	evs := e.eventsOf(ep.ID)
+	evts, _ := e.pointsTo(false)
+	wr := revise.New(e.db.Pool, revise.Config{})
+	ctx := context.Background()
+	compress := func(id uuid.UUID) (revise.Compressed, error) {
+		var out revise.Compressed
+		err := wr.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
+			var err error
+			out, err = tx.Compress(ctx, "acme", id, 0, revise.Compaction{Summary: "a test"}, revise.Change{Actor: "test"})
+			return err
+		})
+		return out, err
+	}
+
+	// The database refuses to drop an episode's entries outside a
+	// compression.
+	_, err := e.db.Pool.Exec(ctx, `DELETE FROM episode_entries WHERE record_id = $1`, ep.ID)
+	require.ErrorContains(t, err, "append-only")
+
+	out, err := compress(ep.ID)
+	require.NoError(t, err)
+	require.Equal(t, ep.Version+1, out.Record.Version)
+	kept := map[string]bool{}
+	for _, entry := range compressedOf(t, out.Record).Timeline {
+		kept[entry.Ref] = true
+	}
+	var fact bool
+	for id, ev := range evs {
+		ref := "evt://" + id.String()
+		cited := evts[ref] != ""
+		fact = fact || (ev.Kind == memory.FactEvent && cited)
+		want := ev.Kind == memory.ErrorEvent || ev.Kind == memory.Outcome || cited
+		require.Equal(t, want, kept[ref], "%s %s", ev.Kind, ref)
+		require.Equal(t, want, e.staged(id), "%s %s", ev.Kind, ref)
+	}
+	require.True(t, fact, "the fact's event is cited and kept")
+	require.Equal(t, len(evs)-out.Kept+out.Other, out.Released)
+	e.resolves()
+
+	var ce *revise.ConflictError
+	_, err = compress(ep.ID)
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, revise.CodeNotAllowed, ce.Code, "compressed once")
+	_, err = compress(open.ID)
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, revise.CodeNotAllowed, ce.Code, "an open episode is not compressed")
+	require.Equal(t, open.Version, e.get(open.ID).Version)
+}
