@@ -16,6 +16,7 @@ import (
 
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -134,6 +135,15 @@ func (c *Consolidator) compressAll(ctx context.Context, run Run, tenant string, 
 	}
 	for _, ce := range eps {
 		done, err := c.compressOne(ctx, ce, byEpisode[ce.ID])
+		var conflict *revise.ConflictError
+		var invalid *schemas.ValidationError
+		if errors.As(err, &conflict) || errors.As(err, &invalid) {
+			// The write path refused this episode (compressed or changed
+			// meanwhile, say): the others go on, and the pass with them.
+			c.cfg.Logger.Warn("compress episode", slog.String("tenant", tenant), slog.String("episode", ce.ID.String()), slog.Any("error", err))
+			run.Add("compress_refused", 1)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -164,7 +174,7 @@ func (c *Consolidator) compressOne(ctx context.Context, ce store.ClosedEpisode, 
 			cited[id] = true
 		}
 	}
-	steps, whole := c.Steps(ce, evs, cited)
+	steps, whole := c.steps(ce, evs, cited)
 	summary := c.summary(ctx, ce, evs)
 	why := fmt.Sprintf("closed %s, more than %s ago, and evidence of live records", ce.ClosedAt.UTC().Format(time.RFC3339), age(c.cfg.Compress.After))
 	if whole {
@@ -184,7 +194,7 @@ func (c *Consolidator) compressOne(ctx context.Context, ce store.ClosedEpisode, 
 	return out, nil
 }
 
-// Steps are the staged events of an episode that consolidation learns
+// steps are the staged events of an episode that consolidation learns
 // from, beyond its errors, its outcome and the events cited (which the
 // write path keeps in any case): the calls and outputs of the steps its
 // procedures and plans are made of (the reduced actions of [Reduce] and
@@ -197,7 +207,7 @@ func (c *Consolidator) compressOne(ctx context.Context, ce store.ClosedEpisode, 
 // event is a step (whole is true), and compression releases none. So a
 // pass after compression writes nothing new: procedures and plans come out
 // unchanged.
-func (c *Consolidator) Steps(ce store.ClosedEpisode, evs []store.EpisodeEvent, cited map[uuid.UUID]bool) (steps []uuid.UUID, whole bool) {
+func (c *Consolidator) steps(ce store.ClosedEpisode, evs []store.EpisodeEvent, cited map[uuid.UUID]bool) (steps []uuid.UUID, whole bool) {
 	keep := map[uuid.UUID]bool{}
 	calls := pairing{}
 	var (
