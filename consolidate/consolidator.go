@@ -69,16 +69,39 @@ type Config struct {
 	// Duplicates is duplicate resolution over stored records; see
 	// [Duplicates].
 	Duplicates Duplicates
-	Logger     *slog.Logger
+	// Compress is when episodes are compressed; see [Compression].
+	Compress Compression
+	// Summarise, when set, writes the summary of an episode compression
+	// keeps (a language model, say); nil, or a failure, means the
+	// deterministic [Summary].
+	Summarise Summariser
+	// Now is the clock compression measures an episode's age by; nil
+	// means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
 	// Registry receives the metrics; nil registers none.
 	Registry prometheus.Registerer
 }
 
+// passMark is a pass's watermark: the last closed episode learned from
+// (its fields are those of the watermark before the other stages had one,
+// so an older cursor reads as it was, as one that has seen nothing else);
+// the revisions of durable records and the vectors written for them that
+// duplicate resolution has seen; and the last episode compression looked
+// at.
+type passMark struct {
+	store.EpisodeMark
+	Records  store.RecordMark  `json:"records"`
+	Vectors  store.RecordMark  `json:"vectors"`
+	Compress store.EpisodeMark `json:"compress"`
+}
+
 // Consolidator runs competence extraction.
 type Consolidator struct {
-	cfg     Config
-	metrics *metrics
-	dups    *prometheus.CounterVec
+	cfg        Config
+	metrics    *metrics
+	dups       *prometheus.CounterVec
+	compressed compressMetrics
 }
 
 // New returns a consolidator.
@@ -91,10 +114,15 @@ func New(cfg Config) *Consolidator {
 	}
 	cfg.Lifecycle = cfg.Lifecycle.withDefaults()
 	cfg.Duplicates = cfg.Duplicates.withDefaults()
+	cfg.Compress.After = cmp.Or(cfg.Compress.After, DefaultCompressAfter)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Consolidator{cfg: cfg, metrics: newMetrics(cfg.Registry), dups: newDuplicateMetric(cfg.Registry)}
+	return &Consolidator{cfg: cfg, metrics: newMetrics(cfg.Registry), dups: newDuplicateMetric(cfg.Registry),
+		compressed: newCompressMetrics(cfg.Registry)}
 }
 
 // Run is what a pass needs of its job run: its saved watermark and
@@ -109,8 +137,9 @@ type Run interface {
 // watermark, regroups the episodes of each tenant that has new ones, writes
 // the procedures that have enough support, resolves the duplicates among
 // the durable records revised since its watermark, and saves the
-// watermark. Groups without a new episode are left alone; a pass over
-// nothing new reads one page of each and writes nothing.
+// watermark; then it compresses the episodes old enough (compress.go).
+// Groups without a new episode are left alone; a pass over nothing new
+// reads one page of each and writes nothing.
 func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 	var mark passMark
 	if _, err := run.Cursor(ctx, &mark); err != nil {
@@ -145,7 +174,10 @@ func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 	if err := run.SaveCursor(ctx, mark); err != nil {
 		return err
 	}
-	return c.noteLag(ctx, mark.EpisodeMark)
+	if err := c.noteLag(ctx, mark.EpisodeMark); err != nil {
+		return err
+	}
+	return c.compress(ctx, run, &mark)
 }
 
 // noteLag sets the lag gauge: how far the watermark is behind the newest
@@ -559,13 +591,14 @@ func refs(srcs []memory.Source) []string {
 }
 
 // Settings are what an operator sets of consolidation: the support a
-// procedure needs, the read-only tools, the procedure lifecycle (engramd's
-// consolidate section). Zero fields are defaults.
+// procedure needs, the read-only tools, the procedure lifecycle, episodic
+// compression (engramd's consolidate section). Zero fields are defaults.
 type Settings struct {
-	Support    int        `yaml:"support"`
-	Probes     []string   `yaml:"probes"`
-	Lifecycle  Lifecycle  `yaml:"lifecycle"`
-	Duplicates Duplicates `yaml:"duplicates"`
+	Support    int         `yaml:"support"`
+	Probes     []string    `yaml:"probes"`
+	Lifecycle  Lifecycle   `yaml:"lifecycle"`
+	Duplicates Duplicates  `yaml:"duplicates"`
+	Compress   Compression `yaml:"compress"`
 }
 
 // Validate names the first bad field of s.
@@ -582,6 +615,8 @@ func (s Settings) Validate() error {
 		return errors.New("consolidate.lifecycle.retract_rate: must be in [0, 1)")
 	case l.RateWindow < 0:
 		return errors.New("consolidate.lifecycle.rate_window: must not be negative")
+	case s.Compress.After < 0:
+		return errors.New("consolidate.compress.after: must not be negative (0 for the default)")
 	}
 	for i, p := range s.Probes {
 		if strings.TrimSpace(p) == "" {

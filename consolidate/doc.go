@@ -21,6 +21,13 @@
 // the older record ([revise.Tx.MergeInto]), conflicting ones are
 // contested.
 //
+// Episodic compression (compress.go, §5): the pass's last stage rewrites
+// closed episodes old enough and used as evidence as their compressed next
+// version — errors, outcome, cited events and the steps derived records
+// stand on, plus a summary — and releases their other staged events,
+// through [revise.Tx.Compress]. It keeps whatever it could not prove the
+// pass would learn the same without.
+//
 // Everything here is deterministic: no model writes a procedure.
 //
 // Failure cases: a pass that fails part-way keeps its watermark where it

@@ -68,16 +68,6 @@ func newDuplicateMetric(reg prometheus.Registerer) *prometheus.CounterVec {
 	return m
 }
 
-// passMark is a pass's watermark: the closed episodes it has read, and
-// the revisions of durable records and the vectors written for them that
-// duplicate resolution has seen. A cursor saved before the latter existed
-// reads as one that has seen none.
-type passMark struct {
-	store.EpisodeMark
-	Records store.RecordMark `json:"records"`
-	Vectors store.RecordMark `json:"vectors"`
-}
-
 // duplicates is duplicate resolution (substrate RFC §15.7, write-path RFC
 // §12.3) over the records already stored: each live semantic, competence
 // and plan record created or revised since the watermark — whatever wrote

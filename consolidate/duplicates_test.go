@@ -83,13 +83,6 @@ func (e *env) write(p procedure) memory.Record {
 	return rec
 }
 
-func (e *env) get(id uuid.UUID) memory.Record {
-	e.t.Helper()
-	rec, err := store.Get(context.Background(), e.db.Pool, "acme", id)
-	require.NoError(e.t, err)
-	return rec
-}
-
 // lastAudit is the latest audit entry of a record.
 func (e *env) lastAudit(id uuid.UUID) store.AuditEntry {
 	e.t.Helper()

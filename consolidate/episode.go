@@ -131,20 +131,25 @@ func (p pairing) call(actions []Action, t *memory.EventTool) []Action {
 // actions, and reports whether it is an error.
 func (p pairing) output(actions []Action, t *memory.EventTool) bool {
 	failed := looksLikeError(t.Result)
-	i, ok := p[t.CallID]
-	if !ok || t.CallID == "" || i >= len(actions) {
-		i = -1
-		for j := len(actions) - 1; j >= 0; j-- {
-			if actions[j].Tool == t.Name && len(actions[j].Result) == 0 {
-				i = j
-				break
-			}
-		}
-	}
-	if i >= 0 {
+	if i := p.target(actions, t); i >= 0 {
 		actions[i].Result, actions[i].Failed = t.Result, failed
 	}
 	return failed
+}
+
+// target is the index among actions of the call a tool output answers, or
+// -1 when none does.
+func (p pairing) target(actions []Action, t *memory.EventTool) int {
+	i, ok := p[t.CallID]
+	if ok && t.CallID != "" && i < len(actions) {
+		return i
+	}
+	for j := len(actions) - 1; j >= 0; j-- {
+		if actions[j].Tool == t.Name && len(actions[j].Result) == 0 {
+			return j
+		}
+	}
+	return -1
 }
 
 // noteError records an error: the first opens the problem, and the actions

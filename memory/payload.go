@@ -11,7 +11,10 @@ import (
 // that need to read or build one.
 
 // EpisodicPayload is what happened in one thread: an ordered, append-only
-// timeline of event references (§5).
+// timeline of event references (§5). A compressed episode (§5: old
+// episodes already used as evidence) keeps only part of its timeline — its
+// errors, its outcome and the events records cite — and says what it was
+// in Summary; CompressedAt is when that happened, once.
 type EpisodicPayload struct {
 	Kind         Type             `json:"kind"`
 	Timeline     []TimelineEntry  `json:"timeline"`
@@ -20,6 +23,8 @@ type EpisodicPayload struct {
 	ToolGraph    []map[string]any `json:"tool_graph,omitempty"`
 	Environment  map[string]any   `json:"environment,omitempty"`
 	Outcome      string           `json:"outcome,omitempty"`
+	Summary      string           `json:"summary,omitempty"`
+	CompressedAt *time.Time       `json:"compressed_at,omitempty"`
 }
 
 // TimelineEntry is one event of an episode.

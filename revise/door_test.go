@@ -22,7 +22,7 @@ import (
 var storeWrites = []string{
 	"InsertRecord", "UpdateRecord", "Lock", "LockMany", "LockByID",
 	"AddRelation", "InsertAudit", "AuditEach",
-	"InsertEntries", "ReviseEpisodes",
+	"InsertEntries", "ReviseEpisodes", "CompressEpisode",
 	"RecordFeedback", "Reinforce", "ReviseFeedback",
 	"Expire", "PurgeExpired", "PurgeRecord", "StampProfiles",
 	"PutArtifact", "InsertProvenance", "MarkTampered",

@@ -64,7 +64,7 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 	sched := jobs.New(jobs.Config{Pool: pool, Logger: logger, Registry: reg})
 	cons := consolidate.New(consolidate.Config{DB: pool, Writer: writer, Logger: logger, Registry: reg,
 		Support: cfg.Consolidate.Support, Probes: cfg.Consolidate.Probes, Lifecycle: cfg.Consolidate.Lifecycle,
-		Duplicates: cfg.Consolidate.Duplicates})
+		Duplicates: cfg.Consolidate.Duplicates, Compress: cfg.Consolidate.Compress})
 	all := []jobs.Job{
 		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},
 		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }},
