@@ -17,8 +17,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/engram-dev/engram/extract"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
@@ -66,7 +68,13 @@ type Config struct {
 	// Lifecycle is when a procedure is on probation and when it is
 	// retracted; see [Lifecycle].
 	Lifecycle Lifecycle
-	Logger    *slog.Logger
+	// Extractor, when set, reads the free text of fresh episodes for facts
+	// (extract.go); nil, the default, calls no model.
+	Extractor extract.Extractor
+	// Redactor is the redactor in force, applied to what a model says
+	// before it is written; the built-in one when nil.
+	Redactor func() *policy.Redactor
+	Logger   *slog.Logger
 	// Registry receives the metrics; nil registers none.
 	Registry prometheus.Registerer
 }
@@ -171,7 +179,8 @@ type history struct {
 }
 
 // tenant reads a tenant's history once and runs each stage of the pass
-// over it: procedures, then plans.
+// over it: procedures, plans, then the facts a model finds (when one is
+// configured).
 func (c *Consolidator) tenant(ctx context.Context, run Run, tenant string, fresh []uuid.UUID) error {
 	h, err := c.history(ctx, tenant, fresh)
 	if err != nil {
@@ -180,7 +189,10 @@ func (c *Consolidator) tenant(ctx context.Context, run Run, tenant string, fresh
 	if err := c.procedures(ctx, run, tenant, h); err != nil {
 		return err
 	}
-	return c.plans(ctx, run, tenant, h)
+	if err := c.plans(ctx, run, tenant, h); err != nil {
+		return err
+	}
+	return c.extractFacts(ctx, run, tenant, h)
 }
 
 // history reads a tenant's latest closed episodes with their events.
@@ -556,6 +568,9 @@ type Settings struct {
 	Support   int       `yaml:"support"`
 	Probes    []string  `yaml:"probes"`
 	Lifecycle Lifecycle `yaml:"lifecycle"`
+	// Model is the optional language model that finds facts in free text
+	// (consolidate.model); off unless it names a model.
+	Model extract.Config `yaml:"model"`
 }
 
 // Validate names the first bad field of s.
@@ -578,5 +593,5 @@ func (s Settings) Validate() error {
 			return fmt.Errorf("consolidate.probes[%d]: must not be empty", i)
 		}
 	}
-	return nil
+	return s.Model.Validate()
 }
