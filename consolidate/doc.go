@@ -14,7 +14,10 @@
 // on probation until it has proved itself; one that keeps failing is
 // retracted with an audited rationale and is not learned again.
 //
-// Everything here is deterministic: no model writes a procedure.
+// Everything here is deterministic: no model writes a procedure. The one
+// optional use of a language model (extract.go, package extract) reads the
+// free text of new episodes for facts, which go through the write path
+// like any other, with low authority.
 //
 // Failure cases: a pass that fails part-way keeps its watermark where it
 // was, and the next pass redoes the work; writes are idempotent, so a
