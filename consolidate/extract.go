@@ -179,7 +179,7 @@ func (c *Consolidator) writeFacts(ctx context.Context, run Run, tenant string, c
 }
 
 // factRecord is the semantic record of a model's fact from episode ep,
-// redacted: the episode's scope, visibility and origin, and evidence.
+// redacted, with the episode's scope and visibility, and its evidence.
 func factRecord(red *policy.Redactor, ep memory.Record, sens memory.Sensitivity, f extract.Fact, sources []memory.Source) (memory.Record, error) {
 	validity := map[string]any{"mode": memory.Global}
 	if len(f.Conditions) > 0 {
@@ -199,13 +199,19 @@ func factRecord(red *policy.Redactor, ep memory.Record, sens memory.Sensitivity,
 	if err != nil {
 		return memory.Record{}, fmt.Errorf("encode fact: %w", err)
 	}
-	return memory.Record{
+	rec := memory.Record{
 		Type: memory.Semantic, Sensitivity: sens, Confidence: ModelConfidence, Salience: memory.DefaultSalience,
-		Scope: ep.Scope, Tags: []string{LearnedTag, ExtractedTag}, Payload: payload,
-		Visibility: ep.Visibility, AgentID: ep.AgentID, ThreadID: ep.ThreadID,
+		Scope: ep.Scope, Tags: []string{LearnedTag, ExtractedTag}, Payload: payload, Visibility: ep.Visibility,
 		Provenance: memory.Provenance{Sources: sources, CreatedBy: actor},
 		Relations:  []memory.Relation{{Predicate: memory.DerivedFrom, TargetID: ep.ID}},
-	}, nil
+	}
+	// The agent did not state the fact, the model did: the record names the
+	// agent and thread (and the write path judges the agent by it) only
+	// where the episode's visibility needs them (003 §12.8.5).
+	if ep.Visibility == memory.VisibilityAgent || ep.Visibility == memory.VisibilityThread {
+		rec.AgentID, rec.ThreadID = ep.AgentID, ep.ThreadID
+	}
+	return rec, nil
 }
 
 // refused reports whether the write path refused a write, rather than

@@ -150,6 +150,8 @@ func TestModelFactsFromFreeText(t *testing.T) {
 		require.Contains(t, r.Tags, consolidate.LearnedTag)
 		require.LessOrEqual(t, r.Confidence, consolidate.ModelConfidence, "a model's fact claims little")
 		require.Equal(t, ep.Scope, r.Scope)
+		require.Equal(t, memory.VisibilityTenant, r.Visibility, "as the episode")
+		require.Empty(t, r.AgentID, "the agent did not state it")
 		audit, err := store.Audit(context.Background(), e.db.Pool, "acme", r.ID)
 		require.NoError(t, err)
 		require.Equal(t, "consolidate", audit[0].Actor)

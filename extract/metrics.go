@@ -3,6 +3,7 @@ package extract
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,9 @@ type instrumented struct {
 }
 
 func (in *instrumented) Summarise(ctx context.Context, text string) (string, error) {
+	if strings.TrimSpace(text) == "" {
+		return in.x.Summarise(ctx, text) // no call to count
+	}
 	start := time.Now()
 	s, err := in.x.Summarise(ctx, text)
 	in.observe("summarise", start, err)
@@ -51,6 +55,9 @@ func (in *instrumented) Summarise(ctx context.Context, text string) (string, err
 }
 
 func (in *instrumented) Facts(ctx context.Context, text string) ([]Fact, error) {
+	if strings.TrimSpace(text) == "" {
+		return in.x.Facts(ctx, text) // no call to count
+	}
 	start := time.Now()
 	fs, err := in.x.Facts(ctx, text)
 	in.observe("facts", start, err)
