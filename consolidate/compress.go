@@ -340,19 +340,30 @@ func (c *Consolidator) learning(ce store.ClosedEpisode, evs []store.EpisodeEvent
 }
 
 // summary is what a compressed episode says it was: the configured
-// summariser's words, or, without one or when it fails, [Summary]'s.
+// summariser's words, else the language model's (consolidate.model) when
+// one is configured, redacted with the policy in force as anything a
+// model says is; without either, or when it fails, [Summary]'s.
 func (c *Consolidator) summary(ctx context.Context, ce store.ClosedEpisode, evs []store.EpisodeEvent) string {
-	if c.cfg.Summarise != nil {
-		s, err := c.cfg.Summarise(ctx, readEpisode(ce, evs))
-		if err == nil && strings.TrimSpace(s) != "" {
-			return s
-		}
-		if err == nil {
-			err = errors.New("empty summary")
-		}
-		c.cfg.Logger.Warn("summarise episode", slog.String("tenant", ce.Tenant), slog.String("episode", ce.ID.String()), slog.Any("error", err))
+	det := Summary(ce, evs, c.cfg.Probes)
+	var s string
+	var err error
+	switch {
+	case c.cfg.Summarise != nil:
+		s, err = c.cfg.Summarise(ctx, readEpisode(ce, evs))
+	case c.cfg.Extractor != nil:
+		s, err = c.cfg.Extractor.Summarise(ctx, det+"\n"+freeText(evs))
+	default:
+		return det
 	}
-	return Summary(ce, evs, c.cfg.Probes)
+	if err == nil && strings.TrimSpace(s) != "" {
+		s, _ = c.redactor().String(s)
+		return s
+	}
+	if err == nil {
+		err = errors.New("empty summary")
+	}
+	c.cfg.Logger.Warn("summarise episode", slog.String("tenant", ce.Tenant), slog.String("episode", ce.ID.String()), slog.Any("error", err))
+	return det
 }
 
 // age is a duration in days when it is whole days.

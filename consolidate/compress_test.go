@@ -325,11 +325,12 @@ func TestCompressionOffAndAge(t *testing.T) {
 	later := consolidate.New(consolidate.Config{DB: e.db.Pool, Writer: wr, Compress: consolidate.Compression{After: 4 * 24 * time.Hour},
 		Now: func() time.Time { return time.Now().Add(48 * time.Hour) },
 		Summarise: func(_ context.Context, ep consolidate.Episode) (string, error) {
-			return "fixed " + consolidate.Signature(ep.Trigger), nil
+			return "fixed " + consolidate.Signature(ep.Trigger) + " with ghp_abcdefghijklmnopqrstuvwxyz0123456789", nil
 		}})
 	require.NoError(t, later.Consolidate(context.Background(), run))
 	require.Equal(t, int64(2), run.counts["episodes_compressed"])
-	require.Equal(t, "fixed ld: cache mismatch in <path>", compressedOf(t, e.episodeOf("a")).Summary, "the summariser's words")
+	require.Equal(t, "fixed ld: cache mismatch in <path> with [REDACTED:github_token]", compressedOf(t, e.episodeOf("a")).Summary,
+		"the summariser's words, redacted")
 }
 
 // metric is the value of a counter without labels.

@@ -17,8 +17,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/engram-dev/engram/extract"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
@@ -77,8 +79,14 @@ type Config struct {
 	Summarise Summariser
 	// Now is the clock compression measures an episode's age by; nil
 	// means time.Now.
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now func() time.Time
+	// Extractor, when set, reads the free text of fresh episodes for facts
+	// (extract.go); nil, the default, calls no model.
+	Extractor extract.Extractor
+	// Redactor is the redactor in force, applied to what a model says
+	// before it is written; the built-in one when nil.
+	Redactor func() *policy.Redactor
+	Logger   *slog.Logger
 	// Registry receives the metrics; nil registers none.
 	Registry prometheus.Registerer
 }
@@ -212,7 +220,8 @@ type history struct {
 }
 
 // tenant reads a tenant's history once and runs each stage of the pass
-// over it: procedures, then plans.
+// over it: procedures, plans, then the facts a model finds (when one is
+// configured).
 func (c *Consolidator) tenant(ctx context.Context, run Run, tenant string, fresh []uuid.UUID) error {
 	h, err := c.history(ctx, tenant, fresh)
 	if err != nil {
@@ -221,7 +230,10 @@ func (c *Consolidator) tenant(ctx context.Context, run Run, tenant string, fresh
 	if err := c.procedures(ctx, run, tenant, h); err != nil {
 		return err
 	}
-	return c.plans(ctx, run, tenant, h)
+	if err := c.plans(ctx, run, tenant, h); err != nil {
+		return err
+	}
+	return c.extractFacts(ctx, run, tenant, h)
 }
 
 // history reads a tenant's latest closed episodes with their events.
@@ -599,6 +611,9 @@ type Settings struct {
 	Lifecycle  Lifecycle   `yaml:"lifecycle"`
 	Duplicates Duplicates  `yaml:"duplicates"`
 	Compress   Compression `yaml:"compress"`
+	// Model is the optional language model that finds facts in free text
+	// (consolidate.model); off unless it names a model.
+	Model extract.Config `yaml:"model"`
 }
 
 // Validate names the first bad field of s.
@@ -623,5 +638,8 @@ func (s Settings) Validate() error {
 			return fmt.Errorf("consolidate.probes[%d]: must not be empty", i)
 		}
 	}
-	return s.Duplicates.validate()
+	if err := s.Duplicates.validate(); err != nil {
+		return err
+	}
+	return s.Model.Validate()
 }

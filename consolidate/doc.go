@@ -28,7 +28,10 @@
 // through [revise.Tx.Compress]. It keeps whatever it could not prove the
 // pass would learn the same without.
 //
-// Everything here is deterministic: no model writes a procedure.
+// Everything here is deterministic: no model writes a procedure. The one
+// optional use of a language model (extract.go, package extract) reads the
+// free text of new episodes for facts, which go through the write path
+// like any other, with low authority.
 //
 // Failure cases: a pass that fails part-way keeps its watermark where it
 // was, and the next pass redoes the work; writes are idempotent, so a

@@ -12,6 +12,8 @@ type metrics struct {
 	planReuse prometheus.Counter
 	lag       prometheus.Gauge
 	watermark prometheus.Gauge
+	// extracted counts the facts a language model found (extract.go).
+	extracted prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -36,9 +38,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "engram_consolidation_watermark_timestamp_seconds",
 			Help: "Closing time of the newest episode consolidation has read.",
 		}),
+		extracted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "engram_extracted_facts_total",
+			Help: "Facts a language model found in the free text of closed episodes, before the write path's gates.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.records, m.uses, m.planReuse, m.lag, m.watermark)
+		reg.MustRegister(m.records, m.uses, m.planReuse, m.lag, m.watermark, m.extracted)
 	}
 	return m
 }

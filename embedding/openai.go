@@ -3,24 +3,23 @@ package embedding
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pgvector/pgvector-go"
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/engram-dev/engram/internal/openaicompat"
 )
 
 // Defaults of the [OpenAIConfig].
 const (
 	// DefaultOpenAIBaseURL is OpenAI's API. Ollama serves the same API at
 	// http://localhost:11434/v1, vLLM at http://localhost:8000/v1.
-	DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+	DefaultOpenAIBaseURL = openaicompat.DefaultBaseURL
 	// DefaultBatchSize is how many texts one request embeds.
 	DefaultBatchSize = 64
 	// DefaultTimeout bounds one request.
@@ -63,15 +62,8 @@ func (c OpenAIConfig) Validate() error {
 	if c.Dims < 1 || c.Dims > MaxDenseDims {
 		return &ConfigError{Field: "dims", Message: fmt.Sprintf("%d is outside 1..%d", c.Dims, MaxDenseDims)}
 	}
-	if c.BaseURL != "" {
-		// The URL is not quoted back: it might carry credentials.
-		u, err := url.Parse(c.BaseURL)
-		if err != nil {
-			return &ConfigError{Field: "base_url", Message: "is not a URL"}
-		}
-		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-			return &ConfigError{Field: "base_url", Message: "must be an absolute http or https URL"}
-		}
+	if msg := openaicompat.CheckBaseURL(c.BaseURL); msg != "" {
+		return &ConfigError{Field: "base_url", Message: msg}
 	}
 	if c.BatchSize < 0 {
 		return &ConfigError{Field: "batch_size", Message: "must not be negative"}
@@ -86,8 +78,7 @@ func (c OpenAIConfig) Validate() error {
 // (POST {base}/embeddings): OpenAI, Ollama, vLLM. Its vectors are dense and
 // L2-normalised. It is safe for concurrent use.
 type OpenAI struct {
-	client    *openai.Client
-	apiKey    string
+	api       *openaicompat.Client
 	model     string
 	dims      int
 	batchSize int
@@ -101,12 +92,8 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cc := openai.DefaultConfig(cfg.APIKey)
-	cc.BaseURL = cmp.Or(cfg.BaseURL, DefaultOpenAIBaseURL)
-	cc.HTTPClient = &http.Client{Timeout: cmp.Or(cfg.Timeout, DefaultTimeout)}
 	return &OpenAI{
-		client:    openai.NewClientWithConfig(cc),
-		apiKey:    cfg.APIKey,
+		api:       openaicompat.New(openaicompat.Config{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Timeout: cmp.Or(cfg.Timeout, DefaultTimeout)}),
 		model:     cfg.Model,
 		dims:      cfg.Dims,
 		batchSize: cmp.Or(cfg.BatchSize, DefaultBatchSize),
@@ -146,9 +133,9 @@ func (o *OpenAI) embedBatch(ctx context.Context, batch []string) ([]Vector, erro
 	if strings.HasPrefix(o.model, "text-embedding-3") {
 		req.Dimensions = o.dims
 	}
-	res, err := o.client.CreateEmbeddings(ctx, req)
+	res, err := o.api.API.CreateEmbeddings(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("create embeddings: %w", o.sanitize(err))
+		return nil, fmt.Errorf("create embeddings: %w", o.api.Sanitize(err))
 	}
 	if len(res.Data) != len(batch) {
 		return nil, fmt.Errorf("read embeddings: %d for %d inputs: %w", len(res.Data), len(batch), ErrBadResponse)
@@ -172,37 +159,6 @@ func (o *OpenAI) embedBatch(ctx context.Context, batch []string) ([]Vector, erro
 		out[e.Index] = Vector{Dense: &v}
 	}
 	return out, nil
-}
-
-// maxMessage bounds the server's text kept in a [StatusError].
-const maxMessage = 512
-
-// sanitize turns the client library's errors, which may quote the server's
-// body, into errors whose text never carries the API key.
-func (o *OpenAI) sanitize(err error) error {
-	var apiErr *openai.APIError
-	if errors.As(err, &apiErr) {
-		return &StatusError{StatusCode: apiErr.HTTPStatusCode, Type: apiErr.Type, Message: o.redact(apiErr.Message)}
-	}
-	var reqErr *openai.RequestError
-	if errors.As(err, &reqErr) {
-		return &StatusError{StatusCode: reqErr.HTTPStatusCode, Message: o.redact(strings.TrimSpace(string(reqErr.Body)))}
-	}
-	if o.apiKey != "" && strings.Contains(err.Error(), o.apiKey) {
-		return errors.New(o.redact(err.Error()))
-	}
-	return err // transport errors and context errors, kept for errors.Is
-}
-
-// redact removes the API key from a server's message and bounds its length.
-func (o *OpenAI) redact(msg string) string {
-	if o.apiKey != "" {
-		msg = strings.ReplaceAll(msg, o.apiKey, "[redacted]")
-	}
-	if len(msg) > maxMessage {
-		msg = strings.ToValidUTF8(msg[:maxMessage], "") + "…"
-	}
-	return msg
 }
 
 // normalize returns v scaled to unit length.

@@ -62,9 +62,14 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 	dec := decay.New(pool, writer, settings, decay.WithLogger(logger), decay.WithRegistry(reg))
 	esc := revise.NewEscalator(writer, revise.EscalatorConfig{Registry: reg})
 	sched := jobs.New(jobs.Config{Pool: pool, Logger: logger, Registry: reg})
+	model, err := newExtractor(cfg, reg, logger)
+	if err != nil {
+		return nil, err
+	}
 	cons := consolidate.New(consolidate.Config{DB: pool, Writer: writer, Logger: logger, Registry: reg,
 		Support: cfg.Consolidate.Support, Probes: cfg.Consolidate.Probes, Lifecycle: cfg.Consolidate.Lifecycle,
-		Duplicates: cfg.Consolidate.Duplicates, Compress: cfg.Consolidate.Compress})
+		Duplicates: cfg.Consolidate.Duplicates, Compress: cfg.Consolidate.Compress,
+		Extractor: model, Redactor: ret.redactor})
 	all := []jobs.Job{
 		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},
 		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }},

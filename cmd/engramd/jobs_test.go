@@ -21,7 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/extract"
 	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/internal/openaitest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
@@ -321,4 +323,59 @@ func TestReviewEscalationJob(t *testing.T) {
 	got, err := store.GetReview(ctx, db.Pool, "acme", rv.ID)
 	require.NoError(t, err)
 	require.NotNil(t, got.EscalatedAt)
+}
+
+// No language model unless consolidate.model names one; one that does is
+// asked with its key, its calls counted, and the log names the model, never
+// the key.
+func TestConsolidationModel(t *testing.T) {
+	t.Parallel()
+	x, err := newExtractor(config.Default(), nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.Nil(t, x, "off by default")
+
+	const key = "sk-engramd-test-0123456789"
+	srv := openaitest.NewServer(t, func(r openaitest.Request) openaitest.Reply {
+		return openaitest.Completion(r.Model, `{"facts": [{"subject": "repo", "predicate": "build_tool", "object": "make", "conditions": []}]}`, "")
+	})
+	path := filepath.Join(t.TempDir(), "engram.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("consolidate: {model: {base_url: \""+srv.URL+"\", model: llama3.1}}\n"), 0o600))
+	cfg, err := config.Load([]string{"--config", path}, func(k string) string {
+		if k == "ENGRAM_MODEL_API_KEY" {
+			return key
+		}
+		return ""
+	})
+	require.NoError(t, err)
+	var logs syncBuffer
+	reg := prometheus.NewRegistry()
+	x, err = newExtractor(cfg, reg, slog.New(slog.NewTextHandler(&logs, nil)))
+	require.NoError(t, err)
+	require.NotNil(t, x)
+	facts, err := x.Facts(context.Background(), "the repo builds with make")
+	require.NoError(t, err)
+	require.Equal(t, []extract.Fact{{Subject: "repo", Predicate: "build_tool", Object: "make"}}, facts)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	require.Equal(t, "llama3.1", reqs[0].Model)
+	require.Equal(t, "Bearer "+key, reqs[0].Authorization)
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+	}
+	require.Contains(t, names, "engram_model_calls_total")
+	require.Contains(t, logs.String(), "model=llama3.1")
+	require.NotContains(t, logs.String(), key)
+
+	// engramd starts with it.
+	db := pgtest.NewSchema(t)
+	writer, settings, err := newWriter(db.Pool, cfg, nil)
+	require.NoError(t, err)
+	ret, err := newRetrieval(cfg, db.Pool, nil, nil, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	p, err := startPeriodic(context.Background(), cfg, nil, db.Pool, writer, settings, ret, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	p.stop(context.Background(), 10*time.Second)
 }

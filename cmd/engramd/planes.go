@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/engram-dev/engram/embedding"
+	"github.com/engram-dev/engram/extract"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/pg"
@@ -76,6 +77,9 @@ type retrieval struct {
 	retriever  *retrieve.Retriever
 	settings   *retrieve.Settings
 	backfiller *embedding.Backfiller
+	// redactor is the redactor of the policy in force (nil: the built-in
+	// one), which consolidation also applies to what a model says.
+	redactor func() *policy.Redactor
 }
 
 // newRetrieval builds the embedder the configuration names and the
@@ -97,10 +101,11 @@ func newRetrieval(cfg config.Config, db pg.DBTX, pol func() *policy.Policy, reg 
 		}
 	}
 	opts := []retrieve.Option{retrieve.WithLogger(logger), retrieve.WithRegistry(reg)}
-	if pol != nil {
-		opts = append(opts, retrieve.WithRedactor(func() *policy.Redactor { return pol().Redactor() }))
-	}
 	out := &retrieval{settings: settings}
+	if pol != nil {
+		out.redactor = func() *policy.Redactor { return pol().Redactor() }
+		opts = append(opts, retrieve.WithRedactor(out.redactor))
+	}
 	if emb != nil {
 		opts = append(opts, retrieve.WithEmbedder(emb))
 		out.backfiller = embedding.NewBackfiller(db, emb, cfg.Embedding.BatchSize, logger)
@@ -108,4 +113,20 @@ func newRetrieval(cfg config.Config, db pg.DBTX, pol func() *policy.Policy, reg 
 	}
 	out.retriever = retrieve.New(db, settings, opts...)
 	return out, nil
+}
+
+// newExtractor is the language model consolidation asks for facts in free
+// text, nil when the configuration names none (the default: no model is
+// ever called). Its calls are counted and timed in reg; neither the log
+// nor an error names its key.
+func newExtractor(cfg config.Config, reg prometheus.Registerer, logger *slog.Logger) (extract.Extractor, error) {
+	if !cfg.Consolidate.Model.Enabled() {
+		return nil, nil
+	}
+	x, err := extract.NewOpenAI(cfg.Consolidate.Model)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("language model for consolidation", slog.String("model", cfg.Consolidate.Model.Model))
+	return extract.Instrument(x, reg), nil
 }

@@ -82,7 +82,9 @@ type Config struct {
 	WritePath revise.Gates `yaml:"write_path"`
 	// Consolidate tunes learning from experience: the support a procedure
 	// needs, the read-only tools, when a procedure leaves probation and
-	// when it is retracted (see [consolidate.Settings]). yaml consolidate.
+	// when it is retracted, and the optional language model that finds
+	// facts in free text (see [consolidate.Settings]). yaml consolidate;
+	// the model's api_key also from ENGRAM_MODEL_API_KEY.
 	Consolidate consolidate.Settings `yaml:"consolidate"`
 	// Retrieve tunes retrieval: ranking weights, the default budget and
 	// trust gating (see [retrieve.Config]). yaml retrieve.
@@ -251,6 +253,7 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	setIf(&c.LogFormat, getenv("ENGRAM_LOG_FORMAT"))
 	setIf(&c.PolicyFile, getenv("ENGRAM_POLICY_FILE"))
 	setIf(&c.Embedding.OpenAI.APIKey, getenv("ENGRAM_EMBEDDING_API_KEY"))
+	setIf(&c.Consolidate.Model.APIKey, getenv("ENGRAM_MODEL_API_KEY"))
 	if v := getenv("ENGRAM_MAX_PAYLOAD_BYTES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
