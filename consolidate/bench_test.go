@@ -225,6 +225,13 @@ func benchCopy(b *testing.B) *pgxpool.Pool {
 	require.NoError(b, err)
 	_, err = admin.Exec(ctx, "CREATE DATABASE "+benchRunDB+" TEMPLATE "+benchSeedDB)
 	require.NoError(b, err)
+	// The seed is kept across versions of engram: the copy is migrated to
+	// this one.
+	cfg, err := pgx.ParseConfig(benchURL(b, benchRunDB))
+	require.NoError(b, err)
+	sqlDB := stdlib.OpenDB(*cfg)
+	_, err = migrations.Up(ctx, sqlDB, nil)
+	require.NoError(b, closeAll(err, sqlDB))
 	pool, err := pg.NewPool(ctx, benchURL(b, benchRunDB), nil)
 	require.NoError(b, err)
 	b.Cleanup(pool.Close)
