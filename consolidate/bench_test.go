@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/consolidate"
@@ -262,10 +263,25 @@ func BenchmarkConsolidate(b *testing.B) {
 	benchSeed(b, n, triggers)
 	ctx := context.Background()
 
-	pass := func(b *testing.B, pool *pgxpool.Pool, run *memRun) {
+	// pass runs one pass and reports how long each of its stages took.
+	pass := func(b *testing.B, pool *pgxpool.Pool, run *memRun, report bool) {
 		b.Helper()
-		cons := consolidate.New(consolidate.Config{DB: pool, Writer: revise.New(pool, revise.Config{})})
+		reg := prometheus.NewRegistry()
+		cons := consolidate.New(consolidate.Config{DB: pool, Writer: revise.New(pool, revise.Config{}), Registry: reg})
 		require.NoError(b, cons.Consolidate(ctx, run))
+		if !report {
+			return
+		}
+		mfs, err := reg.Gather()
+		require.NoError(b, err)
+		for _, mf := range mfs {
+			if mf.GetName() != "engram_consolidation_stage_seconds" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				b.ReportMetric(m.GetHistogram().GetSampleSum(), m.GetLabel()[0].GetValue()+"_s")
+			}
+		}
 	}
 	learned := func(b *testing.B, pool *pgxpool.Pool) (procedures, plans int) {
 		b.Helper()
@@ -280,7 +296,7 @@ func BenchmarkConsolidate(b *testing.B) {
 			pool := benchCopy(b)
 			run := &memRun{}
 			b.StartTimer()
-			pass(b, pool, run)
+			pass(b, pool, run, true)
 			b.StopTimer()
 			procs, plans := learned(b, pool)
 			if procs < triggers {
@@ -300,7 +316,7 @@ func BenchmarkConsolidate(b *testing.B) {
 			b.StopTimer()
 			pool := benchCopy(b)
 			run := &memRun{}
-			pass(b, pool, run)
+			pass(b, pool, run, false)
 			w := ingest.NewWorker(ingest.WorkerConfig{DB: pool})
 			in := ingest.New(ingest.Config{DB: pool, Policy: w.Policy, MaxBacklog: 1 << 30})
 			var raws []json.RawMessage
@@ -320,7 +336,7 @@ func BenchmarkConsolidate(b *testing.B) {
 			benchDrain(b, w)
 			run.counts = nil
 			b.StartTimer()
-			pass(b, pool, run)
+			pass(b, pool, run, true)
 			b.StopTimer()
 			if run.counts["episodes"] != more {
 				b.Fatalf("the incremental pass read %d episodes, want %d", run.counts["episodes"], more)

@@ -293,7 +293,8 @@ func TestThreeFixesBecomeOneProcedure(t *testing.T) {
 	require.Equal(t, rec.ID, again[0].ID)
 	require.Equal(t, rec.Version, again[0].Version)
 
-	// A fourth success revises it: the next version, with its evidence.
+	// A fourth success revises it: the same record amended as its next
+	// version, with its evidence and statistics, audited.
 	e.post(episode("fix-3", gcc, "ld: cache mismatch in /opt/x/obj.o", []map[string]any{
 		step("shell", map[string]any{"command": "rm -rf /opt/x/cache"}, map[string]any{"exit_code": 0}), buildOK,
 	}, "success"))
@@ -303,7 +304,12 @@ func TestThreeFixesBecomeOneProcedure(t *testing.T) {
 	require.Len(t, recs, 1)
 	require.Equal(t, 4, payloadOf(t, recs[0]).Performance.Successes)
 	require.Len(t, recs[0].Provenance.Sources, 4)
-	require.NotEqual(t, rec.ID, recs[0].ID, "superseded by its next version")
+	require.Equal(t, rec.ID, recs[0].ID, "the procedure keeps its id")
+	require.Equal(t, rec.Version+1, recs[0].Version)
+	status, body := e.do("GET", "/v1/records/"+rec.ID.String()+"/audit", nil)
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.Contains(t, string(body), `"action":"amend"`)
+	require.Contains(t, string(body), "4 successful episodes")
 
 	// Retrieval with the same error worded differently finds it.
 	found := e.recall("linker failed: ld: cache mismatch in /srv/job-42/main.o", nil)

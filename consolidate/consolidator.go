@@ -176,7 +176,7 @@ func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 			return fmt.Errorf("consolidate tenant %s: %w", tenant, err)
 		}
 	}
-	if err := c.duplicates(ctx, run, &mark); err != nil {
+	if err := c.timed("duplicates", func() error { return c.duplicates(ctx, run, &mark) }); err != nil {
 		return err
 	}
 	if err := run.SaveCursor(ctx, mark); err != nil {
@@ -185,7 +185,7 @@ func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 	if err := c.noteLag(ctx, mark.EpisodeMark); err != nil {
 		return err
 	}
-	return c.compress(ctx, run, &mark)
+	return c.timed("compress", func() error { return c.compress(ctx, run, &mark) })
 }
 
 // noteLag sets the lag gauge: how far the watermark is behind the newest
@@ -223,17 +223,25 @@ type history struct {
 // over it: procedures, plans, then the facts a model finds (when one is
 // configured).
 func (c *Consolidator) tenant(ctx context.Context, run Run, tenant string, fresh []uuid.UUID) error {
-	h, err := c.history(ctx, tenant, fresh)
-	if err != nil {
+	var h history
+	if err := c.timed("history", func() (err error) { h, err = c.history(ctx, tenant, fresh); return err }); err != nil {
 		return err
 	}
-	if err := c.procedures(ctx, run, tenant, h); err != nil {
+	if err := c.timed("procedures", func() error { return c.procedures(ctx, run, tenant, h) }); err != nil {
 		return err
 	}
-	if err := c.plans(ctx, run, tenant, h); err != nil {
+	if err := c.timed("plans", func() error { return c.plans(ctx, run, tenant, h) }); err != nil {
 		return err
 	}
-	return c.extractFacts(ctx, run, tenant, h)
+	return c.timed("extract", func() error { return c.extractFacts(ctx, run, tenant, h) })
+}
+
+// timed runs one stage of a pass and records how long it took.
+func (c *Consolidator) timed(stage string, fn func() error) error {
+	start := time.Now()
+	err := fn()
+	c.metrics.stage.WithLabelValues(stage).Observe(time.Since(start).Seconds())
+	return err
 }
 
 // history reads a tenant's latest closed episodes with their events.
@@ -538,7 +546,13 @@ func (c *Consolidator) write(ctx context.Context, tenant string, p Procedure) (s
 			return nil
 		}
 		uses = usesAdded(old, rec)
-		_, next, err := tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
+		// Its statistics and evidence grew: the same record, amended. A
+		// changed recipe or trigger is a new version that supersedes it.
+		next, err := tx.Amend(ctx, tenant, old.ID, old.Version, rec, ch)
+		var ce *revise.ConflictError
+		if errors.As(err, &ce) && ce.Code == revise.CodeNotAllowed {
+			_, next, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
+		}
 		outcome = "revised"
 		if err != nil || v.retract == "" {
 			return err

@@ -14,6 +14,8 @@ type metrics struct {
 	watermark prometheus.Gauge
 	// extracted counts the facts a language model found (extract.go).
 	extracted prometheus.Counter
+	// stage times each stage of a pass.
+	stage *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -42,9 +44,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "engram_extracted_facts_total",
 			Help: "Facts a language model found in the free text of closed episodes, before the write path's gates.",
 		}),
+		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "engram_consolidation_stage_seconds",
+			Help:    "Time one stage of a consolidation pass took (for a tenant, where the stage is per tenant): history, procedures, plans, extract, duplicates, compress.",
+			Buckets: []float64{.01, .05, .1, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"stage"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.records, m.uses, m.planReuse, m.lag, m.watermark, m.extracted)
+		reg.MustRegister(m.records, m.uses, m.planReuse, m.lag, m.watermark, m.stage, m.extracted)
 	}
 	return m
 }

@@ -436,8 +436,13 @@ func (c *Consolidator) writePlan(ctx context.Context, tenant string, p Plan) (st
 			// The same structure again: the uses it gained are reuse.
 			reused = max(0, planUses(rec.Payload)-planUses(old.Payload))
 		}
-		_, _, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
 		outcome = "revised"
+		if slices.Contains(old.Tags, planTag+p.Key) {
+			// The same structure: its metrics and evidence, amended.
+			_, err = tx.Amend(ctx, tenant, old.ID, old.Version, rec, ch)
+			return err
+		}
+		_, _, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
 		return err
 	})
 	if err != nil {

@@ -278,10 +278,8 @@ func (t *Tx) insertNew(ctx context.Context, tenant string, rec *memory.Record, i
 	if err := store.InsertRecord(ctx, t.tx, tenant, *rec, inherited); err != nil {
 		return written(tenant, *rec, err)
 	}
-	for _, rel := range rec.Relations {
-		if err := store.AddRelation(ctx, t.tx, tenant, rec.ID, rel); err != nil {
-			return err
-		}
+	if err := store.AddRelations(ctx, t.tx, tenant, rec.ID, rec.Relations); err != nil {
+		return err
 	}
 	if err := t.audit(ctx, tenant, *rec, ActionCreate, ch); err != nil {
 		return err

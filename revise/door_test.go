@@ -21,7 +21,7 @@ import (
 // path calls them (write-path RFC §12.1.1: one door).
 var storeWrites = []string{
 	"InsertRecord", "UpdateRecord", "Lock", "LockMany", "LockByID",
-	"AddRelation", "InsertAudit", "AuditEach",
+	"AddRelation", "AddRelations", "InsertAudit", "AuditEach",
 	"InsertEntries", "ReviseEpisodes", "CompressEpisode",
 	"RecordFeedback", "Reinforce", "ReviseFeedback",
 	"Expire", "PurgeExpired", "PurgeRecord", "StampProfiles",

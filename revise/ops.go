@@ -110,3 +110,14 @@ func (w *Writer) Delete(ctx context.Context, tenant string, id uuid.UUID, ch Cha
 func (w *Writer) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) error {
 	return w.InTx(ctx, func(ctx context.Context, tx *Tx) error { return tx.Purge(ctx, tenant, id, ch) })
 }
+
+// Amend runs [Tx.Amend] in a transaction of its own.
+func (w *Writer) Amend(ctx context.Context, tenant string, id uuid.UUID, version int, next memory.Record, ch Change) (memory.Record, error) {
+	var out memory.Record
+	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
+		var err error
+		out, err = tx.Amend(ctx, tenant, id, version, next, ch)
+		return err
+	})
+	return out, err
+}

@@ -49,6 +49,29 @@ func AddRelation(ctx context.Context, db pg.DBTX, tenant string, source uuid.UUI
 
 const existingIDsSQL = `SELECT id FROM records WHERE tenant_id = $1 AND id = ANY($2)`
 
+const insertRelationsSQL = `
+INSERT INTO relations (tenant_id, source_id, predicate, target_id, weight)
+SELECT $1, $2, r.predicate, r.target_id, r.weight
+FROM unnest($3::text[], $4::uuid[], $5::float8[]) AS r(predicate, target_id, weight)
+ON CONFLICT (tenant_id, source_id, predicate, target_id) DO NOTHING`
+
+// AddRelations writes relations from source, each once, in one statement.
+func AddRelations(ctx context.Context, db pg.DBTX, tenant string, source uuid.UUID, rels []memory.Relation) error {
+	if len(rels) == 0 {
+		return nil
+	}
+	preds := make([]string, len(rels))
+	targets := make([]uuid.UUID, len(rels))
+	weights := make([]*float64, len(rels))
+	for i, r := range rels {
+		preds[i], targets[i], weights[i] = string(r.Predicate), r.TargetID, r.Weight
+	}
+	if _, err := db.Exec(ctx, insertRelationsSQL, tenant, source, preds, targets, weights); err != nil {
+		return fmt.Errorf("add relations: %w", err)
+	}
+	return nil
+}
+
 // ExistingIDs returns which of ids are records of the tenant.
 func ExistingIDs(ctx context.Context, db pg.DBTX, tenant string, ids []uuid.UUID) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, existingIDsSQL, tenant, ids)
