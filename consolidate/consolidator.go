@@ -284,17 +284,18 @@ func (c *Consolidator) procedures(ctx context.Context, run Run, tenant string, h
 			touched[key] = true
 		}
 	}
+	var learned []Procedure
 	for _, key := range slices.Sorted(maps.Keys(touched)) {
-		for _, p := range c.Learn(groups[key]) {
-			outcome, err := c.write(ctx, tenant, p)
-			if err != nil {
-				return err
-			}
-			c.metrics.records.WithLabelValues(string(memory.Competence), outcome).Inc()
-			run.Add("competence_"+outcome, 1)
-		}
+		learned = append(learned, c.Learn(groups[key])...)
 	}
-	return nil
+	return inBatches(ctx, c.cfg.Writer, learned, func(ctx context.Context, tx *revise.Tx, p Procedure) (written, error) {
+		return c.write(ctx, tx, tenant, p)
+	}, func(w written) {
+		c.metrics.records.WithLabelValues(string(memory.Competence), w.outcome).Inc()
+		c.metrics.uses.WithLabelValues("success").Add(float64(w.uses[0]))
+		c.metrics.uses.WithLabelValues("failure").Add(float64(w.uses[1]))
+		run.Add("competence_"+w.outcome, 1)
+	})
 }
 
 // Procedure is a procedure learned from a group of episodes, ready to be
@@ -499,10 +500,10 @@ func failureModes(failed []Episode, steps [][]Action) []string {
 // write writes a procedure through the write path: a new record, or,
 // when the procedure's record exists, nothing if it says the same, else its
 // next version (a supersede, audited with what the pass saw).
-func (c *Consolidator) write(ctx context.Context, tenant string, p Procedure) (string, error) {
+func (c *Consolidator) write(ctx context.Context, tx *revise.Tx, tenant string, p Procedure) (written, error) {
 	payload, err := json.Marshal(p.Payload)
 	if err != nil {
-		return "", fmt.Errorf("encode procedure: %w", err)
+		return written{}, fmt.Errorf("encode procedure: %w", err)
 	}
 	sources := make([]memory.Source, len(p.Support))
 	rels := make([]memory.Relation, len(p.Support))
@@ -520,7 +521,7 @@ func (c *Consolidator) write(ctx context.Context, tenant string, p Procedure) (s
 	ch := revise.Change{Actor: actor, Rationale: p.Rationale, Evidence: sources}
 	outcome := ""
 	var uses [2]int // successes, failures counted since the stored version
-	err = c.cfg.Writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
+	err = func() error {
 		old, found, err := c.existing(ctx, tx, tenant, p.Key)
 		if err != nil {
 			return err
@@ -560,14 +561,54 @@ func (c *Consolidator) write(ctx context.Context, tenant string, p Procedure) (s
 		outcome = "retracted"
 		_, err = tx.Retract(ctx, tenant, next.ID, next.Version, revise.Change{Actor: actor, Rationale: v.retract, Evidence: v.evidence})
 		return err
-	})
+	}()
 	if err != nil {
-		return "", fmt.Errorf("write procedure %q: %w", p.Payload.SkillName, err)
+		return written{}, fmt.Errorf("write procedure %q: %w", p.Payload.SkillName, err)
 	}
-	c.metrics.uses.WithLabelValues("success").Add(float64(uses[0]))
-	c.metrics.uses.WithLabelValues("failure").Add(float64(uses[1]))
 	c.cfg.Logger.Debug("procedure", slog.String("tenant", tenant), slog.String("skill", p.Payload.SkillName), slog.String("outcome", outcome))
-	return outcome, nil
+	return written{layer: memory.Competence, outcome: outcome, uses: uses}, nil
+}
+
+// writeBatch is how many learned records one transaction writes: a pass
+// commits in batches rather than once a record; a batch that fails is
+// rolled back whole and redone by the next pass (writes are idempotent).
+const writeBatch = 50
+
+// written is what writing one learned record did, counted once its batch
+// has committed.
+type written struct {
+	layer   memory.Type
+	outcome string
+	uses    [2]int // a procedure's successes and failures since its stored version
+	reused  int    // a plan's uses since its stored version
+}
+
+// inBatches writes items through the write path, writeBatch a
+// transaction, and hands each committed write to done.
+func inBatches[T any](ctx context.Context, w *revise.Writer, items []T, write func(context.Context, *revise.Tx, T) (written, error), done func(written)) error {
+	for len(items) > 0 {
+		batch := items[:min(len(items), writeBatch)]
+		items = items[len(batch):]
+		var out []written
+		err := w.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
+			out = out[:0]
+			for _, it := range batch {
+				wr, err := write(ctx, tx, it)
+				if err != nil {
+					return err
+				}
+				out = append(out, wr)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, wr := range out {
+			done(wr)
+		}
+	}
+	return nil
 }
 
 // existing is the live record of a procedure, found by its tag.

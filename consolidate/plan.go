@@ -359,19 +359,19 @@ func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, h hist
 			touched[key] = true
 		}
 	}
+	var best []Plan
 	for _, key := range slices.Sorted(maps.Keys(touched)) {
-		plans := c.LearnPlans(groups[key])
-		if len(plans) == 0 {
-			continue
+		if plans := c.LearnPlans(groups[key]); len(plans) > 0 {
+			best = append(best, plans[0])
 		}
-		outcome, err := c.writePlan(ctx, tenant, plans[0])
-		if err != nil {
-			return err
-		}
-		c.metrics.records.WithLabelValues(string(memory.PlanGraph), outcome).Inc()
-		run.Add("plan_"+outcome, 1)
 	}
-	return nil
+	return inBatches(ctx, c.cfg.Writer, best, func(ctx context.Context, tx *revise.Tx, p Plan) (written, error) {
+		return c.writePlan(ctx, tx, tenant, p)
+	}, func(w written) {
+		c.metrics.records.WithLabelValues(string(memory.PlanGraph), w.outcome).Inc()
+		c.metrics.planReuse.Add(float64(w.reused))
+		run.Add("plan_"+w.outcome, 1)
+	})
 }
 
 // writePlan writes an intent's plan through the write path: a new record
@@ -379,7 +379,7 @@ func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, h hist
 // next revision when only its metrics or evidence changed; and, when the
 // structure changed, a record of the next version that supersedes it —
 // the old structure stays in history (§15A.10).
-func (c *Consolidator) writePlan(ctx context.Context, tenant string, p Plan) (string, error) {
+func (c *Consolidator) writePlan(ctx context.Context, tx *revise.Tx, tenant string, p Plan) (written, error) {
 	sources := make([]memory.Source, len(p.Support))
 	rels := make([]memory.Relation, len(p.Support))
 	for i, tr := range p.Support {
@@ -389,7 +389,7 @@ func (c *Consolidator) writePlan(ctx context.Context, tenant string, p Plan) (st
 	ch := revise.Change{Actor: actor, Rationale: p.Rationale, Evidence: sources}
 	outcome := ""
 	reused := 0
-	err := c.cfg.Writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
+	err := func() error {
 		page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
 			Types: []memory.Type{memory.PlanGraph}, Tags: []string{LearnedTag, planIDTag + p.Payload.PlanID}, Scope: &p.Scope,
 			Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft}, Limit: 1})
@@ -444,13 +444,12 @@ func (c *Consolidator) writePlan(ctx context.Context, tenant string, p Plan) (st
 		}
 		_, _, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
 		return err
-	})
+	}()
 	if err != nil {
-		return "", fmt.Errorf("write plan %q: %w", p.Payload.PlanID, err)
+		return written{}, fmt.Errorf("write plan %q: %w", p.Payload.PlanID, err)
 	}
-	c.metrics.planReuse.Add(float64(reused))
 	c.cfg.Logger.Debug("plan", slog.String("tenant", tenant), slog.String("plan_id", p.Payload.PlanID), slog.String("outcome", outcome))
-	return outcome, nil
+	return written{layer: memory.PlanGraph, outcome: outcome, reused: reused}, nil
 }
 
 // planUses is the uses a plan record's metrics count.
