@@ -566,7 +566,7 @@ func (c *Consolidator) write(ctx context.Context, tx *revise.Tx, tenant string, 
 		return written{}, fmt.Errorf("write procedure %q: %w", p.Payload.SkillName, err)
 	}
 	c.cfg.Logger.Debug("procedure", slog.String("tenant", tenant), slog.String("skill", p.Payload.SkillName), slog.String("outcome", outcome))
-	return written{layer: memory.Competence, outcome: outcome, uses: uses}, nil
+	return written{outcome: outcome, uses: uses}, nil
 }
 
 // writeBatch is how many learned records one transaction writes: a pass
@@ -577,7 +577,6 @@ const writeBatch = 50
 // written is what writing one learned record did, counted once its batch
 // has committed.
 type written struct {
-	layer   memory.Type
 	outcome string
 	uses    [2]int // a procedure's successes and failures since its stored version
 	reused  int    // a plan's uses since its stored version

@@ -1,6 +1,7 @@
 // Package consolidate is engram's learning: periodic jobs that turn
 // repeated experience into memory of a higher layer (substrate RFC §15.7).
-// This first slice is competence extraction (§8, §15A.9): closed episodes
+// A pass reads each tenant's history once (consolidator.go) and runs its
+// stages over it. Competence extraction (§8, §15A.9): closed episodes
 // are grouped by the signature of the error that opened the problem, the
 // action sequences of the successful ones are reduced to a procedure, and
 // a procedure that enough episodes share becomes a competence record,
@@ -10,9 +11,11 @@
 // intent's best supported structure is its versioned plan record.
 //
 // A procedure's life ([Lifecycle], §8): later episodes that follow its
-// recipe count as its uses, each once (the record cites them); a new one is
-// on probation until it has proved itself; one that keeps failing is
-// retracted with an audited rationale and is not learned again.
+// recipe count as its uses, each once (the record cites them), amending the
+// record in place ([revise.Tx.Amend]); a new one is on probation until it
+// has proved itself; one that keeps failing is retracted with an audited
+// rationale and is not learned again unless an operator restores it.
+// Learned records are written in batches, a transaction each.
 //
 // Duplicate resolution (duplicates.go, §15.7, write-path RFC §12.3): the
 // live facts, procedures and plans revised or embedded since the pass's

@@ -449,7 +449,7 @@ func (c *Consolidator) writePlan(ctx context.Context, tx *revise.Tx, tenant stri
 		return written{}, fmt.Errorf("write plan %q: %w", p.Payload.PlanID, err)
 	}
 	c.cfg.Logger.Debug("plan", slog.String("tenant", tenant), slog.String("plan_id", p.Payload.PlanID), slog.String("outcome", outcome))
-	return written{layer: memory.PlanGraph, outcome: outcome, reused: reused}, nil
+	return written{outcome: outcome, reused: reused}, nil
 }
 
 // planUses is the uses a plan record's metrics count.
