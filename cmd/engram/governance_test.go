@@ -58,4 +58,15 @@ func TestRollbackQuarantineRelease(t *testing.T) {
 	require.Equal(t, "active", rel.Record.Status)
 	require.Equal(t, []string{d}, rel.Unflagged)
 	require.Empty(t, rows(t, e.ok("records", "list", "--flag", "derived_from_quarantined")))
+
+	// Restore brings back what rollback retracted, once the fact whose
+	// place it would take is out of the way.
+	refused := e.run("", "records", "restore", sup.Record.ID, "--rationale", "it was right after all")
+	require.Error(t, refused.err)
+	require.Contains(t, refused.stderr, "an active fact")
+	e.ok("records", "retract", old)
+	var back struct{ ID, Status string }
+	decode(t, e.ok("records", "restore", sup.Record.ID, "--rationale", "it was right after all"), &back)
+	require.Equal(t, sup.Record.ID, back.ID)
+	require.Equal(t, "active", back.Status)
 }

@@ -31,6 +31,7 @@ var recordCommands = map[string]func(c *cli, ctx context.Context, args []string)
 	"contest":    (*cli).recordsContest,
 	"retract":    (*cli).recordsRetract,
 	"rollback":   (*cli).recordsRollback,
+	"restore":    (*cli).recordsRestore,
 	"quarantine": (*cli).recordsQuarantine,
 	"release":    (*cli).recordsRelease,
 	"append":     (*cli).recordsAppend,
@@ -290,6 +291,16 @@ func (c *cli) recordsRollback(ctx context.Context, args []string) error {
 		return err
 	}
 	return c.send(ctx, "POST", recordPath(pos[0], ":rollback"), api.ReviseRequest{Version: *version, Rationale: *rationale})
+}
+
+func (c *cli) recordsRestore(ctx context.Context, args []string) error {
+	fs := c.flags("records restore")
+	rationale := fs.String("rationale", "", "")
+	pos, err := parse(fs, args, 1, "ID [--rationale R]")
+	if err != nil {
+		return err
+	}
+	return c.send(ctx, "POST", recordPath(pos[0], ":restore"), api.ReviseRequest{Rationale: *rationale})
 }
 
 func (c *cli) recordsQuarantine(ctx context.Context, args []string) error {

@@ -52,6 +52,8 @@ Write (each takes --rationale R, kept in the audit trail; FILE - is standard inp
   records retract ID [--version N]        withdraw a record from the active set
   records rollback ID [--version N]       undo the revision that made a record: retract it and
                                           reactivate what it replaced (and a fork's other variants)
+  records restore ID [--rationale R]      bring back a retracted record (a procedure given up)
+                                          or an expired one, before it is purged
   records quarantine ID --rationale R [--version N]
                                           hold a suspect record out of retrieval and flag
                                           the records derived from it
@@ -204,7 +206,7 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return errHelp
 	case "records":
 		if len(args) == 0 {
-			return usageErrorf("records needs a command: get, list, history, audit, relations, create, update, supersede, fork, contest, retract, rollback, quarantine, release, append, merge, delete or purge")
+			return usageErrorf("records needs a command: get, list, history, audit, relations, create, update, supersede, fork, contest, retract, rollback, restore, quarantine, release, append, merge, delete or purge")
 		}
 		sub, ok := recordCommands[args[0]]
 		if !ok {
