@@ -73,8 +73,15 @@ type env struct {
 // configuration — with a consolidator over the same database.
 func setup(t *testing.T) *env {
 	t.Helper()
+	return setupWith(t, revise.Gates{}, consolidate.Config{})
+}
+
+// setupWith is setup with the API's write path configured by gates, and
+// the consolidator by cfg (its DB, Writer and Registry are the test's).
+func setupWith(t *testing.T, gates revise.Gates, cfg consolidate.Config) *env {
+	t.Helper()
 	db := pgtest.NewSchema(t)
-	wr := revise.New(db.Pool, revise.Config{})
+	wr := revise.New(db.Pool, revise.Config{Gates: gates})
 	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "acme"))
 	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool})
 	settings, err := decay.NewSettings(decay.DefaultConfig())
@@ -88,8 +95,8 @@ func setup(t *testing.T) *env {
 	}))
 	t.Cleanup(srv.Close)
 	reg := prometheus.NewRegistry()
-	return &env{t: t, url: srv.URL, db: db, worker: w, run: &memRun{}, reg: reg,
-		cons: consolidate.New(consolidate.Config{DB: db.Pool, Writer: wr, Registry: reg})}
+	cfg.DB, cfg.Writer, cfg.Registry = db.Pool, revise.New(db.Pool, revise.Config{}), reg
+	return &env{t: t, url: srv.URL, db: db, worker: w, run: &memRun{}, reg: reg, cons: consolidate.New(cfg)}
 }
 
 func (e *env) do(method, path string, body any) (int, []byte) {

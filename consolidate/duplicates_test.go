@@ -4,25 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/consolidate"
-	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/embedding"
-	"github.com/engram-dev/engram/ingest"
-	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
-	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
-	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -32,23 +24,7 @@ import (
 // gates and dups for duplicate resolution.
 func setupGateOff(t *testing.T, dups consolidate.Duplicates) *env {
 	t.Helper()
-	db := pgtest.NewSchema(t)
-	off := revise.New(db.Pool, revise.Config{Gates: revise.Gates{Dedup: revise.DedupConfig{Off: true}}})
-	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "acme"))
-	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool})
-	settings, err := decay.NewSettings(decay.DefaultConfig())
-	require.NoError(t, err)
-	rs, err := retrieve.NewSettings(retrieve.DefaultConfig())
-	require.NoError(t, err)
-	srv := httptest.NewServer(server.New(server.Config{
-		DB: db.Pool, Writer: off, Logger: slog.New(slog.DiscardHandler), Decay: decay.New(db.Pool, off, settings), Retrieve: retrieve.New(db.Pool, rs),
-		Ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
-		Keys:   []server.Key{{Tenant: "acme", Name: "acme-test", Secret: key}},
-	}))
-	t.Cleanup(srv.Close)
-	reg := prometheus.NewRegistry()
-	return &env{t: t, url: srv.URL, db: db, worker: w, run: &memRun{}, reg: reg,
-		cons: consolidate.New(consolidate.Config{DB: db.Pool, Writer: revise.New(db.Pool, revise.Config{}), Registry: reg, Duplicates: dups})}
+	return setupWith(t, revise.Gates{Dedup: revise.DedupConfig{Off: true}}, consolidate.Config{Duplicates: dups})
 }
 
 // procedure is the body of POST /v1/records for a procedure.

@@ -1,12 +1,9 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -16,14 +13,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/engram-dev/engram/decay"
-	"github.com/engram-dev/engram/ingest"
-	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
-	"github.com/engram-dev/engram/server"
-	"github.com/engram-dev/engram/store"
 )
 
 // Semantic update (substrate RFC §7): facts arrive as fact events through
@@ -31,28 +23,6 @@ import (
 // write path — replace, fork, contest — or is refused; confidence follows
 // the evidence. Each test runs the whole server, its ingest worker and a
 // write path configured with gates, against real PostgreSQL.
-
-// setupFacts is setupFull with the write path's gates configured.
-func setupFacts(t *testing.T, gates revise.Gates) *ingestEnv {
-	t.Helper()
-	require.NoError(t, gates.Validate())
-	db := pgtest.NewSchema(t)
-	wr := revise.New(db.Pool, revise.Config{Gates: gates})
-	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "acme"))
-	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool, Writer: wr})
-	settings, err := decay.NewSettings(decay.DefaultConfig())
-	require.NoError(t, err)
-	rs, err := retrieve.NewSettings(retrieve.DefaultConfig())
-	require.NoError(t, err)
-	srv := httptest.NewServer(server.New(server.Config{
-		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler),
-		Ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
-		Decay:  decay.New(db.Pool, wr, settings), Retrieve: retrieve.New(db.Pool, rs),
-		Keys: testKeys,
-	}))
-	t.Cleanup(srv.Close)
-	return &ingestEnv{env: &env{t: t, url: srv.URL, db: db}, worker: w}
-}
 
 // evidencePolicy is the gates with the contradiction policy evidence.
 func evidencePolicy() revise.Gates {
@@ -173,7 +143,7 @@ func TestFactsSupersede(t *testing.T) {
 	t.Parallel()
 	g := evidencePolicy()
 	g.Contradiction.Scopes = map[string]string{"team:ops": revise.PolicySupersede}
-	e := setupFacts(t, g)
+	e := setupGates(t, g)
 
 	e.observe("s1", fact("ci", "runner", "jenkins"), "scope", "team:ops")
 	e.observe("s2", fact("ci", "runner", "actions"), "scope", "team:ops")
@@ -201,7 +171,7 @@ func TestFactsSupersede(t *testing.T) {
 // contradiction within one branch contests that branch only.
 func TestFactsFork(t *testing.T) {
 	t.Parallel()
-	e := setupFacts(t, evidencePolicy())
+	e := setupGates(t, evidencePolicy())
 	e.observe("f1", fact("user", "prefers_language", "go", "conditions", map[string]any{"project_kind": "backend"}))
 	e.observe("f2", fact("user", "prefers_language", "python", "conditions", map[string]any{"project_kind": "data_science"}))
 	user := e.facts("user")
@@ -245,7 +215,7 @@ func TestFactsFork(t *testing.T) {
 // side makes the evidence comparable again: still contested.
 func TestFactsContestResolvedByEvidence(t *testing.T) {
 	t.Parallel()
-	e := setupFacts(t, evidencePolicy())
+	e := setupGates(t, evidencePolicy())
 	e.observe("c1", fact("api", "auth_scheme", "oauth"))
 	e.observe("c2", fact("api", "auth_scheme", "api_key"))
 	api := e.facts("api")
@@ -293,7 +263,7 @@ func TestFactsContestResolvedByEvidence(t *testing.T) {
 // the event still in its episode, the refusal counted for its agent.
 func TestFactsClearlyWeakerNewcomerRefused(t *testing.T) {
 	t.Parallel()
-	e := setupFacts(t, evidencePolicy())
+	e := setupGates(t, evidencePolicy())
 	for i := range 3 {
 		e.observe(fmt.Sprintf("w%d", i), fact("db", "engine", "postgres"))
 	}
@@ -315,7 +285,7 @@ func TestFactsClearlyWeakerNewcomerRefused(t *testing.T) {
 // or a time that is not one, is a 422.
 func TestFactsTimeboxed(t *testing.T) {
 	t.Parallel()
-	e := setupFacts(t, evidencePolicy())
+	e := setupGates(t, evidencePolicy())
 	e.observe("t1", fact("team", "office", "berlin", "valid_from", "2020-01-01T00:00:00Z", "valid_to", "2022-12-31T23:59:59Z"))
 	e.observe("t2", fact("team", "office", "paris", "valid_from", "2023-01-01T00:00:00Z"))
 	e.observe("t3", fact("team", "office", "lisbon", "valid_to", "2019-12-31T23:59:59Z"))
@@ -365,7 +335,7 @@ func TestFactsTimeboxed(t *testing.T) {
 // nothing, and a lower stated confidence never lowers it.
 func TestFactConfidenceFollowsEvidence(t *testing.T) {
 	t.Parallel()
-	e := setupFacts(t, revise.Gates{})
+	e := setupGates(t, revise.Gates{})
 	conf := func() float64 {
 		t.Helper()
 		return e.facts("deploy")["blue-green"].Confidence

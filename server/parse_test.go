@@ -28,8 +28,15 @@ import (
 // configuration; keys of two tenants and an operator.
 func setupFull(t *testing.T) *ingestEnv {
 	t.Helper()
+	return setupGates(t, revise.Gates{})
+}
+
+// setupGates is setupFull with the write path's gates configured.
+func setupGates(t *testing.T, gates revise.Gates) *ingestEnv {
+	t.Helper()
+	require.NoError(t, gates.Validate())
 	db := pgtest.NewSchema(t)
-	wr := revise.New(db.Pool, revise.Config{})
+	wr := revise.New(db.Pool, revise.Config{Gates: gates})
 	for _, tenant := range []string{"acme", "other"} {
 		require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, tenant))
 	}
