@@ -1,0 +1,407 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/memory"
+)
+
+// Sources of an episode's actions: what the agent followed.
+const (
+	FromCompetence = "competence"
+	FromPlan       = "plan"
+	FromEpisode    = "episode"
+	FromExplore    = "explore"
+)
+
+// Agent solves episodes of the world.
+type Agent interface {
+	// Name names the agent in a report.
+	Name() string
+	// Solve acts on the episode until it is over and says what it
+	// followed (one of the From constants).
+	Solve(ctx context.Context, ep *Episode) (string, error)
+}
+
+// retries is how often an agent tries a transiently failing action again.
+const retries = 2
+
+// try runs an action, again while it fails transiently.
+func try(ep *Episode, a Action) Result {
+	r := ep.Do(a)
+	for n := 0; n < retries && r.Transient && !ep.Over(); n++ {
+		r = ep.Do(a)
+	}
+	return r
+}
+
+// look is what an agent without a procedure does first: it lists the
+// directory of the error, a read-only distractor that costs a step.
+func look(ep *Episode) {
+	try(ep, Action{Tool: "shell", Args: map[string]any{"command": "ls " + ep.Instance.Vars["path"]}})
+}
+
+// explore tries the current step's alternatives in a seeded random order,
+// skipping those already tried, until one advances the fix or the episode
+// is over.
+func explore(ep *Episode, rng *rand.Rand, tried []Action) {
+	slot := ep.Slot()
+	cands := ep.Candidates()
+	for _, i := range rng.Perm(len(cands)) {
+		if ep.Over() || ep.Slot() != slot {
+			return
+		}
+		if contains(tried, cands[i]) {
+			continue
+		}
+		try(ep, cands[i])
+	}
+}
+
+func contains(as []Action, a Action) bool {
+	for _, b := range as {
+		if b.Same(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// follow runs steps[i] for the fix's i-th step, in order, exploring a step
+// whose action is missing, unbound or wrong (after trying alts[i], the same
+// step of the runners-up). It reports whether every step it followed
+// advanced the fix.
+func follow(ep *Episode, rng *rand.Rand, steps []Action, alts [][]Action) bool {
+	clean := true
+	for !ep.Over() {
+		slot := ep.Slot()
+		var tried []Action
+		if slot < len(steps) && !steps[slot].Unbound() {
+			tried = append(tried, steps[slot])
+			if try(ep, steps[slot]).Advanced {
+				continue
+			}
+			clean = false
+		}
+		if slot < len(alts) {
+			for _, a := range alts[slot] {
+				if ep.Over() || ep.Slot() != slot {
+					break
+				}
+				if !a.Unbound() && !contains(tried, a) {
+					tried = append(tried, a)
+					try(ep, a)
+				}
+			}
+		}
+		if ep.Slot() == slot {
+			explore(ep, rng, tried)
+		}
+	}
+	return clean
+}
+
+func episodeRNG(seed uint64, ep *Episode) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, uint64(2_000_000+ep.Index)))
+}
+
+// NoMemory is the control without memory: it looks, then explores.
+type NoMemory struct{ Seed uint64 }
+
+// Name implements [Agent].
+func (NoMemory) Name() string { return "no memory" }
+
+// Solve implements [Agent].
+func (a NoMemory) Solve(_ context.Context, ep *Episode) (string, error) {
+	rng := episodeRNG(a.Seed, ep)
+	look(ep)
+	follow(ep, rng, nil, nil)
+	return FromExplore, nil
+}
+
+// Engram is the agent that learns through engram: it asks before acting,
+// follows the best procedure (or else plan) retrieved with its variables
+// bound from the task, explores otherwise, streams every step and the
+// outcome, and reports feedback on the records it followed.
+type Engram struct {
+	Client *Client
+	Seed   uint64
+	// AgentID names the agent in its events (default "eval-engram").
+	AgentID string
+}
+
+// Name implements [Agent].
+func (Engram) Name() string { return "engram" }
+
+// Solve implements [Agent].
+func (a Engram) Solve(ctx context.Context, ep *Episode) (string, error) {
+	in := ep.Instance
+	res, err := a.Client.Retrieve(ctx, api.RetrieveRequest{Task: Task(in)})
+	if err != nil {
+		return "", err
+	}
+	rng := episodeRNG(a.Seed, ep)
+	source, followed := FromExplore, uuid.Nil
+	var steps []Action
+	var alts [][]Action
+	// The best procedure whose variables the task binds; the others are
+	// runners-up for a step that fails.
+	for _, it := range layer(res, api.LayerCompetence) {
+		var p memory.CompetencePayload
+		if json.Unmarshal(it.Record.Payload, &p) != nil || !sameProblem(it.Why.MatchedSignal, in.Message()) {
+			// Retrieval may rank first a procedure of another error that
+			// shares a word with this one (a tool named in its recipe):
+			// the agent reads the trigger it matched on, as a person
+			// would, and passes it by.
+			continue
+		}
+		rs := recipe(p, in.Vars)
+		if followed == uuid.Nil && !unbound(rs) {
+			steps, followed, source = rs, it.Record.ID, FromCompetence
+			continue
+		}
+		for i, s := range rs {
+			for len(alts) <= i {
+				alts = append(alts, nil)
+			}
+			alts[i] = append(alts[i], s)
+		}
+	}
+	if followed == uuid.Nil {
+		for _, it := range layer(res, api.LayerPlan) {
+			var p memory.PlanGraphPayload
+			if json.Unmarshal(it.Record.Payload, &p) != nil || p.Intent != in.Problem.Intent {
+				continue // another task's plan
+			}
+			if ps := planSteps(p, in.Vars); !unbound(ps) {
+				steps, followed, source = ps, it.Record.ID, FromPlan
+				break
+			}
+		}
+	}
+	if followed == uuid.Nil {
+		look(ep)
+	}
+	clean := follow(ep, rng, steps, alts)
+	if err := a.Client.Stream(ctx, Events(cmpOr(a.AgentID, "eval-engram"), ep)); err != nil {
+		return "", err
+	}
+	if followed != uuid.Nil {
+		outcome := "used_success"
+		if !clean || !ep.Solved() {
+			outcome = "used_failure"
+		}
+		if err := a.Client.Feedback(ctx, api.FeedbackRequest{RetrievalID: res.RetrievalID.String(),
+			RecordIDs: []string{followed.String()}, Outcome: outcome}); err != nil {
+			return "", err
+		}
+	}
+	return source, nil
+}
+
+// Task is what an agent asks engram about an instance: the error as text
+// and signal, its intent, and its environment as conditions.
+func Task(in Instance) api.Task {
+	return api.Task{Text: in.Message(), Signals: []string{in.Message()}, Intent: in.Problem.Intent, Conditions: in.Conditions()}
+}
+
+// sameProblem reports whether an error a procedure was learned from reads
+// as this task's: the same words up to the first path.
+func sameProblem(signal, msg string) bool {
+	head := func(s string) string {
+		if i := strings.Index(s, "/"); i >= 0 {
+			s = s[:i]
+		}
+		return strings.Join(strings.Fields(strings.ToLower(s)), " ")
+	}
+	return signal != "" && head(signal) == head(msg)
+}
+
+func layer(res api.RetrieveResult, name api.LayerName) []api.Item {
+	for _, l := range res.Layers {
+		if l.Name == name {
+			return l.Items
+		}
+	}
+	return nil
+}
+
+// recipe is a procedure's steps as actions, their variables bound: the
+// templated arguments of each step's args_schema (consolidate's
+// Templates).
+func recipe(p memory.CompetencePayload, vars map[string]string) []Action {
+	var out []Action
+	for _, s := range p.Recipe {
+		args, _ := s.ArgsSchema["arguments"].(map[string]any)
+		out = append(out, Action{Tool: s.Tool, Args: args}.Bind(vars))
+	}
+	return out
+}
+
+// planSteps are a plan's nodes as actions, in order: the tool is the
+// node's op's first word, the arguments its params.
+func planSteps(p memory.PlanGraphPayload, vars map[string]string) []Action {
+	var out []Action
+	for _, n := range p.Nodes {
+		tool, _, _ := strings.Cut(n.Op, " ")
+		out = append(out, Action{Tool: tool, Args: n.Params}.Bind(vars))
+	}
+	return out
+}
+
+func unbound(as []Action) bool {
+	for _, a := range as {
+		if a.Unbound() {
+			return true
+		}
+	}
+	return len(as) == 0
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Replay is the raw-episode control, what a plain vector memory offers:
+// it retrieves engram's episodic layer only, with consolidation off, and
+// replays the successful calls of the most similar successful past
+// episode, the path of the old error replaced by the new one; then it
+// explores what is left.
+//
+// An episodic record holds its events by reference and its tool graph
+// names tools but not arguments, so the calls themselves come from the
+// agent's own journal of what it streamed, keyed by thread: engram ranks
+// the episodes, the journal holds their trajectories.
+type Replay struct {
+	Client  *Client
+	Seed    uint64
+	AgentID string
+	journal map[string]*Episode
+}
+
+// Name implements [Agent].
+func (*Replay) Name() string { return "raw episodes" }
+
+// Solve implements [Agent].
+func (a *Replay) Solve(ctx context.Context, ep *Episode) (string, error) {
+	if a.journal == nil {
+		a.journal = map[string]*Episode{}
+	}
+	agent := cmpOr(a.AgentID, "eval-replay")
+	in := ep.Instance
+	res, err := a.Client.Retrieve(ctx, api.RetrieveRequest{Task: Task(in)})
+	if err != nil {
+		return "", err
+	}
+	rng := episodeRNG(a.Seed, ep)
+	var past *Episode
+	for _, it := range layer(res, api.LayerEpisodic) {
+		var p memory.EpisodicPayload
+		if json.Unmarshal(it.Record.Payload, &p) == nil && p.Outcome == "success" && a.journal[it.Record.ThreadID] != nil {
+			past = a.journal[it.Record.ThreadID]
+			break
+		}
+	}
+	source := FromExplore
+	if past == nil {
+		look(ep)
+	} else {
+		source = FromEpisode
+		from, to := changedPath(past.Instance.Message(), in.Message())
+		for _, s := range past.Steps {
+			if ep.Over() {
+				break
+			}
+			if !s.Result.Failed {
+				try(ep, substitute(s.Action, from, to))
+			}
+		}
+	}
+	follow(ep, rng, nil, nil)
+	a.journal[threadID(agent, ep)] = ep
+	if err := a.Client.Stream(ctx, Events(agent, ep)); err != nil {
+		return "", err
+	}
+	return source, nil
+}
+
+// changedPath compares two messages of one problem word by word and
+// returns the first word that differs, in each, without their common
+// suffix: the old path and the new.
+func changedPath(old, cur string) (string, string) {
+	ow, cw := strings.Fields(old), strings.Fields(cur)
+	for i := range min(len(ow), len(cw)) {
+		if ow[i] == cw[i] {
+			continue
+		}
+		o, c := ow[i], cw[i]
+		for len(o) > 0 && len(c) > 0 && o[len(o)-1] == c[len(c)-1] {
+			o, c = o[:len(o)-1], c[:len(c)-1]
+		}
+		return o, c
+	}
+	return "", ""
+}
+
+func substitute(a Action, from, to string) Action {
+	if from == "" {
+		return a
+	}
+	out := Action{Tool: a.Tool, Args: map[string]any{}}
+	for k, v := range a.Args {
+		if s, ok := v.(string); ok {
+			v = strings.ReplaceAll(s, from, to)
+		}
+		out.Args[k] = v
+	}
+	return out
+}
+
+func threadID(agent string, ep *Episode) string {
+	return fmt.Sprintf("%s-%04d", agent, ep.Index)
+}
+
+// Events are an episode as the agent streams it: the task, the error, each
+// call and its output, and the outcome, in the instance's environment and
+// tagged with its intent.
+func Events(agent string, ep *Episode) []memory.Event {
+	in := ep.Instance
+	thread := threadID(agent, ep)
+	env := map[string]any{}
+	for k, v := range in.Env {
+		env[k] = v
+	}
+	ev := func(kind memory.EventKind) memory.Event {
+		return memory.Event{Kind: kind, AgentID: agent, ThreadID: thread, Environment: env, Tags: []string{"intent:" + in.Problem.Intent}}
+	}
+	first := ev(memory.UserInput)
+	first.Text = "fix the task: " + strings.ReplaceAll(in.Problem.Intent, "_", " ")
+	fail := ev(memory.ErrorEvent)
+	fail.Error = &memory.EventError{Message: in.Message()}
+	out := []memory.Event{first, fail}
+	for i, s := range ep.Steps {
+		id := fmt.Sprintf("c%d", i)
+		args, _ := json.Marshal(s.Action.Args)
+		result, _ := json.Marshal(s.Result.Output)
+		call, output := ev(memory.ToolCall), ev(memory.ToolOutput)
+		call.Tool = &memory.EventTool{Name: s.Action.Tool, CallID: id, Arguments: args}
+		output.Tool = &memory.EventTool{Name: s.Action.Tool, CallID: id, Result: result}
+		out = append(out, call, output)
+	}
+	end := ev(memory.Outcome)
+	end.Outcome = &memory.EventOutcome{Status: "failure"}
+	if ep.Solved() {
+		end.Outcome.Status = "success"
+	}
+	return append(out, end)
+}

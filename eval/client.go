@@ -1,0 +1,131 @@
+package eval
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/memory"
+)
+
+// Client calls engram's public HTTP API with a tenant's key: the only way
+// the agents of this package reach memory.
+type Client struct {
+	// BaseURL is engramd's address (http://127.0.0.1:8080).
+	BaseURL string
+	// Key is a tenant's API key.
+	Key string
+	// HTTP is the client used; nil means http.DefaultClient.
+	HTTP *http.Client
+}
+
+func (c *Client) http() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return http.DefaultClient
+}
+
+// call sends a request and decodes a 2xx answer into out (when not nil);
+// any other status is an error carrying the problem's detail.
+func (c *Client) call(ctx context.Context, path, contentType string, body io.Reader, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+path, body)
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	req.Header.Set("Content-Type", contentType)
+	res, err := c.http().Do(req)
+	if err != nil {
+		return fmt.Errorf("post %s: %w", path, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		var p api.Problem
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
+		if json.Unmarshal(b, &p) == nil && p.Detail != "" {
+			return fmt.Errorf("post %s: %d: %s", path, res.StatusCode, p.Detail)
+		}
+		return fmt.Errorf("post %s: %d: %s", path, res.StatusCode, b)
+	}
+	if out == nil {
+		_, err = io.Copy(io.Discard, res.Body)
+		return err
+	}
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode %s: %w", path, err)
+	}
+	return nil
+}
+
+func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	return c.call(ctx, path, "application/json", bytes.NewReader(b), out)
+}
+
+// Retrieve asks POST /v1/retrieve what memory helps with a task.
+func (c *Client) Retrieve(ctx context.Context, req api.RetrieveRequest) (api.RetrieveResult, error) {
+	var out api.RetrieveResult
+	err := c.postJSON(ctx, "/v1/retrieve", req, &out)
+	return out, err
+}
+
+// Feedback tells POST /v1/feedback how a retrieval's records served.
+func (c *Client) Feedback(ctx context.Context, req api.FeedbackRequest) error {
+	return c.postJSON(ctx, "/v1/feedback", req, nil)
+}
+
+// Stream sends events as one NDJSON request to POST /v1/events:stream and
+// reads an acknowledgement per line; a refused line is an error.
+func (c *Client) Stream(ctx context.Context, events []memory.Event) error {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	for _, ev := range events {
+		if err := enc.Encode(ev); err != nil {
+			return fmt.Errorf("encode event: %w", err)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+"/v1/events:stream", &body)
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	res, err := c.http().Do(req)
+	if err != nil {
+		return fmt.Errorf("stream events: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
+		return fmt.Errorf("stream events: %d: %s", res.StatusCode, b)
+	}
+	acks := 0
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		var ack api.StreamAck
+		if err := json.Unmarshal(sc.Bytes(), &ack); err != nil {
+			return fmt.Errorf("decode ack: %w", err)
+		}
+		if ack.Error != nil {
+			return fmt.Errorf("stream events: line %d: %s", ack.Line, ack.Error.Detail)
+		}
+		acks++
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read acks: %w", err)
+	}
+	if acks != len(events) {
+		return errors.New("stream events: " + fmt.Sprint(acks) + " of " + fmt.Sprint(len(events)) + " acknowledged")
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Hooks are what the protocol asks of the engram it runs against, between
+// episodes. Either may be nil.
+type Hooks struct {
+	// Settle returns once the episode just streamed is memory (its events
+	// classified, its episode closed).
+	Settle func(ctx context.Context) error
+	// Consolidate runs a consolidation pass; the protocol calls it after
+	// every Config.ConsolidateEvery episodes, for agents that learn.
+	Consolidate func(ctx context.Context) error
+}
+
+// Outcome is one episode as an agent lived it.
+type Outcome struct {
+	Episode int
+	Problem int
+	Success bool
+	// Steps is the number of actions taken.
+	Steps int
+	// Source is what the agent followed (FromCompetence, …).
+	Source string
+}
+
+// Report is an agent's run over the acquisition stream.
+type Report struct {
+	Agent    string
+	Config   Config
+	Outcomes []Outcome
+}
+
+// Run runs an agent over the world's acquisition stream, episode after
+// episode, calling the hooks between them.
+func Run(ctx context.Context, w *World, agent Agent, hooks Hooks) (Report, error) {
+	cfg := w.Config
+	rep := Report{Agent: agent.Name(), Config: cfg}
+	for i := range cfg.Episodes {
+		ep := w.Start(i)
+		source, err := agent.Solve(ctx, ep)
+		if err != nil {
+			return rep, fmt.Errorf("episode %d: %w", i, err)
+		}
+		rep.Outcomes = append(rep.Outcomes, Outcome{Episode: i, Problem: ep.Instance.Problem.ID, Success: ep.Solved(),
+			Steps: len(ep.Steps), Source: source})
+		if hooks.Settle != nil {
+			if err := hooks.Settle(ctx); err != nil {
+				return rep, fmt.Errorf("settle episode %d: %w", i, err)
+			}
+		}
+		if hooks.Consolidate != nil && (i+1)%cfg.ConsolidateEvery == 0 {
+			if err := hooks.Consolidate(ctx); err != nil {
+				return rep, fmt.Errorf("consolidate after episode %d: %w", i, err)
+			}
+		}
+	}
+	return rep, nil
+}
+
+// SuccessRate is the share of successful episodes among [from, to).
+func (r Report) SuccessRate(from, to int) float64 {
+	n, ok := 0, 0
+	for _, o := range r.window(from, to) {
+		n++
+		if o.Success {
+			ok++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(ok) / float64(n)
+}
+
+// StepsPerSuccess is the mean number of actions of the successful
+// episodes among [from, to).
+func (r Report) StepsPerSuccess(from, to int) float64 {
+	n, steps := 0, 0
+	for _, o := range r.window(from, to) {
+		if o.Success {
+			n++
+			steps += o.Steps
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(steps) / float64(n)
+}
+
+// Sources counts the episodes among [from, to) by what the agent followed.
+func (r Report) Sources(from, to int) map[string]int {
+	out := map[string]int{}
+	for _, o := range r.window(from, to) {
+		out[o.Source]++
+	}
+	return out
+}
+
+func (r Report) window(from, to int) []Outcome {
+	from, to = max(from, 0), min(to, len(r.Outcomes))
+	if from >= to {
+		return nil
+	}
+	return r.Outcomes[from:to]
+}
+
+// Curve is the success rate per window of Config.Window episodes.
+func (r Report) Curve() []float64 {
+	var out []float64
+	for from := 0; from < len(r.Outcomes); from += r.Config.Window {
+		out = append(out, r.SuccessRate(from, from+r.Config.Window))
+	}
+	return out
+}
+
+// String is the report in one line: the curve, and success and steps per
+// success before and after drift.
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-12s curve", r.Agent)
+	for _, v := range r.Curve() {
+		fmt.Fprintf(&b, " %.2f", v)
+	}
+	n, d := len(r.Outcomes), r.Config.DriftAt
+	if d <= 0 || d > n {
+		d = n
+	}
+	fmt.Fprintf(&b, " | before drift %.2f (%.1f steps)", r.SuccessRate(0, d), r.StepsPerSuccess(0, d))
+	if d < n {
+		fmt.Fprintf(&b, " | after drift %.2f (%.1f steps)", r.SuccessRate(d, n), r.StepsPerSuccess(d, n))
+	}
+	fmt.Fprintf(&b, " | sources %v", r.Sources(0, n))
+	return b.String()
+}

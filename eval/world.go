@@ -1,0 +1,375 @@
+// Package eval is a simulated agent world that measures whether agents
+// using engram get better with experience (substrate RFC §2, §14; write-path
+// RFC §12.12.5: memory correctness impact, measured by ablation).
+//
+// The world is deterministic for a seed. It holds problems — an error
+// signature and an intent — each with a correct procedure of a few steps
+// that depends on the environment (os, toolchain version) and takes
+// per-instance arguments (a path, a package name). Correct steps are flaky
+// (a configurable share fail transiently and succeed when tried again);
+// each step has decoy alternatives that fail; and past a drift point the
+// correct procedure of some problems changes. Agents (agent.go) solve
+// instances episode after episode, talking to engram only through its
+// public HTTP API; the protocol and its metrics are in run.go.
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Config is a world and its protocol. Zero fields take the defaults.
+type Config struct {
+	// Seed makes the world, its task stream, its flaky steps and the
+	// agents' exploration reproducible.
+	Seed uint64
+	// Problems is the number of problems (default 4).
+	Problems int
+	// Episodes is the length of the acquisition stream (default 40).
+	Episodes int
+	// DriftAt is the episode from which the drifted problems' procedures
+	// change; 0 means no drift.
+	DriftAt int
+	// DriftShare is the share of problems that drift (default 0.5).
+	DriftShare float64
+	// Flaky is the chance that a correct step fails transiently (default
+	// 0.1).
+	Flaky float64
+	// MaxSteps is the number of actions an episode may take before it
+	// fails (default 9).
+	MaxSteps int
+	// ConsolidateEvery runs consolidation after every so many episodes
+	// (default 4), for the agents that learn.
+	ConsolidateEvery int
+	// Window is the number of episodes a success rate is measured over
+	// (default 10).
+	Window int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Problems == 0 {
+		c.Problems = 4
+	}
+	if c.Episodes == 0 {
+		c.Episodes = 40
+	}
+	if c.DriftShare == 0 {
+		c.DriftShare = 0.5
+	}
+	if c.Flaky == 0 {
+		c.Flaky = 0.1
+	}
+	if c.MaxSteps == 0 {
+		c.MaxSteps = 9
+	}
+	if c.ConsolidateEvery == 0 {
+		c.ConsolidateEvery = 4
+	}
+	if c.Window == 0 {
+		c.Window = 10
+	}
+	return c
+}
+
+// Action is a tool call: a tool and its arguments, whose string values may
+// hold variables ({path}, {package}) until bound to an instance.
+type Action struct {
+	Tool string         `json:"tool"`
+	Args map[string]any `json:"args"`
+}
+
+// Bind replaces the variables {name} in the action's string arguments by
+// the values of vars; a variable vars does not name stays as it is.
+func (a Action) Bind(vars map[string]string) Action {
+	out := Action{Tool: a.Tool, Args: make(map[string]any, len(a.Args))}
+	for k, v := range a.Args {
+		out.Args[k] = bindValue(v, vars)
+	}
+	return out
+}
+
+func bindValue(v any, vars map[string]string) any {
+	switch x := v.(type) {
+	case string:
+		for name, val := range vars {
+			x = strings.ReplaceAll(x, "{"+name+"}", val)
+		}
+		return x
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = bindValue(e, vars)
+		}
+		return out
+	}
+	return v
+}
+
+// reVariable is a variable in a templated argument.
+var reVariable = regexp.MustCompile(`\{[A-Za-z_][A-Za-z_0-9]*\}`)
+
+// Unbound reports whether the action still holds a variable.
+func (a Action) Unbound() bool {
+	b, _ := json.Marshal(a.Args)
+	return reVariable.Match(b)
+}
+
+// Same reports whether two actions are the same call.
+func (a Action) Same(b Action) bool {
+	if a.Tool != b.Tool {
+		return false
+	}
+	// Through JSON, so that []string and []any compare alike.
+	x, _ := json.Marshal(a.Args)
+	y, _ := json.Marshal(b.Args)
+	var u, v any
+	_ = json.Unmarshal(x, &u)
+	_ = json.Unmarshal(y, &v)
+	return reflect.DeepEqual(u, v)
+}
+
+// Environments are the values of the environment keys a procedure may
+// depend on: 2 × 2 environments.
+var Environments = map[string][]string{"os": {"linux", "darwin"}, "toolchain": {"v1", "v2"}}
+
+// Problem is an error met in some task, and how to fix it.
+type Problem struct {
+	ID int
+	// Message is the error, with {path} where an instance's path goes.
+	Message string
+	// Intent labels the task (an intent: tag, the plan layer's key).
+	Intent string
+	// Key is the environment key the fix depends on ("" for none).
+	Key string
+	// Slots are the steps of a fix: each the alternatives an agent may
+	// try, of one tool. Correct picks one alternative per slot for each
+	// value of Key (before drift) and Drifted after drift.
+	Slots   [][]Action
+	Correct map[string][]int
+	Drifted map[string][]int
+}
+
+// Instance is one occurrence of a problem: an environment and the
+// arguments that vary.
+type Instance struct {
+	Problem *Problem
+	Env     map[string]string
+	Vars    map[string]string
+}
+
+// Message is the instance's error.
+func (in Instance) Message() string {
+	return Action{Args: map[string]any{"m": in.Problem.Message}}.Bind(in.Vars).Args["m"].(string)
+}
+
+// Conditions are the instance's environment as retrieval conditions.
+func (in Instance) Conditions() map[string]any {
+	out := map[string]any{}
+	for k, v := range in.Env {
+		out[k] = v
+	}
+	return out
+}
+
+// World is a seeded set of problems.
+type World struct {
+	Config   Config
+	Problems []*Problem
+}
+
+// Words the generator builds problems and arguments from.
+var (
+	programs = []string{"ld", "npm", "pip", "cargo", "docker", "git", "gradle", "terraform"}
+	troubles = []string{"cache mismatch", "lockfile conflict", "stale manifest", "checksum failure", "permission denied",
+		"corrupt index", "missing symbol", "version skew", "dangling layer", "broken symlink"}
+	roots    = []string{"srv", "home/ci", "var/tmp", "opt/work", "tmp"}
+	nouns    = []string{"app", "web", "core", "edge", "lab", "kit", "hub", "api"}
+	managers = []string{"apt", "brew", "pip", "npm"}
+	verbs    = []string{"install", "reinstall", "upgrade"}
+	// Each fix names the path once: consolidation gives every varying
+	// word a variable of its own ({path}, {path2}), even when two words
+	// held the same value, and an agent knows only the one path.
+	fixes = []string{"rm -rf {path}/cache", "chmod -R u+w {path}/cache", "touch {path}/.stamp", "git -C {path} clean -fdx",
+		"rm -f {path}/index", "truncate -s 0 {path}/lock"}
+	builds = []string{"make build", "make clean build", "ninja -C build", "cargo build --release", "gradle assemble", "docker build ."}
+)
+
+// NewWorld generates the problems of a configuration.
+func NewWorld(cfg Config) *World {
+	cfg = cfg.withDefaults()
+	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
+	w := &World{Config: cfg}
+	pairs := rng.Perm(len(programs) * len(troubles))
+	nDrift := int(float64(cfg.Problems)*cfg.DriftShare + 0.5)
+	for i := range cfg.Problems {
+		pt := pairs[i%len(pairs)]
+		prog, trouble := programs[pt%len(programs)], troubles[pt/len(programs)]
+		p := &Problem{ID: i, Message: fmt.Sprintf("%s: %s in {path}/obj.o", prog, trouble),
+			Intent: strings.ReplaceAll("repair "+prog+" "+trouble, " ", "_"), Key: []string{"os", "toolchain", ""}[i%3]}
+		// A path fix, a package step and a build, each with four
+		// alternatives; a two-step fix leaves out the package.
+		p.Slots = append(p.Slots, shellSlot(rng, fixes))
+		if rng.IntN(2) == 0 {
+			p.Slots = append(p.Slots, pkgSlot(rng))
+		}
+		p.Slots = append(p.Slots, shellSlot(rng, builds))
+		values := []string{""}
+		if p.Key != "" {
+			values = Environments[p.Key]
+		}
+		p.Correct, p.Drifted = map[string][]int{}, map[string][]int{}
+		// Two values share every step but one, which tells them apart.
+		split := rng.IntN(len(p.Slots))
+		for j, v := range values {
+			pick := make([]int, len(p.Slots))
+			pick[split] = j
+			p.Correct[v] = pick
+		}
+		if i < nDrift && cfg.DriftAt > 0 {
+			// Drift changes another slot than the split to an alternative
+			// no value used: every value's fix changes.
+			d := (split + 1) % len(p.Slots)
+			for v, pick := range p.Correct {
+				np := slices.Clone(pick)
+				np[d] = len(p.Slots[d]) - 1
+				p.Drifted[v] = np
+			}
+		}
+		w.Problems = append(w.Problems, p)
+	}
+	return w
+}
+
+func shellSlot(rng *rand.Rand, from []string) []Action {
+	var out []Action
+	for _, i := range rng.Perm(len(from))[:4] {
+		out = append(out, Action{Tool: "shell", Args: map[string]any{"command": from[i]}})
+	}
+	return out
+}
+
+func pkgSlot(rng *rand.Rand) []Action {
+	var out []Action
+	for _, i := range rng.Perm(len(managers) * len(verbs))[:4] {
+		out = append(out, Action{Tool: "pkg", Args: map[string]any{
+			"manager": managers[i%len(managers)], "action": verbs[i/len(managers)], "package": "{package}"}})
+	}
+	return out
+}
+
+// Instance draws the i-th task of the stream: a problem, an environment
+// and fresh arguments.
+func (w *World) Instance(i int) Instance {
+	rng := rand.New(rand.NewPCG(w.Config.Seed, uint64(1000+i)))
+	p := w.Problems[rng.IntN(len(w.Problems))]
+	env := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(Environments)) {
+		env[k] = Environments[k][rng.IntN(len(Environments[k]))]
+	}
+	tag := fmt.Sprintf("%04x%02x", rng.IntN(1<<16), i%256)
+	return Instance{Problem: p, Env: env, Vars: map[string]string{
+		"path":    fmt.Sprintf("/%s/%s-%s", roots[rng.IntN(len(roots))], nouns[rng.IntN(len(nouns))], tag),
+		"package": fmt.Sprintf("lib%s-%s", nouns[rng.IntN(len(nouns))], tag),
+	}}
+}
+
+// Result is what one action did.
+type Result struct {
+	// Output is the tool's result as the agent sees it.
+	Output any
+	// Advanced says the action was the next correct step; Failed that it
+	// reported an error; Transient that the error goes away when the
+	// action is tried again.
+	Advanced, Failed, Transient bool
+}
+
+// Step is one action of an episode and its result.
+type Step struct {
+	Action Action
+	Result Result
+}
+
+// Episode is one instance being solved: the world's state and the steps
+// taken.
+type Episode struct {
+	Index    int
+	Instance Instance
+	Steps    []Step
+	correct  []int
+	progress int
+	max      int
+	flaky    float64
+	rng      *rand.Rand
+}
+
+// Start opens the i-th episode of the stream. The flaky draws depend on
+// the seed and i only, so every agent meets the same world.
+func (w *World) Start(i int) *Episode {
+	in := w.Instance(i)
+	p := in.Problem
+	key := ""
+	if p.Key != "" {
+		key = in.Env[p.Key]
+	}
+	correct := p.Correct[key]
+	if w.Config.DriftAt > 0 && i >= w.Config.DriftAt && p.Drifted[key] != nil {
+		correct = p.Drifted[key]
+	}
+	return &Episode{Index: i, Instance: in, correct: correct, max: w.Config.MaxSteps, flaky: w.Config.Flaky,
+		rng: rand.New(rand.NewPCG(w.Config.Seed, uint64(1_000_000+i)))}
+}
+
+// Solved reports whether every step of the fix is done.
+func (e *Episode) Solved() bool { return e.progress == len(e.correct) }
+
+// Over reports whether the episode has ended: solved or out of steps.
+func (e *Episode) Over() bool { return e.Solved() || len(e.Steps) >= e.max }
+
+// Slot is the index of the step the fix is at.
+func (e *Episode) Slot() int { return e.progress }
+
+// Slots is the number of steps of the fix.
+func (e *Episode) Slots() int { return len(e.correct) }
+
+// Candidates are the alternatives of the current step, bound to the
+// instance: what an agent without memory knows it could try.
+func (e *Episode) Candidates() []Action {
+	if e.Solved() {
+		return nil
+	}
+	var out []Action
+	for _, a := range e.Instance.Problem.Slots[e.progress] {
+		out = append(out, a.Bind(e.Instance.Vars))
+	}
+	return out
+}
+
+// Do runs an action. The next correct step advances the fix unless it
+// fails transiently; a read-only look (ls) lists the directory; anything
+// else fails.
+func (e *Episode) Do(a Action) Result {
+	var r Result
+	switch {
+	case e.Over():
+		return Result{Failed: true, Output: "error: the episode is over"}
+	case a.Same(e.Instance.Problem.Slots[e.progress][e.correct[e.progress]].Bind(e.Instance.Vars)):
+		if e.rng.Float64() < e.flaky {
+			r = Result{Failed: true, Transient: true, Output: map[string]any{"exit_code": 75, "stderr": "error: connection reset (transient), try again"}}
+		} else {
+			e.progress++
+			r = Result{Advanced: true, Output: map[string]any{"exit_code": 0}}
+		}
+	case a.Tool == "shell" && strings.HasPrefix(fmt.Sprint(a.Args["command"]), "ls "):
+		r = Result{Output: "3 entries"}
+	default:
+		r = Result{Failed: true, Output: map[string]any{"exit_code": 1, "stderr": "error: that did not help"}}
+	}
+	e.Steps = append(e.Steps, Step{Action: a, Result: r})
+	return r
+}
