@@ -145,13 +145,23 @@ func Templates(steps [][]Action) []Template {
 	if len(steps) == 0 {
 		return nil
 	}
+	// A variable is named once per distinct column of values (what it
+	// was in each episode): the same value used twice — a directory a
+	// command names in two places, or in two steps — is one variable.
 	used := map[string]int{}
-	name := func(base string) string {
-		used[base]++
-		if n := used[base]; n > 1 {
-			return fmt.Sprintf("%s%d", base, n)
+	named := map[string]string{}
+	name := func(base string, col []string) string {
+		key := base + "\x00" + strings.Join(col, "\x00")
+		if n, ok := named[key]; ok && col != nil {
+			return n
 		}
-		return base
+		used[base]++
+		n := base
+		if used[base] > 1 {
+			n = fmt.Sprintf("%s%d", base, used[base])
+		}
+		named[key] = n
+		return n
 	}
 	out := make([]Template, len(steps[0]))
 	for i := range steps[0] {
@@ -171,7 +181,7 @@ func Templates(steps [][]Action) []Template {
 
 // templateValue is the templated form of one argument's values across the
 // episodes.
-func templateValue(key string, values []any, vars map[string]string, name func(string) string) any {
+func templateValue(key string, values []any, vars map[string]string, name func(base string, col []string) string) any {
 	if allEqual(values) {
 		return values[0]
 	}
@@ -179,7 +189,7 @@ func templateValue(key string, values []any, vars map[string]string, name func(s
 	for i, v := range values {
 		s, ok := v.(string)
 		if !ok {
-			n := name(varName(key))
+			n := name(varName(key), nil)
 			vars[n] = key
 			return "{" + n + "}"
 		}
@@ -206,7 +216,7 @@ func templateValue(key string, values []any, vars map[string]string, name func(s
 
 // templateWord is one word's template: itself when it never varied, else
 // a variable, keeping a common path suffix ("{path}/cache").
-func templateWord(key string, col []string, vars map[string]string, name func(string) string) string {
+func templateWord(key string, col []string, vars map[string]string, name func(base string, col []string) string) string {
 	if !slices.ContainsFunc(col, func(s string) bool { return s != col[0] }) {
 		return col[0]
 	}
@@ -223,8 +233,14 @@ func templateWord(key string, col []string, vars map[string]string, name func(st
 	if slices.Contains(col, suffix) || len(suffix) == 1 {
 		suffix = ""
 	}
-	n := name(base)
-	vars[n] = key
+	values := make([]string, len(col))
+	for i, c := range col {
+		values[i] = strings.TrimSuffix(c, suffix)
+	}
+	n := name(base, values)
+	if _, ok := vars[n]; !ok {
+		vars[n] = key
+	}
 	return "{" + n + "}" + suffix
 }
 

@@ -55,4 +55,13 @@ func TestTemplatesNameWhatVaried(t *testing.T) {
 		{call("npm", map[string]any{"package": "is-even", "save": true}, "", false)},
 	})
 	require.Equal(t, "{package}", keyed[0].Args["package"], "named for its argument")
+
+	// One directory named twice is one variable, in one step or two.
+	twice := consolidate.Templates([][]consolidate.Action{
+		{call("shell", map[string]any{"command": "mv /w/a-1/old /w/a-1/new"}, "", false), call("shell", map[string]any{"command": "ls /w/a-1/new"}, "", false)},
+		{call("shell", map[string]any{"command": "mv /w/b-2/old /w/b-2/new"}, "", false), call("shell", map[string]any{"command": "ls /w/b-2/new"}, "", false)},
+	})
+	require.Equal(t, "mv {path}/old {path}/new", twice[0].Args["command"])
+	require.Equal(t, "ls {path}/new", twice[1].Args["command"])
+	require.Equal(t, map[string]string{"path": "command"}, twice[0].Vars)
 }
