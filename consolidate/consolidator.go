@@ -519,54 +519,58 @@ func (c *Consolidator) write(ctx context.Context, tx *revise.Tx, tenant string, 
 		Relations:  rels,
 	}
 	ch := revise.Change{Actor: actor, Rationale: p.Rationale, Evidence: sources}
-	outcome := ""
-	var uses [2]int // successes, failures counted since the stored version
-	err = func() error {
-		old, found, err := c.existing(ctx, tx, tenant, p.Key)
-		if err != nil {
-			return err
-		}
-		if !found {
-			c.learned(p, &rec)
-			a, err := tx.Admit(ctx, tenant, rec, ch)
-			outcome = string(a.Outcome)
-			return err
-		}
-		if old.Status == memory.Draft || old.Status == memory.Retracted {
-			// A draft waits for its reviewer; the next pass sees the
-			// decision. A retracted procedure is not learned again.
-			outcome = "unchanged"
-			return nil
-		}
-		v, err := c.follow(old, p, &rec)
-		if err != nil {
-			return err
-		}
-		if same(old, rec) {
-			outcome = "unchanged"
-			return nil
-		}
-		uses = usesAdded(old, rec)
-		// Its statistics and evidence grew: the same record, amended. A
-		// changed recipe or trigger is a new version that supersedes it.
-		next, err := tx.Amend(ctx, tenant, old.ID, old.Version, rec, ch)
-		var ce *revise.ConflictError
-		if errors.As(err, &ce) && ce.Code == revise.CodeNotAllowed {
-			_, next, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
-		}
-		outcome = "revised"
-		if err != nil || v.retract == "" {
-			return err
-		}
-		outcome = "retracted"
-		_, err = tx.Retract(ctx, tenant, next.ID, next.Version, revise.Change{Actor: actor, Rationale: v.retract, Evidence: v.evidence})
-		return err
-	}()
+	w, err := c.apply(ctx, tx, tenant, p, rec, ch)
 	if err != nil {
 		return written{}, fmt.Errorf("write procedure %q: %w", p.Payload.SkillName, err)
 	}
-	c.cfg.Logger.Debug("procedure", slog.String("tenant", tenant), slog.String("skill", p.Payload.SkillName), slog.String("outcome", outcome))
-	return written{outcome: outcome, uses: uses}, nil
+	c.cfg.Logger.Debug("procedure", slog.String("tenant", tenant), slog.String("skill", p.Payload.SkillName), slog.String("outcome", w.outcome))
+	return w, nil
+}
+
+// apply writes a procedure's record rec: a new record, or, when the
+// procedure's record exists, nothing if it says the same; the record
+// amended when only what is known of it grew (statistics, evidence); a new
+// version that supersedes it when its recipe or trigger changed; and a
+// retraction when its uses say it keeps failing.
+func (c *Consolidator) apply(ctx context.Context, tx *revise.Tx, tenant string, p Procedure, rec memory.Record, ch revise.Change) (written, error) {
+	old, found, err := c.existing(ctx, tx, tenant, p.Key)
+	if err != nil {
+		return written{}, err
+	}
+	if !found {
+		c.learned(p, &rec)
+		a, err := tx.Admit(ctx, tenant, rec, ch)
+		return written{outcome: string(a.Outcome)}, err
+	}
+	if old.Status == memory.Draft || old.Status == memory.Retracted {
+		// A draft waits for its reviewer; the next pass sees the decision.
+		// A retracted procedure is not learned again.
+		return written{outcome: "unchanged"}, nil
+	}
+	v, err := c.follow(old, p, &rec)
+	if err != nil {
+		return written{}, err
+	}
+	if same(old, rec) {
+		return written{outcome: "unchanged"}, nil
+	}
+	w := written{outcome: "revised", uses: usesAdded(old, rec)}
+	var next memory.Record
+	sameRecipe, err := revise.SameStructure(old, rec)
+	switch {
+	case err != nil:
+		return written{}, err
+	case sameRecipe:
+		next, err = tx.Amend(ctx, tenant, old.ID, old.Version, rec, ch)
+	default:
+		_, next, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
+	}
+	if err != nil || v.retract == "" {
+		return w, err
+	}
+	w.outcome = "retracted"
+	_, err = tx.Retract(ctx, tenant, next.ID, next.Version, revise.Change{Actor: actor, Rationale: v.retract, Evidence: v.evidence})
+	return w, err
 }
 
 // writeBatch is how many learned records one transaction writes: a pass

@@ -43,7 +43,7 @@ func (t *Tx) Amend(ctx context.Context, tenant string, id uuid.UUID, version int
 	if next.Type != old.Type {
 		return memory.Record{}, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/record/type", Message: fmt.Sprintf("must be %q, the type of the record it amends", old.Type)}}}
 	}
-	same, err := sameStructure(old, next)
+	same, err := SameStructure(old, next)
 	if err != nil {
 		return memory.Record{}, err
 	}
@@ -93,9 +93,10 @@ func (t *Tx) Amend(ctx context.Context, tenant string, id uuid.UUID, version int
 	return rec, nil
 }
 
-// sameStructure reports whether two procedures (triggers and recipe) or
-// two plans (nodes and edges) have one structure.
-func sameStructure(a, b memory.Record) (bool, error) {
+// SameStructure reports whether two procedures (triggers and recipe) or
+// two plans (plan id, version, nodes and edges) have one structure: what
+// [Tx.Amend] keeps.
+func SameStructure(a, b memory.Record) (bool, error) {
 	var keys []string
 	switch a.Type {
 	case memory.Competence:
