@@ -376,10 +376,20 @@ func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, h hist
 
 // writePlan writes an intent's plan through the write path: a new record
 // (version "1"); nothing when the live plan says the same; the live plan's
-// next revision when only its metrics or evidence changed; and, when the
-// structure changed, a record of the next version that supersedes it —
-// the old structure stays in history (§15A.10).
+// next revision, amended in place, when only its metrics or evidence
+// changed; and, when the structure changed, a record of the next version
+// that supersedes it — the old structure stays in history (§15A.10).
 func (c *Consolidator) writePlan(ctx context.Context, tx *revise.Tx, tenant string, p Plan) (written, error) {
+	w, err := c.applyPlan(ctx, tx, tenant, p)
+	if err != nil {
+		return written{}, fmt.Errorf("write plan %q: %w", p.Payload.PlanID, err)
+	}
+	c.cfg.Logger.Debug("plan", slog.String("tenant", tenant), slog.String("plan_id", p.Payload.PlanID), slog.String("outcome", w.outcome))
+	return w, nil
+}
+
+// applyPlan is writePlan's work, in the batch's transaction.
+func (c *Consolidator) applyPlan(ctx context.Context, tx *revise.Tx, tenant string, p Plan) (written, error) {
 	sources := make([]memory.Source, len(p.Support))
 	rels := make([]memory.Relation, len(p.Support))
 	for i, tr := range p.Support {
@@ -387,69 +397,54 @@ func (c *Consolidator) writePlan(ctx context.Context, tx *revise.Tx, tenant stri
 		rels[i] = memory.Relation{Predicate: memory.DerivedFrom, TargetID: tr.ID}
 	}
 	ch := revise.Change{Actor: actor, Rationale: p.Rationale, Evidence: sources}
-	outcome := ""
-	reused := 0
-	err := func() error {
-		page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
-			Types: []memory.Type{memory.PlanGraph}, Tags: []string{LearnedTag, planIDTag + p.Payload.PlanID}, Scope: &p.Scope,
-			Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft}, Limit: 1})
-		if err != nil {
-			return err
-		}
-		payload := p.Payload
-		payload.Version = "1"
-		var old memory.Record
-		if len(page.Records) > 0 {
-			old = page.Records[0]
-			var prev memory.PlanGraphPayload
-			if err := json.Unmarshal(old.Payload, &prev); err != nil {
-				return fmt.Errorf("decode plan %s: %w", old.ID, err)
-			}
-			payload.Version = prev.Version
-			if !slices.Contains(old.Tags, planTag+p.Key) {
-				v := 0
-				fmt.Sscan(prev.Version, &v)
-				payload.Version = fmt.Sprint(v + 1)
-			}
-		}
-		raw, err := json.Marshal(payload)
-		if err != nil {
-			return fmt.Errorf("encode plan: %w", err)
-		}
-		rec := memory.Record{
-			Type: memory.PlanGraph, Sensitivity: p.Sensitivity, Confidence: p.Confidence, Salience: memory.DefaultSalience,
-			Scope: p.Scope, Tags: []string{LearnedTag, planTag + p.Key, planIDTag + p.Payload.PlanID}, Payload: raw,
-			Visibility: memory.VisibilityTenant,
-			Provenance: memory.Provenance{Sources: sources, CreatedBy: actor},
-			Relations:  rels,
-		}
-		switch {
-		case len(page.Records) == 0:
-			a, err := tx.Admit(ctx, tenant, rec, ch)
-			outcome = string(a.Outcome)
-			return err
-		case old.Status == memory.Draft || same(old, rec):
-			outcome = "unchanged"
-			return nil
-		}
-		if slices.Contains(old.Tags, planTag+p.Key) {
-			// The same structure again: the uses it gained are reuse.
-			reused = max(0, planUses(rec.Payload)-planUses(old.Payload))
-		}
-		outcome = "revised"
-		if slices.Contains(old.Tags, planTag+p.Key) {
-			// The same structure: its metrics and evidence, amended.
-			_, err = tx.Amend(ctx, tenant, old.ID, old.Version, rec, ch)
-			return err
-		}
-		_, _, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
-		return err
-	}()
+	page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
+		Types: []memory.Type{memory.PlanGraph}, Tags: []string{LearnedTag, planIDTag + p.Payload.PlanID}, Scope: &p.Scope,
+		Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft}, Limit: 1})
 	if err != nil {
-		return written{}, fmt.Errorf("write plan %q: %w", p.Payload.PlanID, err)
+		return written{}, err
 	}
-	c.cfg.Logger.Debug("plan", slog.String("tenant", tenant), slog.String("plan_id", p.Payload.PlanID), slog.String("outcome", outcome))
-	return written{outcome: outcome, reused: reused}, nil
+	payload := p.Payload
+	payload.Version = "1"
+	var old memory.Record
+	sameStructure := false
+	if len(page.Records) > 0 {
+		old = page.Records[0]
+		var prev memory.PlanGraphPayload
+		if err := json.Unmarshal(old.Payload, &prev); err != nil {
+			return written{}, fmt.Errorf("decode plan %s: %w", old.ID, err)
+		}
+		payload.Version = prev.Version
+		if sameStructure = slices.Contains(old.Tags, planTag+p.Key); !sameStructure {
+			v := 0
+			fmt.Sscan(prev.Version, &v)
+			payload.Version = fmt.Sprint(v + 1)
+		}
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return written{}, fmt.Errorf("encode plan: %w", err)
+	}
+	rec := memory.Record{
+		Type: memory.PlanGraph, Sensitivity: p.Sensitivity, Confidence: p.Confidence, Salience: memory.DefaultSalience,
+		Scope: p.Scope, Tags: []string{LearnedTag, planTag + p.Key, planIDTag + p.Payload.PlanID}, Payload: raw,
+		Visibility: memory.VisibilityTenant,
+		Provenance: memory.Provenance{Sources: sources, CreatedBy: actor},
+		Relations:  rels,
+	}
+	switch {
+	case len(page.Records) == 0:
+		a, err := tx.Admit(ctx, tenant, rec, ch)
+		return written{outcome: string(a.Outcome)}, err
+	case old.Status == memory.Draft || same(old, rec):
+		return written{outcome: "unchanged"}, nil
+	case sameStructure:
+		// The same structure again: its metrics and evidence, amended; the
+		// uses it gained are reuse.
+		_, err = tx.Amend(ctx, tenant, old.ID, old.Version, rec, ch)
+		return written{outcome: "revised", reused: max(0, planUses(rec.Payload)-planUses(old.Payload))}, err
+	}
+	_, _, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
+	return written{outcome: "revised"}, err
 }
 
 // planUses is the uses a plan record's metrics count.
