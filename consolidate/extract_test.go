@@ -277,15 +277,3 @@ func (e *env) modelCalls() map[string]float64 {
 	}
 	return out
 }
-
-// With no model configured, the free text is left alone: no fact is
-// extracted and no model is called.
-func TestNoModelNoFacts(t *testing.T) {
-	t.Parallel()
-	e := setup(t)
-	e.post(talk("chat-5", "I always write backend services in Go", "go version go1.26", "done"))
-	counts := e.consolidate()
-	require.Zero(t, counts["facts_extracted"], counts)
-	require.Zero(t, counts["model_failures"], counts)
-	require.Empty(t, e.extracted())
-}
