@@ -268,25 +268,39 @@ func (c *Consolidator) history(ctx context.Context, tenant string, fresh []uuid.
 	return h, nil
 }
 
-// procedures groups the episodes by trigger signature and learns from each
-// group that has a fresh one.
-func (c *Consolidator) procedures(ctx context.Context, run Run, tenant string, h history) error {
-	groups := map[string][]Episode{}
+// touchedGroups reads each episode of h and groups it by scope and the key
+// read gives it (none: left out), and returns, in key order, the groups
+// that hold a fresh episode: the ones a pass learns from again.
+func touchedGroups[T any](h history, read func(store.ClosedEpisode) (T, string)) [][]T {
+	groups := map[string][]T{}
 	touched := map[string]bool{}
 	for _, ce := range h.closed {
-		ep := readEpisode(ce, h.events[ce.ID])
-		if ep.Signature == "" {
+		v, key := read(ce)
+		if key == "" {
 			continue
 		}
-		key := ep.Scope + "\x00" + ep.Signature
-		groups[key] = append(groups[key], ep)
-		if h.fresh[ep.ID] {
+		key = ce.Scope + "\x00" + key
+		groups[key] = append(groups[key], v)
+		if h.fresh[ce.ID] {
 			touched[key] = true
 		}
 	}
-	var learned []Procedure
+	out := make([][]T, 0, len(touched))
 	for _, key := range slices.Sorted(maps.Keys(touched)) {
-		learned = append(learned, c.Learn(groups[key])...)
+		out = append(out, groups[key])
+	}
+	return out
+}
+
+// procedures groups the episodes by trigger signature and learns from each
+// group that has a fresh one.
+func (c *Consolidator) procedures(ctx context.Context, run Run, tenant string, h history) error {
+	var learned []Procedure
+	for _, group := range touchedGroups(h, func(ce store.ClosedEpisode) (Episode, string) {
+		ep := readEpisode(ce, h.events[ce.ID])
+		return ep, ep.Signature
+	}) {
+		learned = append(learned, c.Learn(group)...)
 	}
 	return inBatches(ctx, c.cfg.Writer, learned, func(ctx context.Context, tx *revise.Tx, p Procedure) (written, error) {
 		return c.write(ctx, tx, tenant, p)

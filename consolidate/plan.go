@@ -346,22 +346,12 @@ func (c *Consolidator) LearnPlans(group []Trace) []Plan {
 // plans learns the plan graphs of a tenant's intents that have a fresh
 // episode, and writes each intent's best supported one.
 func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, h history) error {
-	groups := map[string][]Trace{}
-	touched := map[string]bool{}
-	for _, ce := range h.closed {
-		tr := readTrace(ce, h.events[ce.ID])
-		if tr.Intent == "" {
-			continue
-		}
-		key := tr.Scope + "\x00" + tr.Intent
-		groups[key] = append(groups[key], tr)
-		if h.fresh[tr.ID] {
-			touched[key] = true
-		}
-	}
 	var best []Plan
-	for _, key := range slices.Sorted(maps.Keys(touched)) {
-		if plans := c.LearnPlans(groups[key]); len(plans) > 0 {
+	for _, group := range touchedGroups(h, func(ce store.ClosedEpisode) (Trace, string) {
+		tr := readTrace(ce, h.events[ce.ID])
+		return tr, tr.Intent
+	}) {
+		if plans := c.LearnPlans(group); len(plans) > 0 {
 			best = append(best, plans[0])
 		}
 	}
