@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/google/uuid"
 
@@ -22,7 +21,7 @@ const ActionAmend = "amend"
 // (substrate RFC §8, §15A.9), a plan's metrics with its reuse (§9,
 // §15A.10). next's payload, confidence, tags and provenance sources replace
 // the record's, its sensitivity never falls, and its relations gain next's
-// new derived_from and supports relations; the record keeps its id, so
+// derived_from and supports relations; the record keeps its id, so
 // what agents hold of it (a retrieval, feedback) stays valid. A changed
 // structure — a procedure's triggers or recipe, a plan's nodes or edges —
 // is refused with [CodeNotAllowed]: that is a supersede, which keeps the
@@ -50,21 +49,20 @@ func (t *Tx) Amend(ctx context.Context, tenant string, id uuid.UUID, version int
 	if !same {
 		return memory.Record{}, conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s: only a procedure or plan whose structure is unchanged is amended; supersede it", id)
 	}
-	var added []memory.Relation
 	for i, r := range next.Relations {
 		if r.Predicate != memory.DerivedFrom && r.Predicate != memory.Supports {
 			return memory.Record{}, &schemas.ValidationError{Violations: []schemas.Violation{{
 				Pointer: fmt.Sprintf("/record/relations/%d/predicate", i), Message: fmt.Sprintf("%q is not added by an amendment", r.Predicate)}}}
 		}
-		if !slices.ContainsFunc(old.Relations, func(o memory.Relation) bool { return o.Predicate == r.Predicate && o.TargetID == r.TargetID }) {
-			added = append(added, r)
-		}
 	}
+	// The relations the record has stay (relations are never removed);
+	// next's are added, those it already has once.
+	added := next.Relations
 	rec := old
 	rec.Payload, rec.Confidence, rec.Tags = next.Payload, next.Confidence, next.Tags
 	rec.Provenance.Sources = next.Provenance.Sources
 	rec.Sensitivity = old.Sensitivity.Max(next.Sensitivity)
-	rec.Relations = append(slices.Clone(old.Relations), added...)
+	rec.Relations = added
 	if err := t.w.validate(rec, "/record"); err != nil {
 		return memory.Record{}, err
 	}
