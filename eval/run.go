@@ -17,22 +17,45 @@ type Hooks struct {
 	Consolidate func(ctx context.Context) error
 }
 
+// Phases of the protocol.
+const (
+	// Acquisition is the stream an agent learns from: consolidation runs,
+	// and past Config.DriftAt some problems' fixes change.
+	Acquisition = "acquisition"
+	// Deployment is the frozen phase after it: held-out instances of the
+	// same problems (new arguments, an environment the problem never met
+	// in acquisition), consolidation paused.
+	Deployment = "deployment"
+)
+
 // Outcome is one episode as an agent lived it.
 type Outcome struct {
+	// Episode is the episode's index in the whole run: acquisition
+	// episodes first, then deployment's.
 	Episode int
 	Problem int
+	Phase   string
+	// Drifted: the problem's fix had drifted when the episode ran.
+	Drifted bool
 	Success bool
 	// Steps is the number of actions taken.
 	Steps int
 	// Source is what the agent followed (FromCompetence, …).
 	Source string
+	// Retrieved: the agent asked engram before acting. Followed: it
+	// followed a record it retrieved; Useful: that record worked (the
+	// agent reported used_success).
+	Retrieved, Followed, Useful bool
 }
 
-// Report is an agent's run over the acquisition stream.
+// Report is an agent's run: acquisition, then deployment.
 type Report struct {
 	Agent    string
 	Config   Config
 	Outcomes []Outcome
+	// Records counts the active records of the agent's tenant by type at
+	// the end of acquisition (empty for an agent without memory).
+	Records map[string]int
 }
 
 // Run runs an agent over the world's acquisition stream, episode after

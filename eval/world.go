@@ -210,7 +210,9 @@ func NewWorld(cfg Config) *World {
 	for i := range cfg.Problems {
 		pt := pairs[i%len(pairs)]
 		prog, trouble := programs[pt%len(programs)], troubles[pt/len(programs)]
-		p := &Problem{ID: i, Message: fmt.Sprintf("%s: %s in {path}/obj.o", prog, trouble),
+		// The error names the instance's path and, quoted, its package:
+		// what a procedure's variables are bound from.
+		p := &Problem{ID: i, Message: fmt.Sprintf("%s: %s in {path}/obj.o (package '{package}')", prog, trouble),
 			Intent: strings.ReplaceAll("repair "+prog+" "+trouble, " ", "_"), Key: []string{"os", "toolchain", ""}[i%3]}
 		// A path fix, a package step and a build, each with four
 		// alternatives; a two-step fix leaves out the package.
