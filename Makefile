@@ -17,7 +17,7 @@ export DATABASE_URL TEST_DATABASE_URL
 export PATH := $(PATH):/usr/local/go/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help db build test run migrate bench fuzz lint clean
+.PHONY: help db build test run demo eval migrate bench fuzz lint clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -33,6 +33,12 @@ test: db ## Run all tests (race detector) against TEST_DATABASE_URL
 
 run: db ## Run engramd against DATABASE_URL, migrating first (extra flags: ARGS=...)
 	go run ./cmd/engramd run --migrate $(ARGS)
+
+demo: db build ## Watch an agent learn: a short world against engramd set up as make run does, then what it learned
+	bin/engram-eval demo --database-url "$(DATABASE_URL)" $(ARGS)
+
+eval: db build ## Measure learning: the full simulated world, engram against two controls; writes docs/eval/ (flags: ARGS=...)
+	bin/engram-eval run --database-url "$(TEST_DATABASE_URL)" $(ARGS)
 
 migrate: db ## Apply the database migrations to DATABASE_URL
 	go run ./cmd/engramd migrate $(ARGS)

@@ -25,9 +25,19 @@ const (
 type Agent interface {
 	// Name names the agent in a report.
 	Name() string
-	// Solve acts on the episode until it is over and says what it
-	// followed (one of the From constants).
-	Solve(ctx context.Context, ep *Episode) (string, error)
+	// Solve acts on the episode until it is over and says how.
+	Solve(ctx context.Context, ep *Episode) (Attempt, error)
+}
+
+// Attempt is how an agent went about an episode.
+type Attempt struct {
+	// Source is what the agent followed (one of the From constants).
+	Source string
+	// Thread is the thread its events went to ("" when it streams none).
+	Thread string
+	// Retrieved: it asked engram first. Followed: it followed a record
+	// it retrieved; Useful: that record worked.
+	Retrieved, Followed, Useful bool
 }
 
 // retries is how often an agent tries a transiently failing action again.
@@ -119,11 +129,11 @@ type NoMemory struct{ Seed uint64 }
 func (NoMemory) Name() string { return "no memory" }
 
 // Solve implements [Agent].
-func (a NoMemory) Solve(_ context.Context, ep *Episode) (string, error) {
+func (a NoMemory) Solve(_ context.Context, ep *Episode) (Attempt, error) {
 	rng := episodeRNG(a.Seed, ep)
 	look(ep)
 	follow(ep, rng, nil, nil)
-	return FromExplore, nil
+	return Attempt{Source: FromExplore}, nil
 }
 
 // Engram is the agent that learns through engram: it asks before acting,
@@ -141,11 +151,11 @@ type Engram struct {
 func (Engram) Name() string { return "engram" }
 
 // Solve implements [Agent].
-func (a Engram) Solve(ctx context.Context, ep *Episode) (string, error) {
+func (a Engram) Solve(ctx context.Context, ep *Episode) (Attempt, error) {
 	in := ep.Instance
 	res, err := a.Client.Retrieve(ctx, api.RetrieveRequest{Task: Task(in)})
 	if err != nil {
-		return "", err
+		return Attempt{}, err
 	}
 	rng := episodeRNG(a.Seed, ep)
 	source, followed := FromExplore, uuid.Nil
@@ -190,26 +200,34 @@ func (a Engram) Solve(ctx context.Context, ep *Episode) (string, error) {
 		look(ep)
 	}
 	clean := follow(ep, rng, steps, alts)
-	if err := a.Client.Stream(ctx, Events(cmpOr(a.AgentID, "eval-engram"), ep)); err != nil {
-		return "", err
+	agent := cmpOr(a.AgentID, "eval-engram")
+	at := Attempt{Source: source, Thread: threadID(agent, ep), Retrieved: true, Followed: followed != uuid.Nil,
+		Useful: followed != uuid.Nil && clean && ep.Solved()}
+	if err := a.Client.Stream(ctx, Events(agent, ep)); err != nil {
+		return Attempt{}, err
 	}
-	if followed != uuid.Nil {
+	if at.Followed {
 		outcome := "used_success"
-		if !clean || !ep.Solved() {
+		if !at.Useful {
 			outcome = "used_failure"
 		}
 		if err := a.Client.Feedback(ctx, api.FeedbackRequest{RetrievalID: res.RetrievalID.String(),
 			RecordIDs: []string{followed.String()}, Outcome: outcome}); err != nil {
-			return "", err
+			return Attempt{}, err
 		}
 	}
-	return source, nil
+	return at, nil
 }
 
 // Task is what an agent asks engram about an instance: the error as text
-// and signal, its intent, and its environment as conditions.
+// and signal (a task's request as text only), its intent, and its
+// environment as conditions.
 func Task(in Instance) api.Task {
-	return api.Task{Text: in.Message(), Signals: []string{in.Message()}, Intent: in.Problem.Intent, Conditions: in.Conditions()}
+	t := api.Task{Text: in.Message(), Intent: in.Problem.Intent, Conditions: in.Conditions()}
+	if !in.Problem.Task {
+		t.Signals = []string{in.Message()}
+	}
+	return t
 }
 
 // sameProblem reports whether an error a procedure was learned from reads
@@ -293,7 +311,7 @@ type Replay struct {
 func (*Replay) Name() string { return "raw episodes" }
 
 // Solve implements [Agent].
-func (a *Replay) Solve(ctx context.Context, ep *Episode) (string, error) {
+func (a *Replay) Solve(ctx context.Context, ep *Episode) (Attempt, error) {
 	if a.journal == nil {
 		a.journal = map[string]*Episode{}
 	}
@@ -301,7 +319,7 @@ func (a *Replay) Solve(ctx context.Context, ep *Episode) (string, error) {
 	in := ep.Instance
 	res, err := a.Client.Retrieve(ctx, api.RetrieveRequest{Task: Task(in)})
 	if err != nil {
-		return "", err
+		return Attempt{}, err
 	}
 	rng := episodeRNG(a.Seed, ep)
 	var past *Episode
@@ -312,27 +330,29 @@ func (a *Replay) Solve(ctx context.Context, ep *Episode) (string, error) {
 			break
 		}
 	}
-	source := FromExplore
+	at := Attempt{Source: FromExplore, Thread: threadID(agent, ep), Retrieved: true}
+	clean := true
 	if past == nil {
 		look(ep)
 	} else {
-		source = FromEpisode
+		at.Source, at.Followed = FromEpisode, true
 		from, to := changedPath(past.Instance.Message(), in.Message())
 		for _, s := range past.Steps {
 			if ep.Over() {
 				break
 			}
-			if !s.Result.Failed {
-				try(ep, substitute(s.Action, from, to))
+			if !s.Result.Failed && !try(ep, substitute(s.Action, from, to)).Advanced {
+				clean = false
 			}
 		}
 	}
 	follow(ep, rng, nil, nil)
-	a.journal[threadID(agent, ep)] = ep
+	at.Useful = at.Followed && clean && ep.Solved()
+	a.journal[at.Thread] = ep
 	if err := a.Client.Stream(ctx, Events(agent, ep)); err != nil {
-		return "", err
+		return Attempt{}, err
 	}
-	return source, nil
+	return at, nil
 }
 
 // changedPath compares two messages of one problem word by word and
@@ -385,10 +405,14 @@ func Events(agent string, ep *Episode) []memory.Event {
 		return memory.Event{Kind: kind, AgentID: agent, ThreadID: thread, Environment: env, Tags: []string{"intent:" + in.Problem.Intent}}
 	}
 	first := ev(memory.UserInput)
-	first.Text = "fix the task: " + strings.ReplaceAll(in.Problem.Intent, "_", " ")
-	fail := ev(memory.ErrorEvent)
-	fail.Error = &memory.EventError{Message: in.Message()}
-	out := []memory.Event{first, fail}
+	first.Text = in.Message() // a task's request
+	out := []memory.Event{first}
+	if !in.Problem.Task {
+		first.Text = "fix the task: " + strings.ReplaceAll(in.Problem.Intent, "_", " ")
+		fail := ev(memory.ErrorEvent)
+		fail.Error = &memory.EventError{Message: in.Message()}
+		out = []memory.Event{first, fail}
+	}
 	for i, s := range ep.Steps {
 		id := fmt.Sprintf("c%d", i)
 		args, _ := json.Marshal(s.Action.Args)

@@ -8,7 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
+
+	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
@@ -33,26 +37,29 @@ func (c *Client) http() *http.Client {
 }
 
 // call sends a request and decodes a 2xx answer into out (when not nil);
-// any other status is an error carrying the problem's detail.
-func (c *Client) call(ctx context.Context, path, contentType string, body io.Reader, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.BaseURL+path, body)
+// any other status is an error carrying the problem's detail. A GET has no
+// body and no content type.
+func (c *Client) call(ctx context.Context, method, path, contentType string, body io.Reader, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, body)
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Key)
-	req.Header.Set("Content-Type", contentType)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	res, err := c.http().Do(req)
 	if err != nil {
-		return fmt.Errorf("post %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode/100 != 2 {
 		var p api.Problem
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
 		if json.Unmarshal(b, &p) == nil && p.Detail != "" {
-			return fmt.Errorf("post %s: %d: %s", path, res.StatusCode, p.Detail)
+			return fmt.Errorf("%s %s: %d: %s", method, path, res.StatusCode, p.Detail)
 		}
-		return fmt.Errorf("post %s: %d: %s", path, res.StatusCode, b)
+		return fmt.Errorf("%s %s: %d: %s", method, path, res.StatusCode, b)
 	}
 	if out == nil {
 		_, err = io.Copy(io.Discard, res.Body)
@@ -69,7 +76,62 @@ func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	return c.call(ctx, path, "application/json", bytes.NewReader(b), out)
+	return c.call(ctx, http.MethodPost, path, "application/json", bytes.NewReader(b), out)
+}
+
+func (c *Client) get(ctx context.Context, path string, out any) error {
+	return c.call(ctx, http.MethodGet, path, "", nil, out)
+}
+
+// Thread reads GET /v1/threads/{id}: the thread's latest generation and
+// whether its episode is closed.
+func (c *Client) Thread(ctx context.Context, id string) (Thread, error) {
+	var t Thread
+	err := c.get(ctx, "/v1/threads/"+url.PathEscape(id), &t)
+	return t, err
+}
+
+// Thread is the answer of GET /v1/threads/{id}.
+type Thread struct {
+	ThreadID  string    `json:"thread_id"`
+	EpisodeID uuid.UUID `json:"episode_id"`
+	Status    string    `json:"status"`
+}
+
+// Jobs reads GET /v1/jobs (an operator key's call).
+func (c *Client) Jobs(ctx context.Context) (api.JobsOverview, error) {
+	var ov api.JobsOverview
+	err := c.get(ctx, "/v1/jobs", &ov)
+	return ov, err
+}
+
+// Record reads GET /v1/records/{id}.
+func (c *Client) Record(ctx context.Context, id uuid.UUID) (memory.Record, error) {
+	var r memory.Record
+	err := c.get(ctx, "/v1/records/"+id.String(), &r)
+	return r, err
+}
+
+// Records lists GET /v1/records with the query given (type=competence,
+// status=…), every page of it.
+func (c *Client) Records(ctx context.Context, query url.Values) ([]memory.Record, error) {
+	q := maps.Clone(query)
+	if q == nil {
+		q = url.Values{}
+	}
+	q.Set("limit", "1000")
+	var out []memory.Record
+	for {
+		var page api.RecordPage
+		if err := c.get(ctx, "/v1/records?"+q.Encode(), &page); err != nil {
+			return nil, err
+		}
+		out = append(out, page.Records...)
+		if page.NextCursor == "" {
+			return out, nil
+		}
+		q.Set("cursor", page.NextCursor)
+	}
 }
 
 // Retrieve asks POST /v1/retrieve what memory helps with a task.

@@ -2,86 +2,47 @@ package eval_test
 
 import (
 	"context"
-	"encoding/json"
-	"log/slog"
-	"net/http/httptest"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/engram-dev/engram/consolidate"
-	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/eval"
-	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pgtest"
-	"github.com/engram-dev/engram/retrieve"
-	"github.com/engram-dev/engram/revise"
-	"github.com/engram-dev/engram/server"
-	"github.com/engram-dev/engram/store"
 )
 
-const key = "eval-key-0123456789"
+// engramdBin is engramd, built once by TestMain for the package's tests.
+var engramdBin string
 
-// memRun is a job run kept in memory: its cursor survives between passes.
-type memRun struct{ cursor []byte }
-
-func (r *memRun) Cursor(_ context.Context, v any) (bool, error) {
-	if r.cursor == nil {
-		return false, nil
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "eval-test-")
+	if err != nil {
+		panic(err)
 	}
-	return true, json.Unmarshal(r.cursor, v)
+	engramdBin = filepath.Join(dir, "engramd")
+	if out, err := exec.Command("go", "build", "-o", engramdBin, "../cmd/engramd").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build engramd: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
 
-func (r *memRun) SaveCursor(_ context.Context, v any) error {
-	b, err := json.Marshal(v)
-	r.cursor = b
-	return err
-}
-
-func (r *memRun) Add(string, int64) {}
-
-// engramd is engram as consolidate's tests build it — the HTTP API over a
-// fresh schema, the policy plane drained between episodes — with the
-// hooks the protocol calls: Settle drains the policy plane, Consolidate
-// runs the consolidation job's pass (the scheduler is not wired in this
-// test; the pass is the job's body).
-func engramd(t *testing.T) (*eval.Client, eval.Hooks) {
+// daemon starts an engramd of its own for a test, in a fresh schema of the
+// test database, consolidating on the schedule given ("off" for none).
+func daemon(t *testing.T, consolidate string) *eval.Daemon {
 	t.Helper()
-	db := pgtest.NewSchema(t)
-	wr := revise.New(db.Pool, revise.Config{})
-	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "eval"))
-	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool})
-	ds, err := decay.NewSettings(decay.DefaultConfig())
+	schema := "eval_" + pgtest.NewSchema(t).Name // a name no other test uses
+	d, err := eval.StartDaemon(context.Background(), eval.DaemonConfig{Bin: engramdBin, DatabaseURL: pgtest.URL(),
+		Schema: schema, Consolidate: consolidate})
 	require.NoError(t, err)
-	rs, err := retrieve.NewSettings(retrieve.DefaultConfig())
-	require.NoError(t, err)
-	srv := httptest.NewServer(server.New(server.Config{
-		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler), Decay: decay.New(db.Pool, wr, ds), Retrieve: retrieve.New(db.Pool, rs),
-		Ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
-		Keys:   []server.Key{{Tenant: "eval", Name: "eval", Secret: key}},
-	}))
-	t.Cleanup(srv.Close)
-	cons := consolidate.New(consolidate.Config{DB: db.Pool, Writer: wr, Registry: prometheus.NewRegistry()})
-	run := &memRun{}
-	return &eval.Client{BaseURL: srv.URL, Key: key}, eval.Hooks{
-		Settle: func(ctx context.Context) error {
-			for {
-				total := 0
-				for p := range ingest.DefaultPartitions {
-					n, err := w.RunOnce(ctx, p)
-					if err != nil {
-						return err
-					}
-					total += n
-				}
-				if total == 0 {
-					return nil
-				}
-			}
-		},
-		Consolidate: func(ctx context.Context) error { return cons.Consolidate(ctx, run) },
-	}
+	t.Cleanup(func() { require.NoError(t, d.Stop(context.Background())) })
+	return d
 }
 
 // The same seeded world twice is the same world, and its episodes meet
@@ -89,12 +50,12 @@ func engramd(t *testing.T) (*eval.Client, eval.Hooks) {
 func TestWorldIsDeterministic(t *testing.T) {
 	t.Parallel()
 	cfg := eval.Config{Seed: 7, Problems: 5, Episodes: 30, DriftAt: 15}
-	a, err := eval.Run(context.Background(), eval.NewWorld(cfg), eval.NoMemory{Seed: 7}, eval.Hooks{})
+	a, err := eval.Run(context.Background(), eval.NewWorld(cfg), eval.NoMemory{Seed: 7}, nil, nil)
 	require.NoError(t, err)
-	b, err := eval.Run(context.Background(), eval.NewWorld(cfg), eval.NoMemory{Seed: 7}, eval.Hooks{})
+	b, err := eval.Run(context.Background(), eval.NewWorld(cfg), eval.NoMemory{Seed: 7}, nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, a.Outcomes, b.Outcomes)
-	c, err := eval.Run(context.Background(), eval.NewWorld(eval.Config{Seed: 8, Problems: 5, Episodes: 30}), eval.NoMemory{Seed: 8}, eval.Hooks{})
+	c, err := eval.Run(context.Background(), eval.NewWorld(eval.Config{Seed: 8, Problems: 5, Episodes: 30}), eval.NoMemory{Seed: 8}, nil, nil)
 	require.NoError(t, err)
 	require.NotEqual(t, a.Outcomes, c.Outcomes)
 	w := eval.NewWorld(cfg)
@@ -107,34 +68,69 @@ func TestWorldIsDeterministic(t *testing.T) {
 	require.Equal(t, 3, drifted, "half of five problems, rounded")
 }
 
-// A small world, the same seed for each agent: the engram agent, learning
-// through the public API with consolidation between episodes, succeeds
-// more often over the last window than the agent without memory; and the
-// figures of the raw-episode control are printed beside it (issue 12).
+// Deployment meets each problem in the one environment acquisition never
+// showed it, with arguments acquisition never used.
+func TestDeploymentIsHeldOut(t *testing.T) {
+	t.Parallel()
+	w := eval.NewWorld(eval.Config{Seed: 3, Problems: 6, Episodes: 120, Deployment: 12})
+	paths := map[string]bool{}
+	for i := range w.Config.Episodes {
+		in := w.Instance(i)
+		require.NotEqual(t, in.Problem.HeldOut, in.Env, "episode %d", i)
+		paths[in.Vars["path"]] = true
+	}
+	for i := w.Config.Episodes; i < w.Config.Episodes+w.Config.Deployment; i++ {
+		in := w.Instance(i)
+		require.Equal(t, in.Problem.HeldOut, in.Env, "episode %d", i)
+		require.False(t, paths[in.Vars["path"]], "episode %d reuses an acquisition path", i)
+	}
+}
+
+// A small world, the same seed for each agent, each learning agent with an
+// engramd of its own: the engram agent, learning through the public API
+// while engramd consolidates on its scheduler, succeeds more often than
+// both the agent without memory and the raw-episode agent (engram's
+// episodic layer, consolidation off), over the last acquisition window
+// and in deployment (issue 12).
 func TestEngramAgentLearns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two engramd processes")
+	}
 	t.Parallel()
 	ctx := context.Background()
 	const seed = 12
-	cfg := eval.Config{Seed: seed, Problems: 4, Episodes: 60, DriftAt: 30, MaxSteps: 7, Window: 20}
+	cfg := eval.Config{Seed: seed, Problems: 4, Episodes: 60, DriftAt: 30, Deployment: 12, Window: 20}
 
-	none, err := eval.Run(ctx, eval.NewWorld(cfg), eval.NoMemory{Seed: seed}, eval.Hooks{})
+	none, err := eval.Run(ctx, eval.NewWorld(cfg), eval.NoMemory{Seed: seed}, nil, nil)
 	require.NoError(t, err)
-
-	client, hooks := engramd(t)
-	learner, err := eval.Run(ctx, eval.NewWorld(cfg), eval.Engram{Client: client, Seed: seed}, hooks)
-	require.NoError(t, err)
-
-	client, hooks = engramd(t)
-	hooks.Consolidate = nil // a plain episode store learns nothing
-	raw, err := eval.Run(ctx, eval.NewWorld(cfg), &eval.Replay{Client: client, Seed: seed}, hooks)
-	require.NoError(t, err)
+	var learner, raw eval.Report
+	var errL, errR error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		d := daemon(t, "@every 1s")
+		learner, errL = eval.Run(ctx, eval.NewWorld(cfg), eval.Engram{Client: d.Client, Seed: seed}, d, nil)
+	})
+	wg.Go(func() {
+		d := daemon(t, "off")
+		raw, errR = eval.Run(ctx, eval.NewWorld(cfg), &eval.Replay{Client: d.Client, Seed: seed}, d, nil)
+	})
+	wg.Wait()
+	require.NoError(t, errL)
+	require.NoError(t, errR)
 
 	for _, r := range []eval.Report{learner, raw, none} {
 		t.Log(r.String())
 	}
-	last := cfg.Episodes - cfg.Window
+	last, end, all := cfg.Episodes-cfg.Window, cfg.Episodes, cfg.Episodes+cfg.Deployment
 	t.Logf("last window: engram %.2f, raw episodes %.2f, no memory %.2f",
-		learner.SuccessRate(last, cfg.Episodes), raw.SuccessRate(last, cfg.Episodes), none.SuccessRate(last, cfg.Episodes))
-	require.Greater(t, learner.Sources(0, cfg.Episodes)[eval.FromCompetence], 0, "the engram agent never followed a learned procedure")
-	require.Greater(t, learner.SuccessRate(last, cfg.Episodes), none.SuccessRate(last, cfg.Episodes))
+		learner.SuccessRate(last, end), raw.SuccessRate(last, end), none.SuccessRate(last, end))
+	t.Logf("deployment: engram %.2f, raw episodes %.2f, no memory %.2f",
+		learner.SuccessRate(end, all), raw.SuccessRate(end, all), none.SuccessRate(end, all))
+	t.Logf("records learned: %v; the raw-episode store: %v", learner.Records, raw.Records)
+	require.Positive(t, learner.Sources(0, all)[eval.FromCompetence], "the engram agent never followed a learned procedure")
+	require.Zero(t, raw.Records["competence"], "the raw-episode store consolidated")
+	for _, control := range []eval.Report{none, raw} {
+		require.Greater(t, learner.SuccessRate(last, end), control.SuccessRate(last, end), "last window, against %s", control.Agent)
+		require.Greater(t, learner.SuccessRate(end, all), control.SuccessRate(end, all), "deployment, against %s", control.Agent)
+	}
 }

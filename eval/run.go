@@ -6,15 +6,20 @@ import (
 	"strings"
 )
 
-// Hooks are what the protocol asks of the engram it runs against, between
-// episodes. Either may be nil.
-type Hooks struct {
-	// Settle returns once the episode just streamed is memory (its events
+// Memory is the engram a run's agent learns in, as the protocol uses it
+// between episodes; [*Daemon] is one.
+type Memory interface {
+	// Settle returns once the thread's episode is memory (its events
 	// classified, its episode closed).
-	Settle func(ctx context.Context) error
-	// Consolidate runs a consolidation pass; the protocol calls it after
-	// every Config.ConsolidateEvery episodes, for agents that learn.
-	Consolidate func(ctx context.Context) error
+	Settle(ctx context.Context, thread string) error
+	// Learn returns once consolidation, on its own schedule, has run over
+	// the episodes settled so far (at once for a memory that does not
+	// consolidate).
+	Learn(ctx context.Context) error
+	// Freeze pauses consolidation for the deployment phase.
+	Freeze(ctx context.Context) error
+	// Counts are the active records by type.
+	Counts(ctx context.Context) (map[string]int, error)
 }
 
 // Phases of the protocol.
@@ -58,26 +63,47 @@ type Report struct {
 	Records map[string]int
 }
 
-// Run runs an agent over the world's acquisition stream, episode after
-// episode, calling the hooks between them.
-func Run(ctx context.Context, w *World, agent Agent, hooks Hooks) (Report, error) {
+// Run runs an agent over the world: the acquisition stream, letting
+// memory consolidate after every Config.ConsolidateEvery episodes, then
+// memory frozen and the deployment episodes. mem is nil for an agent
+// without memory. observe, when not nil, sees each outcome as it happens.
+func Run(ctx context.Context, w *World, agent Agent, mem Memory, observe func(Outcome)) (Report, error) {
 	cfg := w.Config
 	rep := Report{Agent: agent.Name(), Config: cfg}
-	for i := range cfg.Episodes {
+	for i := range cfg.Episodes + max(cfg.Deployment, 0) {
+		phase := Acquisition
+		if i >= cfg.Episodes {
+			phase = Deployment
+		}
+		if i == cfg.Episodes && mem != nil {
+			counts, err := mem.Counts(ctx)
+			if err != nil {
+				return rep, fmt.Errorf("count records: %w", err)
+			}
+			rep.Records = counts
+			if err := mem.Freeze(ctx); err != nil {
+				return rep, fmt.Errorf("freeze memory: %w", err)
+			}
+		}
 		ep := w.Start(i)
-		source, err := agent.Solve(ctx, ep)
+		at, err := agent.Solve(ctx, ep)
 		if err != nil {
 			return rep, fmt.Errorf("episode %d: %w", i, err)
 		}
-		rep.Outcomes = append(rep.Outcomes, Outcome{Episode: i, Problem: ep.Instance.Problem.ID, Success: ep.Solved(),
-			Steps: len(ep.Steps), Source: source})
-		if hooks.Settle != nil {
-			if err := hooks.Settle(ctx); err != nil {
-				return rep, fmt.Errorf("settle episode %d: %w", i, err)
-			}
+		o := Outcome{Episode: i, Problem: ep.Instance.Problem.ID, Phase: phase, Drifted: ep.Drifted, Success: ep.Solved(),
+			Steps: len(ep.Steps), Source: at.Source, Retrieved: at.Retrieved, Followed: at.Followed, Useful: at.Useful}
+		rep.Outcomes = append(rep.Outcomes, o)
+		if observe != nil {
+			observe(o)
 		}
-		if hooks.Consolidate != nil && (i+1)%cfg.ConsolidateEvery == 0 {
-			if err := hooks.Consolidate(ctx); err != nil {
+		if mem == nil || at.Thread == "" {
+			continue
+		}
+		if err := mem.Settle(ctx, at.Thread); err != nil {
+			return rep, fmt.Errorf("settle episode %d: %w", i, err)
+		}
+		if phase == Acquisition && (i+1)%cfg.ConsolidateEvery == 0 {
+			if err := mem.Learn(ctx); err != nil {
 				return rep, fmt.Errorf("consolidate after episode %d: %w", i, err)
 			}
 		}
@@ -143,14 +169,14 @@ func (r Report) Curve() []float64 {
 }
 
 // String is the report in one line: the curve, and success and steps per
-// success before and after drift.
+// success before and after drift and in deployment.
 func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-12s curve", r.Agent)
 	for _, v := range r.Curve() {
 		fmt.Fprintf(&b, " %.2f", v)
 	}
-	n, d := len(r.Outcomes), r.Config.DriftAt
+	n, d := min(r.Config.Episodes, len(r.Outcomes)), r.Config.DriftAt
 	if d <= 0 || d > n {
 		d = n
 	}
@@ -158,6 +184,9 @@ func (r Report) String() string {
 	if d < n {
 		fmt.Fprintf(&b, " | after drift %.2f (%.1f steps)", r.SuccessRate(d, n), r.StepsPerSuccess(d, n))
 	}
-	fmt.Fprintf(&b, " | sources %v", r.Sources(0, n))
+	if len(r.Outcomes) > n {
+		fmt.Fprintf(&b, " | deployment %.2f (%.1f steps)", r.SuccessRate(n, len(r.Outcomes)), r.StepsPerSuccess(n, len(r.Outcomes)))
+	}
+	fmt.Fprintf(&b, " | sources %v", r.Sources(0, len(r.Outcomes)))
 	return b.String()
 }

@@ -33,6 +33,15 @@ type Config struct {
 	Problems int
 	// Episodes is the length of the acquisition stream (default 40).
 	Episodes int
+	// Deployment is the number of episodes of the frozen deployment phase
+	// after acquisition: held-out instances of the same problems, each in
+	// the one environment its problem never met in acquisition (default
+	// a quarter of Episodes).
+	Deployment int
+	// Tasks is the share of problems that are plan-shaped tasks — a
+	// request with no error, solved by a longer graph of steps — rather
+	// than errors to fix (default 0.25).
+	Tasks float64
 	// DriftAt is the episode from which the drifted problems' procedures
 	// change; 0 means no drift.
 	DriftAt int
@@ -41,9 +50,10 @@ type Config struct {
 	// Flaky is the chance that a correct step fails transiently (default
 	// 0.1).
 	Flaky float64
-	// MaxSteps is the number of actions an episode may take before it
-	// fails (default 9).
-	MaxSteps int
+	// Slack is the number of actions an episode may take beyond the
+	// steps of its fix before it fails (default 4): room to look around,
+	// retry a flaky step or explore.
+	Slack int
 	// ConsolidateEvery runs consolidation after every so many episodes
 	// (default 4), for the agents that learn.
 	ConsolidateEvery int
@@ -59,14 +69,20 @@ func (c Config) withDefaults() Config {
 	if c.Episodes == 0 {
 		c.Episodes = 40
 	}
+	if c.Deployment == 0 {
+		c.Deployment = c.Episodes / 4
+	}
+	if c.Tasks == 0 {
+		c.Tasks = 0.25
+	}
 	if c.DriftShare == 0 {
 		c.DriftShare = 0.5
 	}
 	if c.Flaky == 0 {
 		c.Flaky = 0.1
 	}
-	if c.MaxSteps == 0 {
-		c.MaxSteps = 9
+	if c.Slack == 0 {
+		c.Slack = 4
 	}
 	if c.ConsolidateEvery == 0 {
 		c.ConsolidateEvery = 4
@@ -138,10 +154,14 @@ func (a Action) Same(b Action) bool {
 // depend on: 2 × 2 environments.
 var Environments = map[string][]string{"os": {"linux", "darwin"}, "toolchain": {"v1", "v2"}}
 
-// Problem is an error met in some task, and how to fix it.
+// Problem is an error met in some task, and how to fix it; or a
+// plan-shaped task, a request with no error and a longer solution.
 type Problem struct {
 	ID int
-	// Message is the error, with {path} where an instance's path goes.
+	// Task: the problem is a request to carry out, not an error.
+	Task bool
+	// Message is the error, with {path} and {package} where an
+	// instance's values go; or a task's request.
 	Message string
 	// Intent labels the task (an intent: tag, the plan layer's key).
 	Intent string
@@ -153,6 +173,9 @@ type Problem struct {
 	Slots   [][]Action
 	Correct map[string][]int
 	Drifted map[string][]int
+	// HeldOut is the environment the problem never meets in
+	// acquisition: its deployment instances all have it.
+	HeldOut map[string]string
 }
 
 // Instance is one occurrence of a problem: an environment and the
@@ -163,7 +186,7 @@ type Instance struct {
 	Vars    map[string]string
 }
 
-// Message is the instance's error.
+// Message is the instance's error, or its task's request.
 func (in Instance) Message() string {
 	return Action{Args: map[string]any{"m": in.Problem.Message}}.Bind(in.Vars).Args["m"].(string)
 }
@@ -198,7 +221,36 @@ var (
 	fixes = []string{"rm -rf {path}/cache", "chmod -R u+w {path}/cache", "touch {path}/.stamp", "git -C {path} clean -fdx",
 		"rm -f {path}/index", "truncate -s 0 {path}/lock"}
 	builds = []string{"make build", "make clean build", "ninja -C build", "cargo build --release", "gradle assemble", "docker build ."}
+	// Plan-shaped tasks: a chore on a service, carried out in stages,
+	// each stage with alternatives of its own.
+	chores   = []string{"release", "back up", "migrate", "rotate the keys of", "scale out", "rebuild the index of"}
+	services = []string{"billing", "search", "auth", "mailer", "ledger", "reports", "gateway", "catalog"}
+	stages   = [][]string{
+		{"git pull --ff-only", "git fetch --tags", "git checkout main", "git stash"},
+		{"make test", "go test ./...", "npm test", "pytest -q"},
+		{"make dist", "docker build -t svc .", "helm package chart", "tar czf dist.tgz build"},
+		{"kubectl apply -f deploy.yaml", "helm upgrade svc ./chart", "systemctl restart svc", "terraform apply -auto-approve"},
+		{"curl -fsS localhost/healthz", "kubectl rollout status deploy/svc", "svc check --all", "tail -n 50 /var/log/svc.log"},
+	}
 )
+
+// environments lists every environment, in a fixed order: each
+// combination of the values of Environments.
+func environments() []map[string]string {
+	out := []map[string]string{{}}
+	for _, k := range slices.Sorted(maps.Keys(Environments)) {
+		var next []map[string]string
+		for _, env := range out {
+			for _, v := range Environments[k] {
+				e := maps.Clone(env)
+				e[k] = v
+				next = append(next, e)
+			}
+		}
+		out = next
+	}
+	return out
+}
 
 // NewWorld generates the problems of a configuration.
 func NewWorld(cfg Config) *World {
@@ -206,21 +258,37 @@ func NewWorld(cfg Config) *World {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
 	w := &World{Config: cfg}
 	pairs := rng.Perm(len(programs) * len(troubles))
+	chorePairs := rng.Perm(len(chores) * len(services))
 	nDrift := int(float64(cfg.Problems)*cfg.DriftShare + 0.5)
+	nTasks := int(float64(cfg.Problems)*max(cfg.Tasks, 0) + 0.5)
+	envs := environments()
 	for i := range cfg.Problems {
-		pt := pairs[i%len(pairs)]
-		prog, trouble := programs[pt%len(programs)], troubles[pt/len(programs)]
-		// The error names the instance's path and, quoted, its package:
-		// what a procedure's variables are bound from.
-		p := &Problem{ID: i, Message: fmt.Sprintf("%s: %s in {path}/obj.o (package '{package}')", prog, trouble),
-			Intent: strings.ReplaceAll("repair "+prog+" "+trouble, " ", "_"), Key: []string{"os", "toolchain", ""}[i%3]}
-		// A path fix, a package step and a build, each with four
-		// alternatives; a two-step fix leaves out the package.
-		p.Slots = append(p.Slots, shellSlot(rng, fixes))
-		if rng.IntN(2) == 0 {
-			p.Slots = append(p.Slots, pkgSlot(rng))
+		p := &Problem{ID: i, Key: []string{"os", "toolchain", ""}[i%3], HeldOut: envs[rng.IntN(len(envs))]}
+		if i >= cfg.Problems-nTasks {
+			// The last problems are tasks: so that which problems
+			// drift (the first ones) mixes both kinds.
+			pt := chorePairs[i%len(chorePairs)]
+			chore, svc := chores[pt%len(chores)], services[pt/len(chores)]
+			p.Task, p.Message = true, fmt.Sprintf("%s the %s service", chore, svc)
+			p.Intent = strings.ReplaceAll(chore+" "+svc, " ", "_")
+			for _, st := range stages {
+				p.Slots = append(p.Slots, shellSlot(rng, st))
+			}
+		} else {
+			pt := pairs[i%len(pairs)]
+			prog, trouble := programs[pt%len(programs)], troubles[pt/len(programs)]
+			// The error names the instance's path and, quoted, its
+			// package: what a procedure's variables are bound from.
+			p.Message = fmt.Sprintf("%s: %s in {path}/obj.o (package '{package}')", prog, trouble)
+			p.Intent = strings.ReplaceAll("repair "+prog+" "+trouble, " ", "_")
+			// A path fix, a package step and a build, each with four
+			// alternatives; a two-step fix leaves out the package.
+			p.Slots = append(p.Slots, shellSlot(rng, fixes))
+			if rng.IntN(2) == 0 {
+				p.Slots = append(p.Slots, pkgSlot(rng))
+			}
+			p.Slots = append(p.Slots, shellSlot(rng, builds))
 		}
-		p.Slots = append(p.Slots, shellSlot(rng, builds))
 		values := []string{""}
 		if p.Key != "" {
 			values = Environments[p.Key]
@@ -265,14 +333,22 @@ func pkgSlot(rng *rand.Rand) []Action {
 	return out
 }
 
-// Instance draws the i-th task of the stream: a problem, an environment
-// and fresh arguments.
+// Instance draws the i-th task of the run: a problem, an environment and
+// fresh arguments. Acquisition (i < Config.Episodes) draws the problem at
+// random and an environment other than the problem's held-out one;
+// deployment takes the problems in turn, each in its held-out
+// environment.
 func (w *World) Instance(i int) Instance {
 	rng := rand.New(rand.NewPCG(w.Config.Seed, uint64(1000+i)))
-	p := w.Problems[rng.IntN(len(w.Problems))]
-	env := map[string]string{}
-	for _, k := range slices.Sorted(maps.Keys(Environments)) {
-		env[k] = Environments[k][rng.IntN(len(Environments[k]))]
+	var p *Problem
+	var env map[string]string
+	if i < w.Config.Episodes {
+		p = w.Problems[rng.IntN(len(w.Problems))]
+		others := slices.DeleteFunc(environments(), func(e map[string]string) bool { return maps.Equal(e, p.HeldOut) })
+		env = others[rng.IntN(len(others))]
+	} else {
+		p = w.Problems[(i-w.Config.Episodes)%len(w.Problems)]
+		env = maps.Clone(p.HeldOut)
 	}
 	tag := fmt.Sprintf("%04x%02x", rng.IntN(1<<16), i%256)
 	return Instance{Problem: p, Env: env, Vars: map[string]string{
@@ -302,6 +378,8 @@ type Step struct {
 type Episode struct {
 	Index    int
 	Instance Instance
+	// Drifted: the problem's fix has drifted.
+	Drifted  bool
 	Steps    []Step
 	correct  []int
 	progress int
@@ -310,8 +388,9 @@ type Episode struct {
 	rng      *rand.Rand
 }
 
-// Start opens the i-th episode of the stream. The flaky draws depend on
-// the seed and i only, so every agent meets the same world.
+// Start opens the i-th episode of the run (acquisition, then deployment).
+// The flaky draws depend on the seed and i only, so every agent meets the
+// same world.
 func (w *World) Start(i int) *Episode {
 	in := w.Instance(i)
 	p := in.Problem
@@ -323,7 +402,8 @@ func (w *World) Start(i int) *Episode {
 	if w.Config.DriftAt > 0 && i >= w.Config.DriftAt && p.Drifted[key] != nil {
 		correct = p.Drifted[key]
 	}
-	return &Episode{Index: i, Instance: in, correct: correct, max: w.Config.MaxSteps, flaky: w.Config.Flaky,
+	return &Episode{Index: i, Instance: in, Drifted: !slices.Equal(correct, p.Correct[key]), correct: correct,
+		max: len(correct) + w.Config.Slack, flaky: w.Config.Flaky,
 		rng: rand.New(rand.NewPCG(w.Config.Seed, uint64(1_000_000+i)))}
 }
 
