@@ -20,37 +20,36 @@ type Point struct {
 func PhaseCurve(r Report) []Point {
 	size := r.Config.withDefaults().Window
 	var out []Point
-	var cur *Point
-	ok := 0
-	for i, o := range r.Outcomes {
-		if cur == nil || o.Episode-cur.From >= size || isBoundary(r, i) {
-			if cur != nil {
-				cur.Rate = float64(ok) / float64(cur.To-cur.From)
-				out = append(out, *cur)
-			}
-			cur, ok = &Point{From: o.Episode}, 0
-		}
-		cur.To = o.Episode + 1
-		if o.Success {
-			ok++
+	start := 0
+	for i := range r.Outcomes {
+		if i > start && (i-start == size || startsPhase(r, i)) {
+			out = append(out, windowRate(r.Outcomes[start:i]))
+			start = i
 		}
 	}
-	if cur != nil {
-		cur.Rate = float64(ok) / float64(cur.To-cur.From)
-		out = append(out, *cur)
+	if start < len(r.Outcomes) {
+		out = append(out, windowRate(r.Outcomes[start:]))
 	}
 	return out
 }
 
-// isBoundary reports whether the i-th outcome starts a phase: the first
-// after drift, or the first of deployment.
-func isBoundary(r Report, i int) bool {
-	if i == 0 {
-		return true
-	}
+// startsPhase reports whether the i-th outcome, not the first, starts a
+// phase: the first after drift, or the first of deployment.
+func startsPhase(r Report, i int) bool {
 	prev, o := r.Outcomes[i-1], r.Outcomes[i]
 	drift := r.Config.DriftAt
 	return prev.Phase != o.Phase || (drift > 0 && prev.Episode < drift && o.Episode >= drift)
+}
+
+// windowRate is the success rate of a window of outcomes, not empty.
+func windowRate(window []Outcome) Point {
+	ok := 0
+	for _, o := range window {
+		if o.Success {
+			ok++
+		}
+	}
+	return Point{From: window[0].Episode, To: window[len(window)-1].Episode + 1, Rate: float64(ok) / float64(len(window))}
 }
 
 // deploymentStart is the first deployment episode of the reports; -1
