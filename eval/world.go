@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"regexp"
@@ -50,10 +51,10 @@ type Config struct {
 	// Flaky is the chance that a correct step fails transiently (default
 	// 0.1).
 	Flaky float64
-	// Slack is the number of actions an episode may take beyond the
-	// steps of its fix before it fails (default 4): room to look around,
-	// retry a flaky step or explore.
-	Slack int
+	// Budget is the number of actions an episode may take for each step
+	// of its fix, plus one to look around, before it fails (default 2):
+	// room to retry a flaky step or explore.
+	Budget float64
 	// ConsolidateEvery runs consolidation after every so many episodes
 	// (default 4), for the agents that learn.
 	ConsolidateEvery int
@@ -81,8 +82,8 @@ func (c Config) withDefaults() Config {
 	if c.Flaky == 0 {
 		c.Flaky = 0.1
 	}
-	if c.Slack == 0 {
-		c.Slack = 4
+	if c.Budget == 0 {
+		c.Budget = 2
 	}
 	if c.ConsolidateEvery == 0 {
 		c.ConsolidateEvery = 4
@@ -226,7 +227,6 @@ var (
 	chores   = []string{"release", "back up", "migrate", "rotate the keys of", "scale out", "rebuild the index of"}
 	services = []string{"billing", "search", "auth", "mailer", "ledger", "reports", "gateway", "catalog"}
 	stages   = [][]string{
-		{"git pull --ff-only", "git fetch --tags", "git checkout main", "git stash"},
 		{"make test", "go test ./...", "npm test", "pytest -q"},
 		{"make dist", "docker build -t svc .", "helm package chart", "tar czf dist.tgz build"},
 		{"kubectl apply -f deploy.yaml", "helm upgrade svc ./chart", "systemctl restart svc", "terraform apply -auto-approve"},
@@ -403,7 +403,7 @@ func (w *World) Start(i int) *Episode {
 		correct = p.Drifted[key]
 	}
 	return &Episode{Index: i, Instance: in, Drifted: !slices.Equal(correct, p.Correct[key]), correct: correct,
-		max: len(correct) + w.Config.Slack, flaky: w.Config.Flaky,
+		max: int(math.Ceil(w.Config.Budget*float64(len(correct)))) + 1, flaky: w.Config.Flaky,
 		rng: rand.New(rand.NewPCG(w.Config.Seed, uint64(1_000_000+i)))}
 }
 
