@@ -145,8 +145,22 @@ type Why struct {
 	Applicability     *float64 `json:"applicability,omitempty"`
 	MatchedConditions []string `json:"matched_conditions,omitempty"`
 	UnknownConditions []string `json:"unknown_conditions,omitempty"`
-	// MatchedSignal is the trigger a procedure matched on.
-	MatchedSignal string `json:"matched_signal,omitempty"`
+	// MatchedSignal is the trigger a procedure matched on. SignatureMatch
+	// says it is the task's problem: its signature (the message without the
+	// values that vary: paths, quoted names, numbers) is that of one of the
+	// task's signals, or of its text; such procedures come first in their
+	// layer. SignalCoverage is the share of the trigger signature's words
+	// the task names (1 on a signature match), which scales the lexical
+	// relevance of a procedure: sharing one word is a weak match.
+	MatchedSignal  string   `json:"matched_signal,omitempty"`
+	SignatureMatch bool     `json:"signature_match,omitempty"`
+	SignalCoverage *float64 `json:"signal_coverage,omitempty"`
+	// Bindings are, on a signature match, the values of the procedure's
+	// variables in the task's signal ({path} → /srv/app-3fa20c), for each
+	// variable its recipe says where in the trigger to find (args_schema
+	// variables' from_signal): a client follows the recipe by replacing
+	// each {name} by its binding, without knowing how engram names them.
+	Bindings map[string]string `json:"bindings,omitempty"`
 	// SuccessRate is a procedure's or plan's smoothed success rate, and
 	// Recency how recently it was reinforced (1 now, ½ after 30 days).
 	SuccessRate *float64 `json:"success_rate,omitempty"`

@@ -406,7 +406,7 @@ func Summary(ce store.ClosedEpisode, evs []store.EpisodeEvent, probes []string) 
 		parts = append(parts, fmt.Sprintf("%d later errors, the last: %s", n, clip(ep.Errors[n-1])))
 	}
 	if steps := Reduce(tr.Actions, probes); len(steps) > 0 {
-		parts = append(parts, "steps: "+clip(summary(Templates([][]Action{steps}))))
+		parts = append(parts, "steps: "+clip(summary(Templates([][]Action{steps}, nil))))
 	}
 	parts = append(parts, fmt.Sprintf("%d events, %d tool calls", len(evs), len(tr.Actions)))
 	return strings.Join(parts, ". ")

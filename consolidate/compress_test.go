@@ -16,6 +16,7 @@ import (
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/signature"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -325,7 +326,7 @@ func TestCompressionOffAndAge(t *testing.T) {
 	later := consolidate.New(consolidate.Config{DB: e.db.Pool, Writer: wr, Compress: consolidate.Compression{After: 4 * 24 * time.Hour},
 		Now: func() time.Time { return time.Now().Add(48 * time.Hour) },
 		Summarise: func(_ context.Context, ep consolidate.Episode) (string, error) {
-			return "fixed " + consolidate.Signature(ep.Trigger) + " with ghp_abcdefghijklmnopqrstuvwxyz0123456789", nil
+			return "fixed " + signature.Of(ep.Trigger) + " with ghp_abcdefghijklmnopqrstuvwxyz0123456789", nil
 		}})
 	require.NoError(t, later.Consolidate(context.Background(), run))
 	require.Equal(t, int64(2), run.counts["episodes_compressed"])

@@ -239,9 +239,10 @@ func payloadOf(t *testing.T, r memory.Record) memory.CompetencePayload {
 
 var buildOK = step("make", []any{"build"}, "build ok: bin/engramd\n2 targets")
 
-// Three successful episodes of one fix, with different paths, and one
-// failed attempt of another: one competence record, the path a variable,
-// the conditions that set it apart, the failure mode seen (issue 11).
+// Three successful episodes of one fix, with different paths, and the same
+// fix failing on another toolchain: one competence record, the path a
+// variable bound from the trigger, the condition that sets it apart, the
+// failure mode seen (issue 11).
 func TestThreeFixesBecomeOneProcedure(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -254,7 +255,7 @@ func TestThreeFixesBecomeOneProcedure(t *testing.T) {
 		}, "success"))
 	}
 	e.post(episode("fail-1", map[string]any{"os": "linux", "toolchain": "clang"}, "ld: cache mismatch in /tmp/build-9/obj.o", []map[string]any{
-		step("make", []any{"clean"}, "cleaned"),
+		step("shell", map[string]any{"command": "rm -rf /tmp/build-9/cache"}, map[string]any{"exit_code": 0}),
 		step("make", []any{"build"}, "ld: cache mismatch in /tmp/build-9/obj.o"),
 	}, "failure"))
 
@@ -272,11 +273,12 @@ func TestThreeFixesBecomeOneProcedure(t *testing.T) {
 	require.Equal(t, "run shell rm -rf {path}/cache", p.Recipe[0].Step)
 	require.Equal(t, "exit code 0", p.Recipe[0].Validation)
 	require.Equal(t, "rm -rf {path}/cache", p.Recipe[0].ArgsSchema["arguments"].(map[string]any)["command"])
-	require.Contains(t, p.Recipe[0].ArgsSchema["variables"], "path")
+	require.Equal(t, map[string]any{"path": map[string]any{"type": "string", "from_argument": "command",
+		"from_signal": map[string]any{"placeholder": "<path>", "index": float64(0), "trim_suffix": "/obj.o"}}}, p.Recipe[0].ArgsSchema["variables"])
 	require.Equal(t, "run make build", p.Recipe[1].Step)
 	require.Equal(t, "output starts with: build ok: bin/engramd", p.Recipe[1].Validation)
 	require.Equal(t, []string{"shell", "make"}, p.RequiredTools)
-	require.Equal(t, []string{"run make clean; then run make build did not fix it: ld: cache mismatch in <path>"}, p.FailureModes)
+	require.Equal(t, []string{"run shell rm -rf /tmp/build-9/cache; then run make build did not fix it: ld: cache mismatch in <path>"}, p.FailureModes)
 	require.Equal(t, 3, p.Performance.Successes)
 	require.Equal(t, 0, p.Performance.Failures, "the failure was under other conditions")
 	require.InDelta(t, 0.75, rec.Confidence, 1e-9)

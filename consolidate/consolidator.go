@@ -22,6 +22,7 @@ import (
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/signature"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -321,8 +322,8 @@ type Procedure struct {
 	Payload   memory.CompetencePayload
 	Support   []Episode
 	Failed    []Episode
-	// Followed are the failed episodes whose reduced steps are this
-	// procedure's: uses of it that failed.
+	// Followed are the failed episodes under its conditions whose reduced
+	// steps are this procedure's: uses of it that failed.
 	Followed []Episode
 	// Confidence follows the evidence count: 1 − 1/(n+1), capped.
 	Confidence  float64
@@ -331,39 +332,57 @@ type Procedure struct {
 }
 
 // candidate is one procedure seen in a group, before its support is
-// counted.
+// counted: the successful episodes whose reduced steps have one shape,
+// and those steps.
 type candidate struct {
 	key     string
 	support []Episode
 	steps   [][]Action
 }
 
+// triggers are the trigger messages of the candidate's episodes.
+func (cand *candidate) triggers() []string {
+	out := make([]string, len(cand.support))
+	for i, ep := range cand.support {
+		out[i] = ep.Trigger
+	}
+	return out
+}
+
 // Learn finds the procedures of one group of episodes (one scope, one
 // trigger signature) that at least the configured number of successful
-// episodes share. Two procedures of one trigger get conditions that tell
-// them apart when the environments do (substrate RFC §12).
+// episodes share. Procedures of one trigger get the conditions that tell
+// them apart, when the environments do (substrate RFC §12).
 func (c *Consolidator) Learn(group []Episode) []Procedure {
 	group = sortedEpisodes(group)
 	var failed []Episode
+	followed := map[string][]Episode{} // recipe key → the failed episodes that followed it
 	cands := map[string]*candidate{}
 	for _, ep := range group {
-		if !ep.Success {
-			failed = append(failed, ep)
-			continue
-		}
 		steps := Reduce(ep.Actions, c.cfg.Probes)
-		if len(steps) == 0 {
+		key := ""
+		if len(steps) > 0 {
+			key = procedureKey(ep.Signature, triggerValues(ep.Trigger), steps)
+		}
+		switch {
+		case !ep.Success:
+			failed = append(failed, ep)
+			if key != "" {
+				followed[key] = append(followed[key], ep)
+			}
+			continue
+		case key == "":
 			continue
 		}
-		key := procedureKey(ep.Signature, steps)
 		if cands[key] == nil {
 			cands[key] = &candidate{key: key}
 		}
 		cands[key].support = append(cands[key].support, ep)
 		cands[key].steps = append(cands[key].steps, steps)
 	}
-	var kept []*candidate
+	var all, kept []*candidate
 	for _, k := range slices.Sorted(maps.Keys(cands)) {
+		all = append(all, cands[k])
 		if len(cands[k].support) >= c.cfg.Support {
 			kept = append(kept, cands[k])
 		}
@@ -371,7 +390,16 @@ func (c *Consolidator) Learn(group []Episode) []Procedure {
 	var out []Procedure
 	names := map[string]int{}
 	for _, cand := range kept {
-		p := c.procedure(group, cand, kept, failed)
+		var contrary [][]Episode
+		for _, o := range all {
+			if o != cand {
+				contrary = append(contrary, o.support)
+			}
+		}
+		if f := followed[cand.key]; len(f) > 0 {
+			contrary = append(contrary, f)
+		}
+		p := c.procedure(cand, conditionsOf(cand.support, contrary), kept, failed, followed[cand.key])
 		names[p.Payload.SkillName]++
 		if n := names[p.Payload.SkillName]; n > 1 {
 			p.Payload.SkillName += fmt.Sprintf(" #%d", n)
@@ -381,23 +409,15 @@ func (c *Consolidator) Learn(group []Episode) []Procedure {
 	return out
 }
 
-// procedure builds the record of one candidate procedure of a group.
-func (c *Consolidator) procedure(group []Episode, cand *candidate, all []*candidate, failed []Episode) Procedure {
-	var others []Episode
-	for _, ep := range group {
-		if !slices.ContainsFunc(cand.support, func(s Episode) bool { return s.ID == ep.ID }) {
-			others = append(others, ep)
-		}
-	}
-	conds := conditionsOf(cand.support, others)
-	var relevant []Episode // the failures under its conditions
-	for _, f := range failed {
-		if holds(conds, f.Environment) {
-			relevant = append(relevant, f)
-		}
-	}
+// procedure builds the record of one candidate procedure of a group, under
+// its conditions: kept are the group's procedures, failed its failed
+// episodes and followed those that followed this one's recipe.
+func (c *Consolidator) procedure(cand *candidate, conds memory.Conditions, kept []*candidate, failed, followed []Episode) Procedure {
+	relevant := underConditions(failed, conds)
+	followed = underConditions(followed, conds)
 
-	tpls := Templates(cand.steps)
+	triggers := cand.triggers()
+	tpls := Templates(cand.steps, triggers)
 	recipe := make([]memory.Step, len(tpls))
 	var tools []string
 	for i, t := range tpls {
@@ -411,23 +431,15 @@ func (c *Consolidator) procedure(group []Episode, cand *candidate, all []*candid
 		}
 	}
 
-	triggers := make([]string, len(cand.support))
 	sens := memory.Public
 	var lastSuccess time.Time
-	for i, ep := range cand.support {
-		triggers[i] = ep.Trigger
+	for _, ep := range cand.support {
 		sens = sens.Max(ep.Sensitivity)
 		lastSuccess = ep.ClosedAt
 	}
 	signal := canonical(triggers)
 	if signal == "" {
 		signal = cand.support[0].Signature
-	}
-	var followed []Episode // the failures that followed its recipe
-	for _, f := range failed {
-		if steps := Reduce(f.Actions, c.cfg.Probes); len(steps) > 0 && procedureKey(f.Signature, steps) == cand.key {
-			followed = append(followed, f)
-		}
 	}
 	perf := &memory.Performance{Successes: len(cand.support), Failures: len(followed), LastSuccessAt: &lastSuccess}
 	if n := len(followed); n > 0 {
@@ -442,9 +454,9 @@ func (c *Consolidator) procedure(group []Episode, cand *candidate, all []*candid
 		name += " (" + conditionText(conds) + ")"
 	}
 	var fallbacks []string
-	for _, o := range all {
+	for _, o := range kept {
 		if o != cand {
-			fallbacks = append(fallbacks, summary(Templates(o.steps)))
+			fallbacks = append(fallbacks, summary(Templates(o.steps, o.triggers())))
 		}
 	}
 	payload := memory.CompetencePayload{
@@ -468,6 +480,18 @@ func (c *Consolidator) procedure(group []Episode, cand *candidate, all []*candid
 		Rationale: fmt.Sprintf("%d successful episodes, %d failed, conditions %s: learned from episodes whose first error has the signature %q",
 			len(cand.support), len(relevant), condText, cand.support[0].Signature),
 	}
+}
+
+// underConditions are the episodes whose environment does not contradict
+// conditions.
+func underConditions(eps []Episode, conds memory.Conditions) []Episode {
+	var out []Episode
+	for _, ep := range eps {
+		if holds(conds, ep.Environment) {
+			out = append(out, ep)
+		}
+	}
+	return out
 }
 
 // summary is a procedure's steps on one line.
@@ -496,15 +520,15 @@ func failureModes(failed []Episode, steps [][]Action) []string {
 		}
 		tried := Reduce(f.Actions, nil)
 		if len(tried) == 0 {
-			add("unresolved: " + Signature(last))
+			add("unresolved: " + signature.Of(last))
 			continue
 		}
-		add(summary(Templates([][]Action{tried})) + " did not fix it: " + Signature(last))
+		add(summary(Templates([][]Action{tried}, nil)) + " did not fix it: " + signature.Of(last))
 	}
 	for _, eps := range steps {
 		for _, a := range eps {
 			if a.Failed {
-				add(a.Tool + " failed: " + Signature(errorText(a.Result)))
+				add(a.Tool + " failed: " + signature.Of(errorText(a.Result)))
 			}
 		}
 	}

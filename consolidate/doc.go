@@ -2,10 +2,15 @@
 // repeated experience into memory of a higher layer (substrate RFC §15.7).
 // A pass reads each tenant's history once (consolidator.go) and runs its
 // stages over it. Competence extraction (§8, §15A.9): closed episodes
-// are grouped by the signature of the error that opened the problem, the
-// action sequences of the successful ones are reduced to a procedure, and
-// a procedure that enough episodes share becomes a competence record,
-// written through the one write path (package revise). The same pass
+// are grouped by the signature of the error that opened the problem
+// (package signature), the action sequences of the successful ones are
+// reduced to a procedure, and a procedure that enough episodes share
+// becomes a competence record, written through the one write path
+// (package revise). A value of the error its steps use (a path, a
+// directory, a quoted name) is a variable that says where in the error it
+// is, so that retrieval binds it from the next occurrence's; its
+// conditions are the environment keys that set it apart from the other
+// recipes of the error and from its own failures (§12). The same pass
 // learns plan graphs (§9, §15A.10, plan.go): the successful episodes of an
 // intent become DAGs of their steps with data and control edges, and an
 // intent's best supported structure is its versioned plan record.

@@ -15,6 +15,7 @@ import (
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/signature"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -309,7 +310,7 @@ func alternatives(a, b memory.Record) bool {
 	}
 	for _, ta := range pa.Triggers {
 		for _, tb := range pb.Triggers {
-			if sig := Signature(ta.Signal); sig != "" && sig == Signature(tb.Signal) {
+			if sig := signature.Of(ta.Signal); sig != "" && sig == signature.Of(tb.Signal) {
 				return true
 			}
 		}

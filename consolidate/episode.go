@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/signature"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -103,11 +104,11 @@ func readEpisode(ce store.ClosedEpisode, evs []store.EpisodeEvent) Episode {
 	}
 	switch {
 	case ep.Trigger != "":
-		ep.Signature = Signature(ep.Trigger)
+		ep.Signature = signature.Of(ep.Trigger)
 	case intent != "":
 		ep.Signature = "intent:" + strings.ToLower(strings.TrimSpace(intent))
 	case firstInput != "":
-		ep.Signature = "task:" + normalise(firstInput)
+		ep.Signature = "task:" + signature.Normalise(firstInput)
 	}
 	return ep
 }

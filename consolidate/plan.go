@@ -17,6 +17,7 @@ import (
 
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/signature"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -81,7 +82,7 @@ func readTrace(ce store.ClosedEpisode, evs []store.EpisodeEvent) Trace {
 	case strings.TrimSpace(intent) != "":
 		tr.Intent = strings.ToLower(strings.TrimSpace(intent))
 	case firstInput != "":
-		tr.Intent = normalise(firstInput)
+		tr.Intent = signature.Normalise(firstInput)
 	}
 	if len(evs) > 1 {
 		first := slices.MinFunc(evs, func(a, b store.EpisodeEvent) int { return a.Time.Compare(b.Time) })
@@ -181,7 +182,7 @@ func nodeID(i int) string { return fmt.Sprintf("n%d", i+1) }
 func op(a Action) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(a.Args)) {
-		v := normalise(flat(a.Args[k]))
+		v := signature.Normalise(flat(a.Args[k]))
 		if k == "args" || (slices.Contains(shellTools, a.Tool) && (k == "command" || k == "cmd")) {
 			parts = append(parts, v)
 		} else {
@@ -308,7 +309,7 @@ func (c *Consolidator) LearnPlans(group []Trace) []Plan {
 		if n < c.cfg.Support {
 			continue
 		}
-		tpls := Templates(s.steps)
+		tpls := Templates(s.steps, nil)
 		nodes := make([]memory.PlanNode, len(tpls))
 		for i, t := range tpls {
 			nodes[i] = memory.PlanNode{ID: nodeID(i), Op: s.graph.Ops[i], Params: t.Args}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/signature"
 )
 
 // DefaultProbes are the tools that only read: a call of one is left out of
@@ -94,25 +95,30 @@ func usedLater(probe Action, later []Action) bool {
 
 // shape is a step with the values that vary between occurrences
 // normalised away: two episodes whose reduced actions have the same shapes
-// followed the same procedure.
-func shape(a Action) string {
+// followed the same procedure. A value of the episode's trigger an
+// argument holds (vals, its [triggerValues]: a path, a path's directory, a
+// quoted name) is a placeholder first, as it will be a variable of the
+// procedure's template: "package=libapp-3fa20c" under "… (package
+// 'libapp-3fa20c')" is "package=<q>", whatever the package.
+func shape(a Action, vals []triggerValue) string {
 	keys := slices.Sorted(maps.Keys(a.Args))
 	var b strings.Builder
 	b.WriteString(a.Tool)
 	for _, k := range keys {
-		fmt.Fprintf(&b, " %s=%s", k, normalise(fmt.Sprint(scalarOrJSON(a.Args[k]))))
+		v := placeholders(fmt.Sprint(scalarOrJSON(a.Args[k])), vals)
+		fmt.Fprintf(&b, " %s=%s", k, signature.Normalise(v))
 	}
 	return b.String()
 }
 
 // procedureKey identifies a procedure: the shapes of its steps, under the
-// signature of its trigger.
-func procedureKey(signature string, steps []Action) string {
+// signature of its trigger. vals are the trigger's values.
+func procedureKey(sig string, vals []triggerValue, steps []Action) string {
 	h := sha256.New()
-	h.Write([]byte(signature))
+	h.Write([]byte(sig))
 	for _, s := range steps {
 		h.Write([]byte{0})
-		h.Write([]byte(shape(s)))
+		h.Write([]byte(shape(s, vals)))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
@@ -124,153 +130,6 @@ func scalarOrJSON(v any) any {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// Template is one step of a procedure learned from several episodes: its
-// arguments with the values that varied replaced by named variables.
-type Template struct {
-	Tool string
-	// Args are the templated arguments: a string that varied has its
-	// varying words as {name}.
-	Args map[string]any
-	// Vars name the variables and the argument each was found in.
-	Vars map[string]string
-}
-
-// Templates aligns the same step of several episodes (steps[i] is the
-// i-th episode's) and replaces what varied by named variables, named for
-// the argument key, or "path" for a path inside a command (substrate RFC
-// §15A.9: a recipe an agent can follow without the episodes).
-func Templates(steps [][]Action) []Template {
-	if len(steps) == 0 {
-		return nil
-	}
-	// A variable is named once per distinct column of values (what it
-	// was in each episode): the same value used twice — a directory a
-	// command names in two places, or in two steps — is one variable.
-	used := map[string]int{}
-	named := map[string]string{}
-	name := func(base string, col []string) string {
-		key := base + "\x00" + strings.Join(col, "\x00")
-		if n, ok := named[key]; ok && col != nil {
-			return n
-		}
-		used[base]++
-		n := base
-		if used[base] > 1 {
-			n = fmt.Sprintf("%s%d", base, used[base])
-		}
-		named[key] = n
-		return n
-	}
-	out := make([]Template, len(steps[0]))
-	for i := range steps[0] {
-		first := steps[0][i]
-		t := Template{Tool: first.Tool, Args: map[string]any{}, Vars: map[string]string{}}
-		for _, k := range slices.Sorted(maps.Keys(first.Args)) {
-			values := make([]any, len(steps))
-			for e := range steps {
-				values[e] = steps[e][i].Args[k]
-			}
-			t.Args[k] = templateValue(k, values, t.Vars, name)
-		}
-		out[i] = t
-	}
-	return out
-}
-
-// templateValue is the templated form of one argument's values across the
-// episodes.
-func templateValue(key string, values []any, vars map[string]string, name func(base string, col []string) string) any {
-	if allEqual(values) {
-		return values[0]
-	}
-	strs := make([]string, len(values))
-	for i, v := range values {
-		s, ok := v.(string)
-		if !ok {
-			n := name(varName(key), nil)
-			vars[n] = key
-			return "{" + n + "}"
-		}
-		strs[i] = s
-	}
-	// Word by word, when the strings have as many words.
-	words := make([][]string, len(strs))
-	for i, s := range strs {
-		words[i] = strings.Fields(s)
-	}
-	if !slices.ContainsFunc(words, func(w []string) bool { return len(w) != len(words[0]) }) && len(words[0]) > 1 {
-		out := make([]string, len(words[0]))
-		for j := range words[0] {
-			col := make([]string, len(words))
-			for i := range words {
-				col[i] = words[i][j]
-			}
-			out[j] = templateWord(key, col, vars, name)
-		}
-		return strings.Join(out, " ")
-	}
-	return templateWord(key, strs, vars, name)
-}
-
-// templateWord is one word's template: itself when it never varied, else
-// a variable, keeping a common path suffix ("{path}/cache").
-func templateWord(key string, col []string, vars map[string]string, name func(base string, col []string) string) string {
-	if !slices.ContainsFunc(col, func(s string) bool { return s != col[0] }) {
-		return col[0]
-	}
-	base := varName(key)
-	if slices.ContainsFunc(col, func(s string) bool { return strings.ContainsAny(s, `/\`) }) {
-		base = "path"
-	}
-	suffix := commonSuffix(col)
-	if i := strings.IndexAny(suffix, `/\`); i >= 0 {
-		suffix = suffix[i:]
-	} else {
-		suffix = ""
-	}
-	if slices.Contains(col, suffix) || len(suffix) == 1 {
-		suffix = ""
-	}
-	values := make([]string, len(col))
-	for i, c := range col {
-		values[i] = strings.TrimSuffix(c, suffix)
-	}
-	n := name(base, values)
-	if _, ok := vars[n]; !ok {
-		vars[n] = key
-	}
-	return "{" + n + "}" + suffix
-}
-
-// varName names a variable for an argument key.
-func varName(key string) string {
-	switch strings.ToLower(key) {
-	case "args", "arguments", "command", "cmd", "":
-		return "value"
-	case "file", "filename", "dir", "directory", "filepath", "file_path":
-		return "path"
-	case "pkg":
-		return "package"
-	}
-	return strings.ToLower(key)
-}
-
-func commonSuffix(ss []string) string {
-	s := ss[0]
-	for _, t := range ss[1:] {
-		n := 0
-		for n < len(s) && n < len(t) && s[len(s)-1-n] == t[len(t)-1-n] {
-			n++
-		}
-		s = s[len(s)-n:]
-	}
-	return s
-}
-
-func allEqual(values []any) bool {
-	return !slices.ContainsFunc(values[1:], func(v any) bool { return !reflect.DeepEqual(v, values[0]) })
 }
 
 // stepText is a recipe step as a person reads it: "run <tool> <args>".
@@ -303,20 +162,6 @@ func flat(v any) string {
 	return string(b)
 }
 
-// argsSchema is a step's args_schema: the templated arguments and the
-// variables among them.
-func argsSchema(t Template) map[string]any {
-	out := map[string]any{"arguments": t.Args}
-	if len(t.Vars) > 0 {
-		vars := map[string]any{}
-		for n, k := range t.Vars {
-			vars[n] = map[string]any{"type": "string", "from_argument": k}
-		}
-		out["variables"] = vars
-	}
-	return out
-}
-
 // validation is how to tell a step worked, from its results in the
 // supporting episodes: the exit code they reported, the first line of
 // output they shared, or no error.
@@ -331,31 +176,95 @@ func validation(results [][]byte) string {
 	if lines[0] != "" && !slices.ContainsFunc(lines, func(l string) bool { return l != lines[0] }) {
 		return "output starts with: " + lines[0]
 	}
-	if norm := normalise(lines[0]); norm != "" && !slices.ContainsFunc(lines, func(l string) bool { return normalise(l) != norm }) {
+	if norm := signature.Normalise(lines[0]); norm != "" && !slices.ContainsFunc(lines, func(l string) bool { return signature.Normalise(l) != norm }) {
 		return "output matches: " + norm
 	}
 	return "completes without an error"
 }
 
-// conditionsOf are the environment keys constant across the supporting
-// episodes and, where other episodes of the problem exist, different in at
-// least one of them (substrate RFC §12: a procedure's conditions are what
-// set it apart).
-func conditionsOf(support, others []Episode) memory.Conditions {
-	conds := memory.Conditions{}
-	for k, v := range support[0].Environment {
-		if slices.ContainsFunc(support[1:], func(e Episode) bool { return !reflect.DeepEqual(e.Environment[k], v) }) {
-			continue
-		}
-		differs := len(others) == 0 || slices.ContainsFunc(others, func(e Episode) bool {
-			o, ok := e.Environment[k]
-			return ok && !reflect.DeepEqual(o, v)
-		})
-		if differs {
-			conds[k] = v
+// conditionsOf are the conditions of a procedure: the environment keys that
+// set it apart from what else happened to its trigger (substrate RFC §12).
+// contrary holds, for each other recipe of the trigger, the episodes it
+// succeeded in, and the episodes that followed this procedure and failed;
+// a failure of another recipe says nothing about this one.
+//
+// A key can be a condition when it has one value across the supporting
+// episodes; the conditions are the fewest such keys on which every contrary
+// episode has another value, chosen greedily: the key that tells the most
+// apart first — every key tied for most, since nothing tells which of them
+// matters. A contrary group with an episode in the
+// support's very environment (every such key at the support's value)
+// cannot be told apart by any condition — the world changed, or a step was
+// flaky — and is left to the statistics (the procedure's failures, its
+// lifecycle). With nothing contrary there are no conditions: two episodes
+// that happened to share a toolchain do not make it one.
+func conditionsOf(support []Episode, contrary [][]Episode) memory.Conditions {
+	constant := constantEnvironment(support)
+	var apart []Episode
+	for _, g := range contrary {
+		if !slices.ContainsFunc(g, func(e Episode) bool { return len(differing(constant, e)) == 0 }) {
+			apart = append(apart, g...)
 		}
 	}
+	conds := memory.Conditions{}
+	for len(apart) > 0 {
+		keys := mostTelling(constant, apart)
+		if len(keys) == 0 {
+			break
+		}
+		for _, k := range keys {
+			conds[k] = constant[k]
+		}
+		apart = slices.DeleteFunc(apart, func(e Episode) bool {
+			return slices.ContainsFunc(keys, func(k string) bool { return slices.Contains(differing(constant, e), k) })
+		})
+	}
 	return conds
+}
+
+// mostTelling are the keys of env on which the most episodes have another
+// value (none when no episode has): all of them on a tie, for nothing
+// tells which of them the procedure depends on.
+func mostTelling(env map[string]any, eps []Episode) []string {
+	told := map[string]int{}
+	most := 0
+	for _, e := range eps {
+		for _, k := range differing(env, e) {
+			told[k]++
+			most = max(most, told[k])
+		}
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(told)) {
+		if told[k] == most {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// constantEnvironment is the environment keys with one value across
+// episodes (reported by all of them).
+func constantEnvironment(eps []Episode) map[string]any {
+	out := map[string]any{}
+	for k, v := range eps[0].Environment {
+		if !slices.ContainsFunc(eps[1:], func(e Episode) bool { return !reflect.DeepEqual(e.Environment[k], v) }) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// differing are the keys of env an episode reports with another value,
+// sorted.
+func differing(env map[string]any, e Episode) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if o, ok := e.Environment[k]; ok && !reflect.DeepEqual(o, env[k]) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // conditionText is conditions as "k=v, k=v", sorted.

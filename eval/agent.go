@@ -161,19 +161,20 @@ func (a Engram) Solve(ctx context.Context, ep *Episode) (Attempt, error) {
 	source, followed := FromExplore, uuid.Nil
 	var steps []Action
 	var alts [][]Action
-	// The best procedure whose variables the task binds; the others are
-	// runners-up for a step that fails.
+	// The best procedure whose variables retrieval bound from the task's
+	// error; the others so bound are runners-up for a step that fails.
+	// Retrieval ranks the procedures of the task's own problem first and
+	// binds only theirs: one it left unbound is another error's.
 	for _, it := range layer(res, api.LayerCompetence) {
 		var p memory.CompetencePayload
-		if json.Unmarshal(it.Record.Payload, &p) != nil || !sameProblem(it.Why.MatchedSignal, in.Message()) {
-			// Retrieval may rank first a procedure of another error that
-			// shares a word with this one (a tool named in its recipe):
-			// the agent reads the trigger it matched on, as a person
-			// would, and passes it by.
+		if json.Unmarshal(it.Record.Payload, &p) != nil {
 			continue
 		}
-		rs := recipe(p, in.Vars)
-		if followed == uuid.Nil && !unbound(rs) {
+		rs := recipe(p, it.Why.Bindings)
+		if unbound(rs) {
+			continue
+		}
+		if followed == uuid.Nil {
 			steps, followed, source = rs, it.Record.ID, FromCompetence
 			continue
 		}
@@ -230,18 +231,6 @@ func Task(in Instance) api.Task {
 	return t
 }
 
-// sameProblem reports whether an error a procedure was learned from reads
-// as this task's: the same words up to the first path.
-func sameProblem(signal, msg string) bool {
-	head := func(s string) string {
-		if i := strings.Index(s, "/"); i >= 0 {
-			s = s[:i]
-		}
-		return strings.Join(strings.Fields(strings.ToLower(s)), " ")
-	}
-	return signal != "" && head(signal) == head(msg)
-}
-
 func layer(res api.RetrieveResult, name api.LayerName) []api.Item {
 	for _, l := range res.Layers {
 		if l.Name == name {
@@ -251,14 +240,15 @@ func layer(res api.RetrieveResult, name api.LayerName) []api.Item {
 	return nil
 }
 
-// recipe is a procedure's steps as actions, their variables bound: the
-// templated arguments of each step's args_schema (consolidate's
-// Templates).
-func recipe(p memory.CompetencePayload, vars map[string]string) []Action {
+// recipe is a procedure's steps as actions, their variables bound by
+// retrieval's bindings: the templated arguments of each step's
+// args_schema, each {name} replaced by its binding. The agent need not
+// know how engram names its variables.
+func recipe(p memory.CompetencePayload, bindings map[string]string) []Action {
 	var out []Action
 	for _, s := range p.Recipe {
 		args, _ := s.ArgsSchema["arguments"].(map[string]any)
-		out = append(out, Action{Tool: s.Tool, Args: args}.Bind(vars))
+		out = append(out, Action{Tool: s.Tool, Args: args}.Bind(bindings))
 	}
 	return out
 }

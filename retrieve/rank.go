@@ -24,6 +24,9 @@ type candidate struct {
 	// validity, a procedure's matched trigger): what separates it from
 	// other candidates.
 	conds memory.Conditions
+	// problem: a procedure whose trigger is the task's problem (a
+	// signature match), ranked before those that only share words.
+	problem bool
 }
 
 // recencyHalfLife is how fast a procedure's or plan's last reinforcement
@@ -42,10 +45,21 @@ const probationFactor = 0.9
 // procedures are scaled by their applicability to the task's conditions,
 // and procedures and plans by their smoothed success rate and the recency
 // of their reinforcement (§15A.11).
+//
+// A procedure is first matched by its trigger: one whose trigger has the
+// signature of the task's signal is the task's problem, has relevance 1
+// and ranks before every procedure that only shares words with the task;
+// the lexical relevance of those is scaled by the share of their trigger's
+// words the task names, so that a word shared by chance (a tool its recipe
+// names) is not normalised into the layer's best match.
 func (r *Retriever) rank(cfg Config, layer LayerName, t Task, hits []store.Hit, vectors bool, now time.Time) []candidate {
 	var best float64
 	for _, h := range hits {
 		best = max(best, h.BM25)
+	}
+	var signals []taskSignal
+	if layer == LayerCompetence {
+		signals = signalsOf(t)
 	}
 	w := cfg.Weights
 	out := make([]candidate, 0, len(hits))
@@ -56,17 +70,26 @@ func (r *Retriever) rank(cfg Config, layer LayerName, t Task, hits []store.Hit, 
 		if best > 0 {
 			why.Lexical = h.BM25 / best
 		}
+		lexical := why.Lexical
+		var comp memory.CompetencePayload
+		if layer == LayerCompetence {
+			_ = json.Unmarshal(h.Record.Payload, &comp)
+			c.conds, c.problem = matchTrigger(why, comp, t, signals)
+			lexical *= *why.SignalCoverage
+		}
 		switch {
 		case layer == LayerWorking:
 			why.Relevance = 1 // the thread's own
+		case c.problem:
+			why.Relevance = 1 // the task's own problem
 		case vectors:
 			var sim float64
 			if h.Similarity != nil {
 				sim = clamp01(*h.Similarity)
 			}
-			why.Relevance = (w.Lexical*why.Lexical + w.Vector*sim) / (w.Lexical + w.Vector)
+			why.Relevance = (w.Lexical*lexical + w.Vector*sim) / (w.Lexical + w.Vector)
 		default:
-			why.Relevance = why.Lexical
+			why.Relevance = lexical
 		}
 		why.Salience = clamp01(decay.Current(h.Record, now))
 		why.Confidence = h.Record.Confidence
@@ -80,14 +103,10 @@ func (r *Retriever) rank(cfg Config, layer LayerName, t Task, hits []store.Hit, 
 			c.conds = p.Validity.Conditions
 			score *= applicability(why, p.Validity.Conditions, t.Conditions)
 		case LayerCompetence:
-			var p memory.CompetencePayload
-			_ = json.Unmarshal(h.Record.Payload, &p)
-			trig := bestTrigger(p.Triggers, t)
-			why.MatchedSignal, c.conds = trig.Signal, trig.Conditions
-			score *= applicability(why, trig.Conditions, t.Conditions)
+			score *= applicability(why, c.conds, t.Conditions)
 			var s, f int
-			if p.Performance != nil {
-				s, f = p.Performance.Successes, p.Performance.Failures
+			if comp.Performance != nil {
+				s, f = comp.Performance.Successes, comp.Performance.Failures
 			}
 			score *= selection(why, s, f, h.Record, now)
 			if slices.Contains(h.Record.Tags, memory.ProbationTag) {
@@ -112,10 +131,14 @@ func (r *Retriever) rank(cfg Config, layer LayerName, t Task, hits []store.Hit, 
 		out = append(out, c)
 	}
 	slices.SortStableFunc(out, func(a, b candidate) int {
-		if a.score != b.score {
-			if a.score > b.score {
-				return -1
-			}
+		switch {
+		case a.problem != b.problem && a.problem:
+			return -1
+		case a.problem != b.problem:
+			return 1
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
 			return 1
 		}
 		return strings.Compare(a.rec.ID.String(), b.rec.ID.String())
@@ -170,31 +193,36 @@ func selection(why *Why, successes, failures int, rec memory.Record, now time.Ti
 // bestTrigger is the trigger of a procedure that best matches the task:
 // among those whose conditions the task does not contradict (the store
 // returned the procedure because one exists; the SQL
-// engram_conditions_hold is [memory.Conditions.Disjoint] negated), the one
-// whose signal shares most words with the task's signals and text, then
-// the most specific. Condition values on both sides are decoded JSON, so
-// they compare with reflect.DeepEqual, as Disjoint does.
-func bestTrigger(ts []memory.Trigger, t Task) memory.Trigger {
-	want := words(strings.Join(append([]string{t.Text, t.Intent}, t.Signals...), " "))
+// engram_conditions_hold is [memory.Conditions.Disjoint] negated), one
+// whose signature is a task signal's (that signal returned too), else the
+// one whose signal shares most words with the task's signals and text,
+// then the most specific. Condition values on both sides are decoded JSON,
+// so they compare with reflect.DeepEqual, as Disjoint does.
+func bestTrigger(ts []memory.Trigger, t Task, signals []taskSignal) (memory.Trigger, string) {
+	want := taskWords(t)
 	var best memory.Trigger
+	var bestSignal string
 	bestScore := -1.0
 	for _, tr := range ts {
 		if tr.Conditions.Disjoint(t.Conditions) {
 			continue
 		}
-		have := words(tr.Signal)
+		signal, problem := sameProblem(tr.Signal, signals)
 		var shared int
-		for w := range have {
+		for w := range words(tr.Signal) {
 			if want[w] {
 				shared++
 			}
 		}
 		score := float64(shared) + 0.01*float64(len(tr.Conditions))
+		if problem {
+			score += 1e6
+		}
 		if score > bestScore {
-			best, bestScore = tr, score
+			best, bestSignal, bestScore = tr, signal, score
 		}
 	}
-	return best
+	return best, bestSignal
 }
 
 func words(s string) map[string]bool {
@@ -232,14 +260,15 @@ func provenanceQuality(p memory.Provenance) float64 {
 // next by margin (substrate RFC §15A.11), and if so which condition keys
 // would separate the contenders: keys some of them name with different
 // values, or that some name and others do not, and that the task has not
-// given.
+// given. A procedure for the task's problem has no contender among those
+// that only share words with it.
 func disambiguate(ranked []candidate, margin float64, ctx map[string]any) (bool, []string) {
 	if len(ranked) < 2 || ranked[0].score <= 0 {
 		return false, nil
 	}
 	contenders := []candidate{ranked[0]}
 	for _, c := range ranked[1:] {
-		if c.score >= ranked[0].score*(1-margin) {
+		if c.problem == ranked[0].problem && c.score >= ranked[0].score*(1-margin) {
 			contenders = append(contenders, c)
 		}
 	}

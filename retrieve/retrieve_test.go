@@ -498,9 +498,9 @@ func TestProbationRanksBelowProved(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// The one on probation has somewhat better statistics (3 successes to
-	// 1: a smoothed rate of 0.8 to 0.67, which outweighs the length its tag
-	// adds to its text): without the probation factor it would rank first.
-	proved := b.create(t, procedure("clear-cache-darwin", "cache mismatch in obj", map[string]any{"os": "darwin"}, 1, 0, "rm -rf cache"))
+	// 2: a smoothed rate of 0.8 to 0.75), and both triggers are the task's
+	// problem: without the probation factor it would rank first.
+	proved := b.create(t, procedure("clear-cache-darwin", "cache mismatch in obj", map[string]any{"os": "darwin"}, 2, 0, "rm -rf cache"))
 	rec := procedure("clear-cache-linux", "cache mismatch in obj", map[string]any{"os": "linux"}, 3, 0, "rm -rf cache")
 	rec.Tags = []string{memory.ProbationTag}
 	probation := b.create(t, rec)

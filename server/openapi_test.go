@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
@@ -284,6 +286,33 @@ func TestOpenAPIEmbedsCanonicalSchemas(t *testing.T) {
 		got, ok := d.Components.Schemas[name]
 		require.True(t, ok, "components.schemas has no copy of the canonical schema %s", name)
 		require.JSONEq(t, string(raw), string(got), "components.schemas.%s differs from the canonical schema: copy schemas/ into server/openapi.json again", name)
+	}
+}
+
+// The document describes the answer's types as the server writes them: a
+// field of a type is a property of its schema, and a property a field.
+func TestOpenAPIDescribesTheAnswerTypes(t *testing.T) {
+	t.Parallel()
+	d := parseOpenAPI(t, OpenAPI)
+	for name, typ := range map[string]reflect.Type{
+		"Why":            reflect.TypeFor[api.Why](),
+		"RetrievalItem":  reflect.TypeFor[api.Item](),
+		"RetrieveResult": reflect.TypeFor[api.RetrieveResult](),
+	} {
+		raw, ok := d.Components.Schemas[name]
+		require.True(t, ok, "components.schemas has no %s", name)
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &schema), name)
+		var fields []string
+		for f := range typ.Fields() {
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if tag != "-" && tag != "" {
+				fields = append(fields, tag)
+			}
+		}
+		require.ElementsMatch(t, fields, slices.Collect(maps.Keys(schema.Properties)), "components.schemas.%s and the fields of %s", name, typ)
 	}
 }
 

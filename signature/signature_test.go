@@ -1,11 +1,11 @@
-package consolidate_test
+package signature_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/engram-dev/engram/consolidate"
+	"github.com/engram-dev/engram/signature"
 )
 
 func TestSignature(t *testing.T) {
@@ -37,7 +37,7 @@ func TestSignature(t *testing.T) {
 		{"empty", "   \n  ", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, consolidate.Signature(tc.msg), tc.msg)
+			require.Equal(t, tc.want, signature.Of(tc.msg), tc.msg)
 		})
 	}
 }
@@ -52,8 +52,15 @@ func TestSignatureGroups(t *testing.T) {
 	}
 	for _, group := range same {
 		for _, m := range group[1:] {
-			require.Equal(t, consolidate.Signature(group[0]), consolidate.Signature(m), m)
+			require.Equal(t, signature.Of(group[0]), signature.Of(m), m)
 		}
 	}
-	require.NotEqual(t, consolidate.Signature("ld: cache mismatch in /a/b.o"), consolidate.Signature("ld: symbol not found in /a/b.o"))
+	require.NotEqual(t, signature.Of("ld: cache mismatch in /a/b.o"), signature.Of("ld: symbol not found in /a/b.o"))
+}
+
+func TestBare(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "npm: checksum failure in (package )", signature.Bare(signature.Of("npm: checksum failure in /srv/a/obj.o (package 'liba')")))
+	require.Equal(t, "get failed with", signature.Bare(signature.Of("GET https://x.org/a failed with 404")))
+	require.Equal(t, "a path is <not> a placeholder", signature.Bare("a path is <not> a placeholder"))
 }

@@ -1,4 +1,13 @@
-package consolidate
+// Package signature names the problem an error message reports: its
+// signature is the message with the values that vary between occurrences
+// replaced by placeholders (substrate RFC §8: procedures are found by
+// their trigger), and its values are what those placeholders stood for,
+// so that a procedure learned from one occurrence can be applied to the
+// next (§15A.9: variables bound from the task). Consolidation groups
+// episodes by signature and records where a recipe's variables are in the
+// trigger; retrieval matches a task's signal to a trigger by signature and
+// binds the variables from the task's own message.
+package signature
 
 import (
 	"regexp"
@@ -8,11 +17,11 @@ import (
 // Placeholders a signature puts where a message had a value that varies
 // from one occurrence of the same problem to the next.
 const (
-	phPath   = "<path>"
-	phQuoted = "<q>"
-	phNum    = "<n>"
-	phHex    = "<hex>"
-	phURL    = "<url>"
+	Path   = "<path>"
+	Quoted = "<q>"
+	phNum  = "<n>"
+	phHex  = "<hex>"
+	phURL  = "<url>"
 )
 
 var (
@@ -36,36 +45,33 @@ var (
 	reNoise = regexp.MustCompile(`(?i)^(npm err!|npm error|error:?\s*$|warning:)\s*`)
 )
 
-// Signature is the normalised form of an error message: the line that
-// names the problem, with the values that vary between occurrences — file
-// paths, line and column numbers, numbers, hex ids, quoted names, URLs —
-// replaced by placeholders, lower-cased and with spaces folded, so that the
-// same problem met twice has one signature (substrate RFC §8: procedures
-// are found by their trigger). An empty message has an empty signature.
-func Signature(message string) string {
+// Of is the signature of an error message: the line that names the
+// problem, with the values that vary between occurrences — file paths,
+// line and column numbers, numbers, hex ids, quoted names, URLs — replaced
+// by placeholders, lower-cased and with spaces folded, so that the same
+// problem met twice has one signature (substrate RFC §8: procedures are
+// found by their trigger). An empty message has an empty signature.
+func Of(message string) string {
 	line := problemLine(message)
 	if line == "" {
 		return ""
 	}
-	return normalise(line)
+	return Normalise(line)
 }
 
-// normalise replaces the varying values of one line by placeholders.
-func normalise(s string) string {
+// Normalise replaces the varying values of one line by placeholders, lower
+// cases it and folds its spaces.
+func Normalise(s string) string {
 	s = reURL.ReplaceAllString(s, phURL)
 	s = reUUID.ReplaceAllString(s, phHex)
-	s = reQuoted.ReplaceAllString(s, phQuoted)
+	s = reQuoted.ReplaceAllString(s, Quoted)
 	s = rePath.ReplaceAllStringFunc(s, func(m string) string {
-		if !strings.ContainsAny(m, `/\`) {
+		if !isPath(m) {
 			return m
 		}
-		// A lone separator ("a / b", "and/or" stays words when short).
-		if strings.Trim(m, `/\`) == "" {
-			return m
-		}
-		return phPath
+		return Path
 	})
-	s = reFileLine.ReplaceAllString(s, phPath)
+	s = reFileLine.ReplaceAllString(s, Path)
 	s = reHex.ReplaceAllStringFunc(s, func(m string) string {
 		// Words such as "cafe" or "add" have no digit; a hex id is long or
 		// marked 0x.
@@ -79,8 +85,8 @@ func normalise(s string) string {
 	s = strings.ToLower(reWS.ReplaceAllString(s, " "))
 	// Runs of placeholders ("<path>:<n>:<n>") are one value.
 	s = reRun.ReplaceAllStringFunc(s, func(m string) string {
-		if strings.Contains(m, phPath) && !strings.Contains(m, phQuoted) {
-			return phPath
+		if strings.Contains(m, Path) && !strings.Contains(m, Quoted) {
+			return Path
 		}
 		first := reRun.FindStringSubmatch(m)[1]
 		if strings.Count(m, "<") == strings.Count(m, first) {
@@ -89,6 +95,12 @@ func normalise(s string) string {
 		return m
 	})
 	return strings.TrimRight(strings.TrimSpace(s), ".:;, ")
+}
+
+// isPath reports whether a match of rePath is a path: it has a separator,
+// and more than separators ("a / b" stays words).
+func isPath(m string) bool {
+	return strings.ContainsAny(m, `/\`) && strings.Trim(m, `/\`) != ""
 }
 
 // problemLine picks the line of a message that names the problem: the last
@@ -120,4 +132,13 @@ func problemLine(message string) string {
 		}
 	}
 	return ""
+}
+
+// rePlaceholder is a placeholder a signature holds.
+var rePlaceholder = regexp.MustCompile(`<(?:path|q|n|hex|url)>`)
+
+// Bare is a signature without its placeholders: the words that name the
+// problem, whatever the values.
+func Bare(sig string) string {
+	return strings.TrimSpace(reWS.ReplaceAllString(rePlaceholder.ReplaceAllString(sig, " "), " "))
 }

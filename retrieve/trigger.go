@@ -1,0 +1,129 @@
+package retrieve
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/signature"
+)
+
+// taskSignal is a text of the task an error may be read from (a signal,
+// or the text), with its signature.
+type taskSignal struct {
+	text, sig string
+}
+
+// signalsOf are the task's signals, then its text, with their signatures.
+func signalsOf(t Task) []taskSignal {
+	var out []taskSignal
+	for _, s := range append(slices.Clone(t.Signals), t.Text) {
+		if sig := signature.Of(s); sig != "" {
+			out = append(out, taskSignal{text: s, sig: sig})
+		}
+	}
+	return out
+}
+
+// sameProblem is the first of signals whose signature is a trigger's: the
+// same problem, met again with other values (substrate RFC §8: procedures
+// are found by their trigger).
+func sameProblem(trigger string, signals []taskSignal) (string, bool) {
+	sig := signature.Of(trigger)
+	if sig == "" {
+		return "", false
+	}
+	for _, s := range signals {
+		if s.sig == sig {
+			return s.text, true
+		}
+	}
+	return "", false
+}
+
+// matchTrigger matches a procedure to the task by its best trigger and
+// records how in why: the trigger's signal, whether it is the task's
+// problem (a signature match), the share of its words the task names, and
+// on a signature match the bindings of the recipe's variables. It returns
+// the trigger's conditions and whether it is the task's problem.
+func matchTrigger(why *Why, p memory.CompetencePayload, t Task, signals []taskSignal) (memory.Conditions, bool) {
+	trig, signal := bestTrigger(p.Triggers, t, signals)
+	why.MatchedSignal = trig.Signal
+	cover := coverage(trig.Signal, taskWords(t))
+	if signal != "" {
+		why.SignatureMatch, cover = true, 1
+		why.Bindings = bindings(p.Recipe, signal)
+	}
+	why.SignalCoverage = &cover
+	return trig.Conditions, signal != ""
+}
+
+// coverage is the share of the words of a trigger's signature (its
+// placeholders left out) that are among want: 1 for a procedure without a
+// trigger to judge by.
+func coverage(trigger string, want map[string]bool) float64 {
+	have := words(signature.Bare(signature.Of(trigger)))
+	if len(have) == 0 {
+		return 1
+	}
+	n := 0
+	for w := range have {
+		if want[w] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(have))
+}
+
+// taskWords are the words of the task's text, intent and signals.
+func taskWords(t Task) map[string]bool {
+	return words(strings.Join(append([]string{t.Text, t.Intent}, t.Signals...), " "))
+}
+
+// bindings are the values of a recipe's variables in a signal of the
+// trigger's signature: each variable a step says where in the trigger to
+// find (args_schema.variables[name].from_signal, a [signature.Source]),
+// found at that place in the signal (substrate RFC §15A.9: variables bound
+// from the task). A variable the signal does not hold is left out; nil when
+// none is bound.
+func bindings(recipe []memory.Step, signal string) map[string]string {
+	var vals []signature.Value
+	out := map[string]string{}
+	for _, st := range recipe {
+		vars, _ := st.ArgsSchema["variables"].(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(vars)) {
+			src, ok := sourceOf(vars[name])
+			if _, bound := out[name]; bound || !ok {
+				continue
+			}
+			if vals == nil {
+				vals = signature.Values(signal)
+			}
+			if v, ok := src.In(vals); ok {
+				out[name] = v
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// sourceOf reads where a variable is in the trigger from its entry in an
+// args_schema (decoded JSON), if it says.
+func sourceOf(v any) (signature.Source, bool) {
+	m, _ := v.(map[string]any)
+	raw, ok := m["from_signal"]
+	if !ok {
+		return signature.Source{}, false
+	}
+	b, err := json.Marshal(raw)
+	var src signature.Source
+	if err != nil || json.Unmarshal(b, &src) != nil || src.Placeholder == "" {
+		return signature.Source{}, false
+	}
+	return src, true
+}
