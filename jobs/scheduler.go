@@ -66,6 +66,7 @@ type Scheduler struct {
 	jobs    map[string]*entry
 	where   string // database.schema, which lock keys are scoped to
 	elector *elector
+	locks   *runLocks
 	runCtx  context.Context
 	cancel  context.CancelFunc
 	runs    sync.WaitGroup
@@ -227,8 +228,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		}
 	}
 	connCfg := s.pool.Config().ConnConfig
+	connect := func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, connCfg.Copy()) }
+	s.locks = &runLocks{connect: connect, logger: s.logger}
 	s.elector = &elector{
-		connect:  func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, connCfg.Copy()) },
+		connect:  connect,
 		key:      lockKey("engram-jobs-leader:" + s.where),
 		interval: s.interval,
 		logger:   s.logger,
@@ -272,6 +275,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		err = fmt.Errorf("stop jobs: %w", ctx.Err())
 	}
 	s.elector.stop(ctx)
+	s.locks.close(ctx)
 	return err
 }
 
@@ -340,8 +344,8 @@ RETURNING id, started_at`
 	endRunSQL = `UPDATE job_runs SET status = $2, ended_at = now(), counts = $3, error = $4 WHERE id = $1`
 )
 
-// begin takes the job's lock on a pooled connection and records the run's
-// start. release gives the lock and the connection back.
+// begin takes the job's lock (on the lock connection, see runLocks) and
+// records the run's start. release gives the lock back.
 func (s *Scheduler) begin(ctx context.Context, name, trigger string) (*Run, func(), error) {
 	s.mu.Lock()
 	if s.state != started {
@@ -352,40 +356,27 @@ func (s *Scheduler) begin(ctx context.Context, name, trigger string) (*Run, func
 	key := lockKey("engram-job:" + s.where + ":" + name)
 	s.mu.Unlock()
 
-	conn, err := s.pool.Acquire(ctx)
+	locked, gen, err := s.locks.tryLock(ctx, key)
 	if err != nil {
 		s.runs.Done()
 		return nil, nil, fmt.Errorf("start job %s: %w", name, err)
 	}
-	release := func() {
-		// A lock that cannot be given back dies with its connection.
-		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", key); err != nil {
-			_ = conn.Conn().Close(uctx)
-		}
-		conn.Release()
-		s.runs.Done()
-	}
-	var locked bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&locked); err != nil {
-		conn.Release()
-		s.runs.Done()
-		return nil, nil, fmt.Errorf("start job %s: %w", name, err)
-	}
 	if !locked {
-		conn.Release()
 		s.runs.Done()
 		return nil, nil, fmt.Errorf("%w: %s", ErrRunning, name)
+	}
+	release := func() {
+		s.locks.unlock(key, gen)
+		s.runs.Done()
 	}
 	run := &Run{Job: name, Trigger: trigger, pool: s.pool, counts: map[string]int64{}}
 	// Holding the lock, any run of this job still marked running is one
 	// whose daemon died.
-	if _, err := conn.Exec(ctx, abandonRunsSQL, name); err != nil {
+	if _, err := s.pool.Exec(ctx, abandonRunsSQL, name); err != nil {
 		release()
 		return nil, nil, fmt.Errorf("start job %s: %w", name, err)
 	}
-	if err := conn.QueryRow(ctx, insertRunSQL, name, trigger, s.node).Scan(&run.ID, &run.StartedAt); err != nil {
+	if err := s.pool.QueryRow(ctx, insertRunSQL, name, trigger, s.node).Scan(&run.ID, &run.StartedAt); err != nil {
 		release()
 		return nil, nil, fmt.Errorf("start job %s: %w", name, err)
 	}

@@ -3,11 +3,13 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/internal/pg"
@@ -313,4 +315,52 @@ func TestRegisterRefusesBadJobs(t *testing.T) {
 	require.Error(t, s.SetSchedule("x", "61 * * * *"))
 	require.NoError(t, jobs.ParseSchedule("@every 15m"))
 	require.NoError(t, jobs.ParseSchedule(jobs.Off))
+}
+
+// As many runs at once as the pool has connections each still get a
+// connection for their own queries: a run's lock holds none of the pool's
+// (engramd on two cores, pool of four, hung for good five minutes after
+// start, when four jobs' schedules fell on one second).
+func TestRunsAsManyAsThePoolDoNotStarveIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pool, err := pg.NewPool(b.ctx, b.db.URL, func(c *pgxpool.Config) { c.MaxConns = 2 })
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	s := jobs.New(jobs.Config{Pool: pool, Node: "small", LeaderInterval: 20 * time.Millisecond})
+	const n = 3 // more runs than the pool has connections
+	var started sync.WaitGroup
+	started.Add(n)
+	all := make(chan struct{})
+	for i := range n {
+		require.NoError(t, s.Register(jobs.Job{Name: fmt.Sprintf("query%d", i), Schedule: jobs.Off, Run: func(ctx context.Context, r *jobs.Run) error {
+			started.Done()
+			<-all // every run holds its lock before any queries
+			// A guard, not a measure: a starved pool waits for ever.
+			ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			_, err := pool.Exec(ctx, "SELECT 1")
+			return err
+		}}))
+	}
+	require.NoError(t, s.Start(b.ctx))
+	t.Cleanup(func() { require.NoError(t, s.Stop(context.Background())) })
+	release := sync.OnceFunc(func() { close(all) })
+	t.Cleanup(release) // before Stop, which waits for the runs
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second) // the same guard
+	defer cancel()
+	for i := range n {
+		_, err := s.RunNow(ctx, fmt.Sprintf("query%d", i))
+		require.NoError(t, err)
+	}
+	started.Wait()
+	release()
+	for i := range n {
+		name := fmt.Sprintf("query%d", i)
+		require.Eventually(t, func() bool {
+			runs := b.runs(t, name)
+			return len(runs) == 1 && runs[0].Status != jobs.StatusRunning
+		}, time.Minute, 20*time.Millisecond)
+		require.Equal(t, jobs.StatusSucceeded, b.runs(t, name)[0].Status, b.runs(t, name)[0].Error)
+	}
 }
