@@ -346,7 +346,7 @@ func TestRunsAsManyAsThePoolDoNotStarveIt(t *testing.T) {
 	require.NoError(t, s.Start(b.ctx))
 	t.Cleanup(func() { require.NoError(t, s.Stop(context.Background())) })
 	release := sync.OnceFunc(func() { close(all) })
-	t.Cleanup(release) // before Stop, which waits for the runs
+	t.Cleanup(release)                                        // before Stop, which waits for the runs
 	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second) // the same guard
 	defer cancel()
 	for i := range n {
