@@ -161,13 +161,14 @@ func (a Engram) Solve(ctx context.Context, ep *Episode) (Attempt, error) {
 	source, followed := FromExplore, uuid.Nil
 	var steps []Action
 	var alts [][]Action
-	// The best procedure whose variables retrieval bound from the task's
-	// error; the others so bound are runners-up for a step that fails.
-	// Retrieval ranks the procedures of the task's own problem first and
-	// binds only theirs: one it left unbound is another error's.
+	// The best procedure retrieval says is the task's problem (its
+	// trigger has the signature of the task's error, or is its intent),
+	// with its variables bound from the task by retrieval: the agent
+	// knows nothing of how engram names them. The others of its problem
+	// are runners-up for a step that fails.
 	for _, it := range layer(res, api.LayerCompetence) {
 		var p memory.CompetencePayload
-		if json.Unmarshal(it.Record.Payload, &p) != nil {
+		if !it.Why.SignatureMatch || json.Unmarshal(it.Record.Payload, &p) != nil {
 			continue
 		}
 		rs := recipe(p, it.Why.Bindings)
@@ -186,12 +187,14 @@ func (a Engram) Solve(ctx context.Context, ep *Episode) (Attempt, error) {
 		}
 	}
 	if followed == uuid.Nil {
+		// A plan of the task's intent, when it needs no value the agent
+		// would have to guess.
 		for _, it := range layer(res, api.LayerPlan) {
 			var p memory.PlanGraphPayload
-			if json.Unmarshal(it.Record.Payload, &p) != nil || p.Intent != in.Problem.Intent {
-				continue // another task's plan
+			if !it.Why.IntentMatch || json.Unmarshal(it.Record.Payload, &p) != nil {
+				continue
 			}
-			if ps := planSteps(p, in.Vars); !unbound(ps) {
+			if ps := planSteps(p); !unbound(ps) {
 				steps, followed, source = ps, it.Record.ID, FromPlan
 				break
 			}
@@ -255,11 +258,11 @@ func recipe(p memory.CompetencePayload, bindings map[string]string) []Action {
 
 // planSteps are a plan's nodes as actions, in order: the tool is the
 // node's op's first word, the arguments its params.
-func planSteps(p memory.PlanGraphPayload, vars map[string]string) []Action {
+func planSteps(p memory.PlanGraphPayload) []Action {
 	var out []Action
 	for _, n := range p.Nodes {
 		tool, _, _ := strings.Cut(n.Op, " ")
-		out = append(out, Action{Tool: tool, Args: n.Params}.Bind(vars))
+		out = append(out, Action{Tool: tool, Args: n.Params})
 	}
 	return out
 }

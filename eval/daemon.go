@@ -113,7 +113,9 @@ func StartDaemon(ctx context.Context, cfg DaemonConfig) (*Daemon, error) {
 	d.exited = make(chan struct{})
 	go func() { _ = d.cmd.Wait(); close(d.exited) }()
 	base := "http://" + addr
-	d.Client, d.Ops = &Client{BaseURL: base, Key: key}, &Client{BaseURL: base, Key: ops}
+	// A daemon that stops answering fails the run instead of hanging it.
+	hc := &http.Client{Timeout: time.Minute}
+	d.Client, d.Ops = &Client{BaseURL: base, Key: key, HTTP: hc}, &Client{BaseURL: base, Key: ops, HTTP: hc}
 	if err := d.ready(ctx, 30*time.Second); err != nil {
 		d.Stop(context.Background())
 		return nil, err

@@ -16,7 +16,9 @@ type taskSignal struct {
 	text, sig string
 }
 
-// signalsOf are the task's signals, then its text, with their signatures.
+// signalsOf are the task's signals, then its text, with their
+// signatures; then its intent, as the trigger of a procedure learned from
+// episodes with no error names it ("intent:<label>", package consolidate).
 func signalsOf(t Task) []taskSignal {
 	var out []taskSignal
 	for _, s := range append(slices.Clone(t.Signals), t.Text) {
@@ -24,8 +26,15 @@ func signalsOf(t Task) []taskSignal {
 			out = append(out, taskSignal{text: s, sig: sig})
 		}
 	}
+	if label := strings.ToLower(strings.TrimSpace(t.Intent)); label != "" {
+		out = append(out, taskSignal{text: intentPrefix + label, sig: signature.Of(intentPrefix + label)})
+	}
 	return out
 }
+
+// intentPrefix starts the trigger of a procedure learned from a task
+// with no error: its intent label.
+const intentPrefix = "intent:"
 
 // sameProblem is the first of signals whose signature is a trigger's: the
 // same problem, met again with other values (substrate RFC §8: procedures

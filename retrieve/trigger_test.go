@@ -92,3 +92,24 @@ func TestBindingsOnlyWhatTheSignalHolds(t *testing.T) {
 		require.Equal(t, want, comp.Items[0].Why.Bindings, signal)
 	}
 }
+
+// A procedure learned from tasks with no error has the task's intent as
+// its trigger ("intent:<label>"): a task of that intent is its problem,
+// another intent's is not.
+func TestIntentTriggerIsTheTasksProblem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	release := b.create(t, learned("intent:release_billing", 2, 0, map[string]any{"step": "run shell make dist", "tool": "shell",
+		"args_schema": map[string]any{"arguments": map[string]any{"command": "make dist"}}}))
+	backup := b.create(t, learned("intent:back_up_billing", 9, 0, map[string]any{"step": "run shell pg_dump", "tool": "shell",
+		"args_schema": map[string]any{"arguments": map[string]any{"command": "pg_dump"}}}))
+	b.index(t)
+	res := b.retrieve(t, retrieve.Request{Task: retrieve.Task{Text: "release the billing service", Intent: "release_billing"}})
+	comp := layer(res, retrieve.LayerCompetence)
+	require.Equal(t, release.ID, comp.Items[0].Record.ID)
+	require.True(t, comp.Items[0].Why.SignatureMatch)
+	for _, it := range comp.Items[1:] {
+		require.Equal(t, backup.ID, it.Record.ID)
+		require.False(t, it.Why.SignatureMatch, "another intent's procedure")
+	}
+}

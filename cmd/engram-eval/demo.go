@@ -128,7 +128,7 @@ func (l *liveCurve) observe(o eval.Outcome) {
 	} else if !l.terminal {
 		return // a log, not a screen: a line a window
 	}
-	line := fmt.Sprintf("  %s %3d/%d  %s", eval.ProgressBar(l.done, l.total, 24), l.done, l.total, eval.Sparkline(l.curve))
+	line := fmt.Sprintf("  %s  %s", eval.ProgressBar(l.done, l.total, 24), eval.Sparkline(l.curve))
 	if l.terminal {
 		fmt.Fprintf(l.w, "\r\033[K%s", line)
 	} else {
@@ -220,10 +220,14 @@ func printPlan(w io.Writer, r memory.Record) error {
 	}
 	fmt.Fprintf(w, "A plan graph: %s, version %s (record %s)\n", cmp.Or(p.Intent, p.PlanID), p.Version, r.ID)
 	for _, n := range p.Nodes {
-		fmt.Fprintf(w, "  %-4s %s", n.ID, n.Op)
-		if len(n.Params) > 0 {
-			b, _ := json.Marshal(n.Params)
-			fmt.Fprintf(w, " %s", b)
+		tool, _, _ := strings.Cut(n.Op, " ")
+		fmt.Fprintf(w, "  %-4s %s", n.ID, tool)
+		for _, k := range slices.Sorted(maps.Keys(n.Params)) {
+			if k == "command" {
+				fmt.Fprintf(w, " %v", n.Params[k])
+			} else {
+				fmt.Fprintf(w, " %s=%v", k, n.Params[k])
+			}
 		}
 		fmt.Fprintln(w)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/engram-dev/engram/eval"
 )
 
@@ -90,7 +92,7 @@ func (p *progress) draw(last bool) {
 		if n := len(p.recent[i]); n > 0 {
 			rate = fmt.Sprintf("%.2f", float64(ok)/float64(n))
 		}
-		parts = append(parts, fmt.Sprintf("%s %s %d/%d success %s", name, eval.ProgressBar(p.done[i], p.total, 12), p.done[i], p.total, rate))
+		parts = append(parts, fmt.Sprintf("%s %s, last %d: %s", name, eval.ProgressBar(p.done[i], p.total, 12), recentWindow, rate))
 	}
 	p.mu.Unlock()
 	line := strings.Join(parts, " │ ")
@@ -104,12 +106,8 @@ func (p *progress) draw(last bool) {
 	}
 }
 
-// isTerminal reports whether w is a character device: a person watching.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+// isTerminal reports whether f is a terminal: a person watching.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
 }
