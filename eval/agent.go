@@ -324,7 +324,6 @@ func (a *Replay) Solve(ctx context.Context, ep *Episode) (Attempt, error) {
 		}
 	}
 	at := Attempt{Source: FromExplore, Thread: threadID(agent, ep), Retrieved: true}
-	clean := true
 	if past == nil {
 		look(ep)
 	} else {
@@ -334,13 +333,15 @@ func (a *Replay) Solve(ctx context.Context, ep *Episode) (Attempt, error) {
 			if ep.Over() {
 				break
 			}
-			if !s.Result.Failed && !try(ep, substitute(s.Action, from, to)).Advanced {
-				clean = false
+			if !s.Result.Failed {
+				try(ep, substitute(s.Action, from, to))
 			}
 		}
+		// The episode worked if replaying it solved the task, before
+		// any exploring.
+		at.Useful = ep.Solved()
 	}
 	follow(ep, rng, nil, nil)
-	at.Useful = at.Followed && clean && ep.Solved()
 	a.journal[at.Thread] = ep
 	if err := a.Client.Stream(ctx, Events(agent, ep)); err != nil {
 		return Attempt{}, err

@@ -2,15 +2,21 @@
 // using engram get better with experience (substrate RFC §2, §14; write-path
 // RFC §12.12.5: memory correctness impact, measured by ablation).
 //
-// The world is deterministic for a seed. It holds problems — an error
-// signature and an intent — each with a correct procedure of a few steps
-// that depends on the environment (os, toolchain version) and takes
+// The world is deterministic for a seed (world.go). It holds problems —
+// errors to fix and plan-shaped tasks, each with an intent — whose correct
+// steps depend on the environment (os, toolchain version) and take
 // per-instance arguments (a path, a package name). Correct steps are flaky
 // (a configurable share fail transiently and succeed when tried again);
-// each step has decoy alternatives that fail; and past a drift point the
-// correct procedure of some problems changes. Agents (agent.go) solve
-// instances episode after episode, talking to engram only through its
-// public HTTP API; the protocol and its metrics are in run.go.
+// each step has decoy alternatives that fail; past a drift point the
+// correct steps of some problems change; and each problem has an
+// environment it meets only in the frozen deployment phase.
+//
+// Agents (agent.go) solve instances episode after episode, talking to
+// engram only through its public HTTP API (client.go), each learning agent
+// to an engramd process of its own (daemon.go) that consolidates on its
+// own scheduler. Run (run.go) is the protocol; Measure (metrics.go) its
+// figures and the targets; WriteMarkdown and WriteSVG (report.go,
+// svg.go) the report. cmd/engram-eval runs it all (make eval, make demo).
 package eval
 
 import (

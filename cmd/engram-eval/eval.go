@@ -76,8 +76,10 @@ func engramdPath(flagValue string) (string, error) {
 }
 
 // DefaultWorld is the world `make eval` runs: 20 problems, 4 environments,
-// 10% flaky steps, drift at the midpoint.
-var DefaultWorld = eval.Config{Seed: 1, Problems: 20, Episodes: 400, Deployment: 100, DriftShare: 0.5, Tasks: 0.25,
+// 10% flaky steps, drift at the midpoint; about 40 acquisition episodes a
+// problem, so that each meets its environments often enough to learn, and
+// 10 held-out deployment episodes each.
+var DefaultWorld = eval.Config{Seed: 1, Problems: 20, Episodes: 800, Deployment: 200, DriftShare: 0.5, Tasks: 0.25,
 	Flaky: 0.1, Budget: 2, ConsolidateEvery: 4, Window: 20}
 
 // runEval serves `engram-eval run`: the three agents on one world, each
