@@ -153,7 +153,7 @@ func showLearned(ctx context.Context, d *eval.Daemon, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "engram learned %d procedures and %d plan graphs.\n\n", len(procs), len(plans))
+	fmt.Fprintf(w, "engram learned %s and %s.\n\n", count(len(procs), "procedure"), count(len(plans), "plan graph"))
 	if p, ok := best(procs, func(r memory.Record) int {
 		var c memory.CompetencePayload
 		if json.Unmarshal(r.Payload, &c) != nil || c.Performance == nil {
@@ -175,8 +175,19 @@ func showLearned(ctx context.Context, d *eval.Daemon, w io.Writer) error {
 		if err := printPlan(w, p); err != nil {
 			return err
 		}
+	} else {
+		fmt.Fprintf(w, "No plan graph yet: a plan needs two successful episodes of one intent with the same steps;\n"+
+			"a longer run (--episodes) learns more.\n\n")
 	}
 	return nil
+}
+
+// count is n things, the thing in the plural unless n is 1.
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 func best(recs []memory.Record, score func(memory.Record) int) (memory.Record, bool) {

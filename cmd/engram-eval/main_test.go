@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/internal/pgtest"
+)
+
+// engramd is engramd, built once by TestMain.
+var engramd string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "engram-eval-test-")
+	if err != nil {
+		panic(err)
+	}
+	engramd = filepath.Join(dir, "engramd")
+	if out, err := exec.Command("go", "build", "-o", engramd, "../engramd").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build engramd: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func getenv(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// `engram-eval run` on a small world writes a report that states the
+// command reproducing it and a chart that parses as SVG, and prints each
+// agent's curve.
+func TestRunWritesTheReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two engramd processes")
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"run", "--engramd", engramd, "--database-url", pgtest.URL(), "--out", out,
+		"--problems", "3", "--episodes", "24", "--deployment", "6", "--window", "6", "--seed", "5"},
+		getenv(nil), &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	report, err := os.ReadFile(filepath.Join(out, reportFile))
+	require.NoError(t, err)
+	require.Contains(t, string(report), "engram-eval run --seed 5 --problems 3 --episodes 24 --deployment 6 --drift 12")
+	require.Contains(t, string(report), "](curve.svg)")
+	chart, err := os.ReadFile(filepath.Join(out, chartFile))
+	require.NoError(t, err)
+	dec := xml.NewDecoder(bytes.NewReader(chart))
+	for {
+		_, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+	}
+	for _, agent := range []string{"engram", "raw episodes", "no memory"} {
+		require.Contains(t, stdout.String(), agent)
+	}
+	require.Contains(t, stderr.String(), "3 problems, 24 acquisition episodes (drift at 12), 6 deployment episodes, seed 5")
+}
+
+// `engram-eval demo` against a database as make run uses it: the curve,
+// then a learned procedure and a plan graph, and the commands to look
+// further with the key that reads them.
+func TestDemoShowsWhatWasLearned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an engramd process")
+	}
+	db := pgtest.NewSchema(t)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"demo", "--engramd", engramd, "--stay=false"},
+		getenv(map[string]string{"DATABASE_URL": db.URL}), &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	got := stdout.String()
+	require.Contains(t, got, "A learned procedure: ")
+	require.Contains(t, got, "A plan graph: ")
+	require.Contains(t, got, "export ENGRAM_URL=http://127.0.0.1:")
+	require.Contains(t, got, "bin/engram procedures")
+	require.NotContains(t, got, "keeps running")
+}
+
+// Bad usage is refused with the reason, before anything starts.
+func TestUsageErrors(t *testing.T) {
+	for args, want := range map[string]string{
+		"":                        "a command is needed",
+		"frobnicate":              `unknown command "frobnicate"`,
+		"run extra":               `unexpected argument "extra"`,
+		"demo --episodes notanum": "invalid value",
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), strings.Fields(args), getenv(nil), &stdout, &stderr)
+		require.Error(t, err, args)
+		require.Contains(t, err.Error()+stderr.String(), want, args)
+	}
+}
