@@ -19,6 +19,9 @@ const (
 	FromPlan       = "plan"
 	FromEpisode    = "episode"
 	FromExplore    = "explore"
+	// FromAdapted is a procedure or plan of the task's problem learned
+	// in another environment, followed where nothing learned applies.
+	FromAdapted = "adapted"
 )
 
 // Agent solves episodes of the world.
@@ -157,15 +160,64 @@ func (a Engram) Solve(ctx context.Context, ep *Episode) (Attempt, error) {
 	if err != nil {
 		return Attempt{}, err
 	}
-	rng := episodeRNG(a.Seed, ep)
-	source, followed := FromExplore, uuid.Nil
-	var steps []Action
-	var alts [][]Action
-	// The best procedure retrieval says is the task's problem (its
-	// trigger has the signature of the task's error, or is its intent),
-	// with its variables bound from the task by retrieval: the agent
-	// knows nothing of how engram names them. The others of its problem
-	// are runners-up for a step that fails.
+	c := choose(res, in.Problem.Intent)
+	judged := c.record != uuid.Nil
+	if c.record == uuid.Nil {
+		// Nothing learned applies in this environment. A procedure of the
+		// same problem learned in another is still a start — most of its
+		// steps are shared — but not one to judge: it was not offered for
+		// this environment, so its outcome says nothing of it.
+		t := Task(in)
+		t.Conditions = nil
+		other, err := a.Client.Retrieve(ctx, api.RetrieveRequest{Task: t})
+		if err != nil {
+			return Attempt{}, err
+		}
+		if c = choose(other, in.Problem.Intent); c.record != uuid.Nil {
+			c.source = FromAdapted
+		}
+	}
+	if c.record == uuid.Nil {
+		look(ep)
+	}
+	clean := follow(ep, episodeRNG(a.Seed, ep), c.steps, c.alts)
+	agent := cmpOr(a.AgentID, "eval-engram")
+	at := Attempt{Source: c.source, Thread: threadID(agent, ep), Retrieved: true, Followed: c.record != uuid.Nil,
+		Useful: c.record != uuid.Nil && clean && ep.Solved()}
+	if err := a.Client.Stream(ctx, Events(agent, ep)); err != nil {
+		return Attempt{}, err
+	}
+	if judged {
+		outcome := "used_success"
+		if !at.Useful {
+			outcome = "used_failure"
+		}
+		if err := a.Client.Feedback(ctx, api.FeedbackRequest{RetrievalID: res.RetrievalID.String(),
+			RecordIDs: []string{c.record.String()}, Outcome: outcome}); err != nil {
+			return Attempt{}, err
+		}
+	}
+	return at, nil
+}
+
+// choice is what the engram agent follows: the steps of a record, and
+// runners-up for a step that fails.
+type choice struct {
+	record uuid.UUID
+	source string
+	steps  []Action
+	alts   [][]Action
+}
+
+// choose picks from a retrieval the best procedure retrieval says is the
+// task's problem (its trigger has the signature of the task's error, or
+// is its intent), with its variables bound from the task by retrieval:
+// the agent knows nothing of how engram names them. The others of its
+// problem are runners-up for a step that fails. Failing a procedure, a
+// plan of the task's intent that needs no value the agent would have to
+// guess.
+func choose(res api.RetrieveResult, intent string) choice {
+	var c choice
 	for _, it := range layer(res, api.LayerCompetence) {
 		var p memory.CompetencePayload
 		if !it.Why.SignatureMatch || json.Unmarshal(it.Record.Payload, &p) != nil {
@@ -175,52 +227,30 @@ func (a Engram) Solve(ctx context.Context, ep *Episode) (Attempt, error) {
 		if unbound(rs) {
 			continue
 		}
-		if followed == uuid.Nil {
-			steps, followed, source = rs, it.Record.ID, FromCompetence
+		if c.record == uuid.Nil {
+			c = choice{record: it.Record.ID, source: FromCompetence, steps: rs}
 			continue
 		}
 		for i, s := range rs {
-			for len(alts) <= i {
-				alts = append(alts, nil)
+			for len(c.alts) <= i {
+				c.alts = append(c.alts, nil)
 			}
-			alts[i] = append(alts[i], s)
+			c.alts[i] = append(c.alts[i], s)
 		}
 	}
-	if followed == uuid.Nil {
-		// A plan of the task's intent, when it needs no value the agent
-		// would have to guess.
-		for _, it := range layer(res, api.LayerPlan) {
-			var p memory.PlanGraphPayload
-			if !it.Why.IntentMatch || json.Unmarshal(it.Record.Payload, &p) != nil {
-				continue
-			}
-			if ps := planSteps(p); !unbound(ps) {
-				steps, followed, source = ps, it.Record.ID, FromPlan
-				break
-			}
+	if c.record != uuid.Nil {
+		return c
+	}
+	for _, it := range layer(res, api.LayerPlan) {
+		var p memory.PlanGraphPayload
+		if !it.Why.IntentMatch || json.Unmarshal(it.Record.Payload, &p) != nil || p.Intent != intent {
+			continue
+		}
+		if ps := planSteps(p); !unbound(ps) {
+			return choice{record: it.Record.ID, source: FromPlan, steps: ps}
 		}
 	}
-	if followed == uuid.Nil {
-		look(ep)
-	}
-	clean := follow(ep, rng, steps, alts)
-	agent := cmpOr(a.AgentID, "eval-engram")
-	at := Attempt{Source: source, Thread: threadID(agent, ep), Retrieved: true, Followed: followed != uuid.Nil,
-		Useful: followed != uuid.Nil && clean && ep.Solved()}
-	if err := a.Client.Stream(ctx, Events(agent, ep)); err != nil {
-		return Attempt{}, err
-	}
-	if at.Followed {
-		outcome := "used_success"
-		if !at.Useful {
-			outcome = "used_failure"
-		}
-		if err := a.Client.Feedback(ctx, api.FeedbackRequest{RetrievalID: res.RetrievalID.String(),
-			RecordIDs: []string{followed.String()}, Outcome: outcome}); err != nil {
-			return Attempt{}, err
-		}
-	}
-	return at, nil
+	return choice{source: FromExplore}
 }
 
 // Task is what an agent asks engram about an instance: the error as text
