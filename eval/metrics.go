@@ -70,8 +70,9 @@ type AgentMetrics struct {
 	// Never counts as more than any number.
 	UntilReliableMax, UntilReliableMedian float64
 	// LagMax is the largest ProblemMetrics.Lag (NotMeasured when no
-	// problem drifted during acquisition).
-	LagMax float64
+	// problem drifted during acquisition); RelearnMax and RelearnMedian
+	// the largest and the median ProblemMetrics.Relearn.
+	LagMax, RelearnMax, RelearnMedian float64
 	// Retrieval is how the agent used what it retrieved.
 	Retrieval Retrieval
 	// Records is Report.Records: what the agent's memory learned.
@@ -95,7 +96,7 @@ func (a AgentMetrics) problem(id int) ProblemMetrics {
 			return p
 		}
 	}
-	return ProblemMetrics{Problem: id, UntilReliable: NotMeasured, Lag: NotMeasured}
+	return ProblemMetrics{Problem: id, UntilReliable: NotMeasured, Lag: NotMeasured, Relearn: NotMeasured}
 }
 
 // Tally counts the episodes of one part of a run.
@@ -149,6 +150,12 @@ type ProblemMetrics struct {
 	// when they do not, NotMeasured when the problem did not drift
 	// during acquisition.
 	Lag float64
+	// Relearn is the number of attempts after drift before the record
+	// the agent follows works as it stands (the attempt was Useful) in at
+	// least RecoveredShare of its later attempts: how long memory takes
+	// to notice the drift and offer a fix that holds. Success alone can
+	// come back sooner, by exploring past a stale step.
+	Relearn float64
 }
 
 // Retrieval counts the episodes in which the agent retrieved from memory,
@@ -263,13 +270,15 @@ func measureAgent(r Report) AgentMetrics {
 		}
 	}
 	a.Problems = measureProblems(r.Outcomes)
-	var reliable, lags []float64
+	var reliable, lags, relearn []float64
 	for _, p := range a.Problems {
 		reliable = append(reliable, p.UntilReliable)
 		lags = append(lags, p.Lag)
+		relearn = append(relearn, p.Relearn)
 	}
 	a.UntilReliableMax, a.UntilReliableMedian = maxOf(reliable), median(reliable)
 	a.LagMax = maxOf(lags)
+	a.RelearnMax, a.RelearnMedian = maxOf(relearn), median(relearn)
 	return a
 }
 
@@ -279,6 +288,7 @@ func measureProblems(outcomes []Outcome) []ProblemMetrics {
 	type attempts struct {
 		drifted       bool
 		before, after []bool
+		afterUseful   []bool
 	}
 	byProblem := map[int]*attempts{}
 	for _, o := range outcomes {
@@ -293,6 +303,7 @@ func measureProblems(outcomes []Outcome) []ProblemMetrics {
 			// Held-out instances: what acquisition taught, not how fast.
 		case o.Drifted:
 			at.after = append(at.after, o.Success)
+			at.afterUseful = append(at.afterUseful, o.Useful)
 		default:
 			at.before = append(at.before, o.Success)
 		}
@@ -301,7 +312,8 @@ func measureProblems(outcomes []Outcome) []ProblemMetrics {
 	for _, id := range slices.Sorted(maps.Keys(byProblem)) {
 		at := byProblem[id]
 		out = append(out, ProblemMetrics{Problem: id, Drifted: at.drifted, Before: len(at.before), After: len(at.after),
-			UntilReliable: successesUntilReliable(at.before, ReliableShare), Lag: attemptsUntilReliable(at.after, RecoveredShare)})
+			UntilReliable: successesUntilReliable(at.before, ReliableShare), Lag: attemptsUntilReliable(at.after, RecoveredShare),
+			Relearn: attemptsUntilReliable(at.afterUseful, RecoveredShare)})
 	}
 	return out
 }

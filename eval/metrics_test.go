@@ -44,11 +44,12 @@ func newRun(t *testing.T) run {
 		raw:    script(t, rawAgent, cfg, "0-9 1+6 0+6 1-9 0+6 1-9~ 0+6 1-9~ 0+7 1-9~"),
 		none:   script(t, noMemoryAgent, cfg, "0-9 1-9 0-9 1-9 0-9 1-9~ 0-9 1-9~ 0-9 1-9~"),
 	}
-	// The engram agent retrieved every time, followed six records, and
-	// five of them worked.
+	// The engram agent retrieved every time, followed seven records, and
+	// six of them worked: the first five, and after drift the second
+	// attempt of problem 1.
 	for i := range r.engram.Outcomes {
 		o := &r.engram.Outcomes[i]
-		o.Retrieved, o.Followed, o.Useful = true, i < 6, i < 5
+		o.Retrieved, o.Followed, o.Useful = true, i < 6 || i == 7, i < 5 || i == 7
 	}
 	r.engram.Records = map[string]int{"competence": 2, "episodic": 10}
 	r.raw.Records = map[string]int{"episodic": 10}
@@ -75,9 +76,10 @@ func TestMeasureThreeAgents(t *testing.T) {
 	// drifts. Problem 1: S S before drift (reliable from the start),
 	// F S after (back after one attempt); deployment is not counted.
 	require.Equal(t, []ProblemMetrics{
-		{Problem: 0, Before: 4, UntilReliable: 1, Lag: -1},
-		{Problem: 1, Drifted: true, Before: 2, After: 2, UntilReliable: 0, Lag: 1},
+		{Problem: 0, Before: 4, UntilReliable: 1, Lag: -1, Relearn: -1},
+		{Problem: 1, Drifted: true, Before: 2, After: 2, UntilReliable: 0, Lag: 1, Relearn: 1},
 	}, nanSafe(e.Problems))
+	require.Equal(t, 1.0, e.RelearnMax, "what engram offers for problem 1 works again after one attempt")
 	require.Equal(t, 1.0, e.UntilReliableMax)
 	require.Equal(t, 0.5, e.UntilReliableMedian)
 	require.Equal(t, 1.0, e.LagMax)
@@ -101,9 +103,9 @@ func TestMeasureThreeAgents(t *testing.T) {
 	require.Equal(t, 0.5, m.Margin)
 	require.Equal(t, -3.0, m.StepsMargin)
 
-	require.Equal(t, Retrieval{Retrieved: 10, Followed: 6, Useful: 5}, e.Retrieval)
-	require.Equal(t, 0.5, e.Retrieval.UsefulShare())
-	require.Equal(t, 0.6, e.Retrieval.FollowedShare())
+	require.Equal(t, Retrieval{Retrieved: 10, Followed: 7, Useful: 6}, e.Retrieval)
+	require.Equal(t, 0.6, e.Retrieval.UsefulShare())
+	require.Equal(t, 0.7, e.Retrieval.FollowedShare())
 	require.True(t, math.IsNaN(raw.Retrieval.UsefulShare()), "no retrieval: nothing to measure")
 	require.Equal(t, map[string]int{"competence": 2, "episodic": 10}, e.Records)
 
@@ -242,6 +244,9 @@ func nanSafe(ps []ProblemMetrics) []ProblemMetrics {
 		}
 		if math.IsNaN(p.Lag) {
 			p.Lag = -1
+		}
+		if math.IsNaN(p.Relearn) {
+			p.Relearn = -1
 		}
 		out[i] = p
 	}

@@ -126,7 +126,14 @@ func writeComparisons(b *strings.Builder, m Metrics) {
 	fmt.Fprintf(b, "| memory correctness impact, whole run (engram − no memory) | %s |\n", formatNumber(m.Impact))
 	fmt.Fprintf(b, "| memory correctness impact, deployment (engram − no memory) | %s |\n", formatNumber(m.DeploymentImpact))
 	fmt.Fprintf(b, "| margin over raw episodes, deployment success rate | %s |\n", formatNumber(m.Margin))
-	fmt.Fprintf(b, "| margin over raw episodes, deployment steps per success | %s |\n\n", formatNumber(m.StepsMargin))
+	fmt.Fprintf(b, "| margin over raw episodes, deployment steps per success | %s |\n", formatNumber(m.StepsMargin))
+	for _, a := range m.Agents {
+		if a.Agent == engramAgent {
+			fmt.Fprintf(b, "| attempts after drift until the record engram offers works as it stands in ≥ %.0f%% of later ones "+
+				"(max; median over drifted problems) | %s; %s |\n", RecoveredShare*100, formatNumber(a.RelearnMax), formatNumber(a.RelearnMedian))
+		}
+	}
+	b.WriteString("\n")
 }
 
 // writeProblems writes one row per problem and, per agent, the successes

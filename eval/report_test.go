@@ -41,7 +41,8 @@ func TestWriteMarkdown(t *testing.T) {
 	// Per problem: engram, raw episodes, no memory.
 	require.Contains(t, doc, "| 0 | no | 4 / 0 | 1 | n/a | 1 | n/a | never | n/a |")
 	require.Contains(t, doc, "| 1 | yes | 2 / 2 | 0 | 1 | never | never | never | never |")
-	require.Contains(t, doc, "| engram | 10 | 6 | 5 | 0.50 | 0.60 |")
+	require.Contains(t, doc, "| engram | 10 | 7 | 6 | 0.60 | 0.70 |")
+	require.Contains(t, doc, "works as it stands in ≥ 90% of later ones (max; median over drifted problems) | 1; 1 |")
 	require.Contains(t, doc, "| competence | 2 | 0 | 0 |")
 	require.Contains(t, doc, "| **total** | 12 | 10 | 0 |")
 	requireTablesWellFormed(t, doc)
