@@ -238,8 +238,8 @@ func (c *Consolidator) steps(ce store.ClosedEpisode, evs []store.EpisodeEvent, c
 			if ev.Tool == nil {
 				continue
 			}
-			i := calls.target(actions, ev.Tool)
-			if calls.output(actions, ev.Tool) {
+			i, failed := calls.output(actions, ev.Tool)
+			if failed {
 				keep[se.ID] = true // an error
 			}
 			if i >= 0 {

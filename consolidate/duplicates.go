@@ -219,6 +219,7 @@ func (c *Consolidator) candidates(ctx context.Context, run Run, tenant string, r
 func (c *Consolidator) settle(ctx context.Context, run Run, tenant string, id uuid.UUID, cand match) (gone bool, err error) {
 	outcome := ""
 	err = c.cfg.Writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
+		gone, outcome = false, "" // afresh, should the transaction run again
 		a, err := tx.Get(ctx, tenant, id)
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package consolidate
 
 import (
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -60,6 +61,10 @@ func readEpisode(ce store.ClosedEpisode, evs []store.EpisodeEvent) Episode {
 	addEnv(ep.Environment, ce.Environment)
 	calls := pairing{}
 	var firstInput, intent string
+	// Failed calls before any opening error: whether one opened the
+	// problem is known only once the episode has shown whether it was
+	// fixed (see opens).
+	var failures []failedCall
 	for _, se := range evs {
 		ep.Sensitivity = ep.Sensitivity.Max(se.Sensitivity)
 		var ev memory.Event
@@ -78,8 +83,8 @@ func readEpisode(ce store.ClosedEpisode, evs []store.EpisodeEvent) Episode {
 				firstInput = ev.Text
 			}
 		case memory.ErrorEvent:
-			if ev.Error != nil {
-				ep.noteError(ev.Error.Message)
+			if ev.Error != nil && ep.noteError(ev.Error.Message) {
+				failures = nil // before the problem, like the actions
 			}
 			if len(ep.Actions) == 0 {
 				clear(calls)
@@ -92,16 +97,23 @@ func readEpisode(ce store.ClosedEpisode, evs []store.EpisodeEvent) Episode {
 			if ev.Tool == nil {
 				continue
 			}
-			if calls.output(ep.Actions, ev.Tool) {
+			i, failed := calls.output(ep.Actions, ev.Tool)
+			switch {
+			case !failed:
+			case ep.Trigger == "" && i >= 0:
+				failures = append(failures, failedCall{at: i, upto: len(ep.Actions), msg: errorText(ev.Tool.Result)})
+			default:
 				ep.noteError(errorText(ev.Tool.Result))
-			}
-			if len(ep.Actions) == 0 {
-				// The opening error cleared the actions before it: the
-				// calls still waiting are not part of the fix either.
-				clear(calls)
+				if len(ep.Actions) == 0 {
+					// The opening error cleared the actions before it:
+					// the calls still waiting are not part of the fix
+					// either.
+					clear(calls)
+				}
 			}
 		}
 	}
+	ep.judge(failures, intent != "")
 	switch {
 	case ep.Trigger != "":
 		ep.Signature = signature.Of(ep.Trigger)
@@ -129,13 +141,15 @@ func (p pairing) call(actions []Action, t *memory.EventTool) []Action {
 }
 
 // output records a tool output on the call it answers, if any is among
-// actions, and reports whether it is an error.
-func (p pairing) output(actions []Action, t *memory.EventTool) bool {
+// actions, and returns that call's index (-1 for none) and whether the
+// output is an error.
+func (p pairing) output(actions []Action, t *memory.EventTool) (int, bool) {
 	failed := looksLikeError(t.Result)
-	if i := p.target(actions, t); i >= 0 {
+	i := p.target(actions, t)
+	if i >= 0 {
 		actions[i].Result, actions[i].Failed = t.Result, failed
 	}
-	return failed
+	return i, failed
 }
 
 // target is the index among actions of the call a tool output answers, or
@@ -154,18 +168,75 @@ func (p pairing) target(actions []Action, t *memory.EventTool) int {
 }
 
 // noteError records an error: the first opens the problem, and the actions
-// taken before it are not part of the fix.
-func (ep *Episode) noteError(msg string) {
+// taken before it are not part of the fix. It reports whether msg opened
+// the problem.
+func (ep *Episode) noteError(msg string) bool {
 	msg = strings.TrimSpace(msg)
 	if msg == "" {
-		return
+		return false
 	}
 	if ep.Trigger == "" {
 		ep.Trigger = msg
 		ep.Actions = nil
-		return
+		return true
 	}
 	ep.Errors = append(ep.Errors, msg)
+	return false
+}
+
+// failedCall is a call whose output was an error, before the problem
+// was known: its index among the actions, the number of actions when the
+// error came (the ones a problem it opened leaves out of the fix), and
+// the error.
+type failedCall struct {
+	at, upto int
+	msg      string
+}
+
+// judge decides which of the failed calls, if any, opened the problem.
+// Without an intent, the first: it is the best guess of what the episode
+// was about. When the runtime named the task (an intent tag), the episode
+// is about that task, and a failed call is one of its problems only if
+// the episode fixed it (see fixed); the others are errors met on the way —
+// a wrong attempt, a flaky step. An agent exploring a task, whose wrong
+// tries fail with one generic message ("error: that did not help"), had
+// every task it explored filed under that message, and no procedure of
+// the task was learned.
+func (ep *Episode) judge(failures []failedCall, named bool) {
+	for k, f := range failures {
+		if strings.TrimSpace(f.msg) == "" || named && !fixed(ep.Actions[f.at], ep.Actions[f.upto:]) {
+			continue
+		}
+		ep.Trigger, ep.Actions = strings.TrimSpace(f.msg), ep.Actions[f.upto:]
+		for _, later := range failures[k+1:] {
+			ep.Errors = append(ep.Errors, later.msg)
+		}
+		return
+	}
+	for _, f := range failures {
+		if msg := strings.TrimSpace(f.msg); msg != "" {
+			ep.Errors = append(ep.Errors, msg)
+		}
+	}
+}
+
+// fixed reports whether a call that failed was made again among the
+// later actions and worked, after something else was done: a build that
+// failed and passed once the cache was cleared. The error was a problem
+// the steps between fixed. Run again at once, it was a flaky step; never
+// run again, a wrong attempt.
+func fixed(failed Action, later []Action) bool {
+	between := false
+	for _, a := range later {
+		same := a.Tool == failed.Tool && reflect.DeepEqual(a.Args, failed.Args)
+		switch {
+		case same && !a.Failed:
+			return between
+		case !same:
+			between = true
+		}
+	}
+	return false
 }
 
 // addEnv copies the scalar keys of src that dst does not have yet.

@@ -25,6 +25,7 @@ package revise
 import (
 	"cmp"
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -107,18 +108,47 @@ type audited struct {
 
 // InTx runs fn in one transaction and commits what it wrote when it
 // returns nil; an error rolls everything back.
+//
+// fn may run more than once: when PostgreSQL aborts the transaction to
+// break a deadlock with another (40P01) or a serialization conflict
+// (40001) — a consolidation pass amending a procedure while feedback on
+// it is written, say — the transaction is run again, a moment later, up
+// to txAttempts times. fn must therefore keep nothing from one run to the
+// next but what it assigns afresh.
 func (w *Writer) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
 	var t *Tx
-	err := pg.WithTx(ctx, w.db, func(ctx context.Context, tx pgx.Tx) error {
-		t = &Tx{w: w, tx: tx}
-		return fn(ctx, t)
-	})
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = pg.WithTx(ctx, w.db, func(ctx context.Context, tx pgx.Tx) error {
+			t = &Tx{w: w, tx: tx}
+			return fn(ctx, t)
+		})
+		if !retryable(err) || attempt == txAttempts {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return w.nameFact(ctx, err)
+		case <-time.After(time.Duration(attempt) * (10*time.Millisecond + rand.N(20*time.Millisecond))):
+		}
+	}
 	if err == nil {
 		for _, a := range t.audited {
 			w.metrics.revisions.WithLabelValues(string(a.layer), a.action).Inc()
 		}
 	}
 	return w.nameFact(ctx, err)
+}
+
+// txAttempts bounds the runs of a transaction aborted by a deadlock or a
+// serialization conflict.
+const txAttempts = 3
+
+// retryable reports whether PostgreSQL aborted a transaction that may
+// succeed when run again.
+func retryable(err error) bool {
+	code, _ := pg.Code(err)
+	return code == pg.DeadlockDetected || code == pg.SerializationFailure
 }
 
 // Exec is the transaction, for statements that are not writes to memory
