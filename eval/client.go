@@ -11,6 +11,8 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -37,12 +39,33 @@ func (c *Client) http() *http.Client {
 }
 
 // call sends a request and decodes a 2xx answer into out (when not nil);
-// any other status is an error carrying the problem's detail. A GET has no
-// body and no content type.
-func (c *Client) call(ctx context.Context, method, path, contentType string, body io.Reader, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, body)
+// any other status is an error carrying the problem's detail. A 503 with
+// Retry-After (a request that lost a conflict with another, a full
+// backlog) is sent again after the wait, twice at most. A GET has no body
+// and no content type.
+func (c *Client) call(ctx context.Context, method, path, contentType string, body []byte, out any) error {
+	for attempt := 1; ; attempt++ {
+		wait, err := c.once(ctx, method, path, contentType, body, out)
+		if wait == 0 || attempt == 3 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// once sends a request once; on a 503 it returns the Retry-After wait.
+func (c *Client) once(ctx context.Context, method, path, contentType string, body []byte, out any) (time.Duration, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, rd)
 	if err != nil {
-		return fmt.Errorf("build request: %w", err)
+		return 0, fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Key)
 	if contentType != "" {
@@ -50,25 +73,30 @@ func (c *Client) call(ctx context.Context, method, path, contentType string, bod
 	}
 	res, err := c.http().Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode/100 != 2 {
 		var p api.Problem
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
+		err := fmt.Errorf("%s %s: %d: %s", method, path, res.StatusCode, b)
 		if json.Unmarshal(b, &p) == nil && p.Detail != "" {
-			return fmt.Errorf("%s %s: %d: %s", method, path, res.StatusCode, p.Detail)
+			err = fmt.Errorf("%s %s: %d: %s", method, path, res.StatusCode, p.Detail)
 		}
-		return fmt.Errorf("%s %s: %d: %s", method, path, res.StatusCode, b)
+		var wait time.Duration
+		if secs, perr := strconv.Atoi(res.Header.Get("Retry-After")); res.StatusCode == http.StatusServiceUnavailable && perr == nil {
+			wait = min(time.Duration(max(secs, 1))*time.Second, 5*time.Second)
+		}
+		return wait, err
 	}
 	if out == nil {
 		_, err = io.Copy(io.Discard, res.Body)
-		return err
+		return 0, err
 	}
 	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
-		return fmt.Errorf("decode %s: %w", path, err)
+		return 0, fmt.Errorf("decode %s: %w", path, err)
 	}
-	return nil
+	return 0, nil
 }
 
 func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
@@ -76,7 +104,7 @@ func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	return c.call(ctx, http.MethodPost, path, "application/json", bytes.NewReader(b), out)
+	return c.call(ctx, http.MethodPost, path, "application/json", b, out)
 }
 
 func (c *Client) get(ctx context.Context, path string, out any) error {

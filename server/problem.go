@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
@@ -131,6 +133,16 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		return problem(http.StatusNotFound, "not-found", "Not found", "nothing with that id in this tenant")
 	case errors.Is(err, store.ErrBadCursor):
 		return badParam("cursor", "is not a cursor this server issued")
+	case transient(err):
+		// PostgreSQL aborted the request's transaction to break a
+		// deadlock or a serialization conflict with another: nothing was
+		// written, and the same request a moment later will likely pass.
+		s.logger.WarnContext(r.Context(), "request lost a conflict with another", slog.String("method", r.Method),
+			slog.String("path", redactPath(s.policy().Redactor(), r.URL.Path)))
+		p := problem(http.StatusServiceUnavailable, "conflict-retry", "Try again",
+			"the request conflicted with another one at the same moment and was undone; send it again")
+		p.RetryAfter = time.Second
+		return p
 	}
 	// A path and an error may quote what the client sent.
 	red := s.policy().Redactor()
@@ -138,6 +150,13 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 	s.logger.ErrorContext(r.Context(), "request failed", slog.String("method", r.Method),
 		slog.String("path", redactPath(red, r.URL.Path)), slog.String("error", msg))
 	return problem(http.StatusInternalServerError, "internal", "Internal error", "the request failed; the server log has details")
+}
+
+// transient reports whether err is PostgreSQL breaking a deadlock or a
+// serialization conflict: the request may pass when sent again.
+func transient(err error) bool {
+	code, _ := pg.Code(err)
+	return code == pg.DeadlockDetected || code == pg.SerializationFailure
 }
 
 // decodeJSON reads one JSON value from the body into v, refusing unknown
