@@ -291,30 +291,27 @@ func (d *Daemon) alive(ctx context.Context, wait time.Duration) error {
 	}
 }
 
+// resetSchema drops the schema, if it is there, and creates it afresh.
 func resetSchema(ctx context.Context, dbURL, schema string) error {
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", redactURL(dbURL), err)
-	}
-	defer conn.Close(ctx)
 	id := pgx.Identifier{schema}.Sanitize()
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+id+" CASCADE"); err != nil {
-		return fmt.Errorf("drop schema %s: %w", schema, err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+id); err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, err)
-	}
-	return nil
+	return execAll(ctx, dbURL, "DROP SCHEMA IF EXISTS "+id+" CASCADE", "CREATE SCHEMA "+id)
 }
 
 func dropSchema(ctx context.Context, dbURL, schema string) error {
+	return execAll(ctx, dbURL, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+}
+
+// execAll runs statements on a connection of their own.
+func execAll(ctx context.Context, dbURL string, stmts ...string) error {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", redactURL(dbURL), err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-		return fmt.Errorf("drop schema %s: %w", schema, err)
+	for _, stmt := range stmts {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
 	}
 	return nil
 }

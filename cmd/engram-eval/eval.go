@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -92,7 +93,7 @@ func runEval(ctx context.Context, args []string, getenv func(string) string, std
 	dbURL := fs.String("database-url", cmp.Or(getenv("EVAL_DATABASE_URL"), getenv("TEST_DATABASE_URL"), DefaultTestDatabaseURL),
 		"PostgreSQL database the daemons get schemas in (EVAL_DATABASE_URL, TEST_DATABASE_URL)")
 	out := fs.String("out", "docs/eval", "directory the report (report.md) and the chart (curve.svg) go to")
-	keep := fs.Bool("keep", false, "keep the daemons' schemas (eval_engram, eval_raw) to look at afterwards")
+	keep := fs.Bool("keep", false, "keep the daemons' schemas (eval_engram_…, eval_raw_…) to look at afterwards")
 	verbose := fs.Bool("v", false, "show the daemons' logs")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -114,6 +115,12 @@ func runEval(ctx context.Context, args []string, getenv func(string) string, std
 	fmt.Fprintf(stderr, "engram-eval: %d problems, %d acquisition episodes (drift at %d), %d deployment episodes, seed %d\n",
 		cfg.Problems, cfg.Episodes, cfg.DriftAt, max(cfg.Deployment, 0), cfg.Seed)
 
+	// Schemas of this run's own: two runs on one database (make eval while
+	// make test runs) must not drop each other's.
+	run := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	if *keep {
+		fmt.Fprintf(stderr, "engram-eval: keeping schemas eval_engram_%s and eval_raw_%s\n", run, run)
+	}
 	start := time.Now()
 	prog := newProgress(stderr, cfg.Episodes+max(cfg.Deployment, 0), "engram", "raw episodes", "no memory")
 	defer prog.stop()
@@ -138,10 +145,10 @@ func runEval(ctx context.Context, args []string, getenv func(string) string, std
 		results[i].rep, results[i].err = eval.Run(ctx, eval.NewWorld(cfg), agent(d), d, prog.observer(i))
 	}
 	wg.Go(func() {
-		learner(0, wf.schedule, "eval_engram", func(d *eval.Daemon) eval.Agent { return eval.Engram{Client: d.Client, Seed: cfg.Seed} })
+		learner(0, wf.schedule, "eval_engram_"+run, func(d *eval.Daemon) eval.Agent { return eval.Engram{Client: d.Client, Seed: cfg.Seed} })
 	})
 	wg.Go(func() {
-		learner(1, "off", "eval_raw", func(d *eval.Daemon) eval.Agent { return &eval.Replay{Client: d.Client, Seed: cfg.Seed} })
+		learner(1, "off", "eval_raw_"+run, func(d *eval.Daemon) eval.Agent { return &eval.Replay{Client: d.Client, Seed: cfg.Seed} })
 	})
 	wg.Go(func() {
 		results[2].rep, results[2].err = eval.Run(ctx, eval.NewWorld(cfg), eval.NoMemory{Seed: cfg.Seed}, nil, prog.observer(2))
