@@ -14,8 +14,8 @@ import (
 
 // A request whose transaction PostgreSQL aborted to break a deadlock or a
 // serialization conflict is a 503 to send again, with Retry-After, not a
-// 500: nothing was written (a retrieval logged while feedback was written
-// failed this way under load).
+// 500: nothing was written, and the same request a moment later will
+// likely pass.
 func TestTransientConflictIsRetryable(t *testing.T) {
 	t.Parallel()
 	s := New(Config{})
