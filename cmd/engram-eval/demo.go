@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -31,18 +30,12 @@ var DemoWorld = eval.Config{Seed: 1, Problems: 6, Episodes: 72, Deployment: -1, 
 // it, the engram agent working through a short world with its learning
 // curve drawn as it goes, then one learned procedure and one plan graph.
 func runDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("engram-eval demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var wf worldFlags
-	wf.register(fs, DemoWorld)
+	fs, wf := newFlags("demo", stderr, DemoWorld)
 	dbURL := fs.String("database-url", cmp.Or(getenv("DATABASE_URL"), DefaultDatabaseURL), "PostgreSQL database (DATABASE_URL), as make run uses")
 	listen := fs.String("listen", "", "engramd's listen address (default: a free local port)")
 	stay := fs.Bool("stay", isTerminal(os.Stdin), "keep engramd running at the end, until Ctrl-C (default: when run from a terminal)")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	cfg := wf.config()
 	bin, err := engramdPath(wf.engramd)

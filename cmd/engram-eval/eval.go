@@ -45,6 +45,27 @@ func (w *worldFlags) register(fs *flag.FlagSet, def eval.Config) {
 	fs.StringVar(&w.engramd, "engramd", "", "engramd binary (default: next to engram-eval, else on PATH)")
 }
 
+// newFlags is a command's flag set with the world's flags, their
+// defaults def.
+func newFlags(command string, stderr io.Writer, def eval.Config) (*flag.FlagSet, *worldFlags) {
+	fs := flag.NewFlagSet("engram-eval "+command, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wf := &worldFlags{}
+	wf.register(fs, def)
+	return fs, wf
+}
+
+// parse parses args, which take flags only.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
 // config is the world's configuration with the midpoint drift default.
 func (w *worldFlags) config() eval.Config {
 	cfg := w.cfg
@@ -86,20 +107,14 @@ var DefaultWorld = eval.Config{Seed: 1, Problems: 20, Episodes: 800, Deployment:
 // runEval serves `engram-eval run`: the three agents on one world, each
 // learning agent with an engramd of its own, then the report.
 func runEval(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("engram-eval run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var wf worldFlags
-	wf.register(fs, DefaultWorld)
+	fs, wf := newFlags("run", stderr, DefaultWorld)
 	dbURL := fs.String("database-url", cmp.Or(getenv("EVAL_DATABASE_URL"), getenv("TEST_DATABASE_URL"), DefaultTestDatabaseURL),
 		"PostgreSQL database the daemons get schemas in (EVAL_DATABASE_URL, TEST_DATABASE_URL)")
 	out := fs.String("out", "docs/eval", "directory the report (report.md) and the chart (curve.svg) go to")
 	keep := fs.Bool("keep", false, "keep the daemons' schemas (eval_engram_…, eval_raw_…) to look at afterwards")
 	verbose := fs.Bool("v", false, "show the daemons' logs")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	cfg := wf.config()
 	bin, err := engramdPath(wf.engramd)
