@@ -523,7 +523,9 @@ func failureModes(failed []Episode, steps [][]Action) []string {
 			add("unresolved: " + signature.Of(last))
 			continue
 		}
-		add(summary(Templates([][]Action{tried}, nil)) + " did not fix it: " + signature.Of(last))
+		// One episode's steps name its own paths and values: normalised
+		// like the error, they say what was tried without them.
+		add(signature.Normalise(summary(Templates([][]Action{tried}, nil))) + " did not fix it: " + signature.Of(last))
 	}
 	for _, eps := range steps {
 		for _, a := range eps {
