@@ -1,5 +1,5 @@
-// Package jobs runs engramd's periodic jobs (decay sweeps and purges, and
-// later consolidation and embedding backfill) on cron schedules
+// Package jobs runs engramd's periodic jobs (decay sweeps and purges,
+// consolidation, the embedding backfill, …) on cron schedules
 // (robfig/cron), on exactly one daemon at a time among all those that share
 // a database.
 //
@@ -9,7 +9,9 @@
 // dies or loses its connection loses the lock with it; another takes it
 // within the leader interval. Independently of leadership, every run, on a
 // tick or on demand, holds a lock of its own for the job, so a job never
-// runs twice at once, and a run asked for while it runs is refused.
+// runs twice at once, and a run asked for while it runs is refused. The
+// runs' locks share one connection outside the pool (runLocks), so a run
+// holds none of the pool's while it works.
 //
 // Every run is a row of job_runs (start, end, counts, error, node). A job
 // keeps its place in job_cursors: it saves a cursor after each batch, so a
