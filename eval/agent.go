@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -181,7 +182,7 @@ func (a Engram) Solve(ctx context.Context, ep *Episode) (Attempt, error) {
 		look(ep)
 	}
 	clean := follow(ep, episodeRNG(a.Seed, ep), c.steps, c.alts)
-	agent := cmpOr(a.AgentID, "eval-engram")
+	agent := cmp.Or(a.AgentID, "eval-engram")
 	at := Attempt{Source: c.source, Thread: threadID(agent, ep), Retrieved: true, Followed: c.record != uuid.Nil,
 		Useful: c.record != uuid.Nil && clean && ep.Solved()}
 	if err := a.Client.Stream(ctx, Events(agent, ep)); err != nil {
@@ -306,13 +307,6 @@ func unbound(as []Action) bool {
 	return len(as) == 0
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // Replay is the raw-episode control, what a plain vector memory offers:
 // it retrieves engram's episodic layer only, with consolidation off, and
 // replays the successful calls of the most similar successful past
@@ -338,7 +332,7 @@ func (a *Replay) Solve(ctx context.Context, ep *Episode) (Attempt, error) {
 	if a.journal == nil {
 		a.journal = map[string]*Episode{}
 	}
-	agent := cmpOr(a.AgentID, "eval-replay")
+	agent := cmp.Or(a.AgentID, "eval-replay")
 	in := ep.Instance
 	res, err := a.Client.Retrieve(ctx, api.RetrieveRequest{Task: Task(in)})
 	if err != nil {
