@@ -5,7 +5,6 @@ DATABASE_URL      ?= postgres://postgres@127.0.0.1:5432/engram?sslmode=disable
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/engram_test?sslmode=disable
 TEST_TIMEOUT      ?= 15m
 TEST_FLAGS        ?= -race -count=1
-BENCH_PKGS        ?= ./store/...
 FUZZTIME          ?= 1m
 # Every fuzz target, as package:Target; make fuzz runs them one at a time.
 FUZZ_TARGETS      ?= ./ingest/:FuzzPrepare ./server/:FuzzReadLine ./server/:FuzzDecodeRecord \
@@ -43,8 +42,8 @@ eval: db build ## Measure learning: the full simulated world, engram against two
 migrate: db ## Apply the database migrations to DATABASE_URL
 	go run ./cmd/engramd migrate $(ARGS)
 
-bench: db ## Run benchmarks in BENCH_PKGS (default ./store/...)
-	go test -run='^$$' -bench=. -benchmem $(BENCH_PKGS)
+bench: db ## Run the benchmark suite: figures, targets and floors into docs/bench/report.md and the README (sizes: ARGS='--size full', --events N, ...)
+	go run ./scripts/bench --readme README.md $(ARGS)
 
 fuzz: ## Run every fuzz target for FUZZTIME (default 1m) each, one after another, on one core
 	@set -e; for t in $(FUZZ_TARGETS); do \

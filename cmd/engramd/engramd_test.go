@@ -45,7 +45,7 @@ type daemon struct {
 	addr string
 }
 
-func buildEngramd(t *testing.T) string {
+func buildEngramd(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "engramd")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
@@ -53,7 +53,7 @@ func buildEngramd(t *testing.T) string {
 	return bin
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

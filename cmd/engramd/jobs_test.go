@@ -196,7 +196,7 @@ func TestProviderNoneStartsAndRetrieves(t *testing.T) {
 
 // startWithConfig starts an engramd with a configuration file; its log goes
 // to log.
-func startWithConfig(t *testing.T, bin, dbURL, config string, log io.Writer) *daemon {
+func startWithConfig(t testing.TB, bin, dbURL, config string, log io.Writer) *daemon {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "run")

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/internal/loadgen"
+	"github.com/engram-dev/engram/internal/pgtest"
+)
+
+// jobsQuiet turns off the periodic jobs that would share the cores with
+// classification: what "ingestion alone" measures.
+const jobsQuiet = "jobs: {embedding_backfill: \"off\", retrieval_stats: \"off\", consolidate: \"off\"}\n"
+
+// jobsBusy is the default schedules, but with the embedding backfill every
+// 5 s instead of every minute, so that it surely runs during a run of
+// seconds: the worst case of the defaults.
+const jobsBusy = "jobs: {embedding_backfill: \"@every 5s\"}\n"
+
+// ingestCase is one way of loading engramd.
+type ingestCase struct {
+	name string
+	jobs string
+	// threads is the threads the events spread over; 0 is a thread per
+	// two events (chat runtimes).
+	threads int
+	rate    float64
+}
+
+var ingestCases = []ingestCase{
+	{name: "long-threads", jobs: jobsQuiet, threads: 2000},
+	{name: "short-threads", jobs: jobsQuiet},
+	{name: "jobs-on", jobs: jobsBusy, threads: 2000},
+	{name: "offered-10k", jobs: jobsQuiet, threads: 2000, rate: 10_000},
+}
+
+// BenchmarkIngest measures ingestion end to end: a real engramd on a fresh
+// schema, loaded over its NDJSON streaming API by the same load generator
+// as `engram bench ingest` (4 streams, 50 agents), until every event is
+// classified. ENGRAM_BENCH_EVENTS sets the events of a run (60,000 by
+// default). Each case reports:
+//
+//   - events/s: classified end to end (from the first event sent until
+//     nothing is pending);
+//   - acked/s, ack-p50-ms, ack-p99-ms: acknowledgement rate and latency;
+//   - rss-MB: the daemon's resident memory at the end;
+//   - floor-rows/s: the same events staged by one raw COPY into one table
+//     with a primary key, in the same database right after: the floor.
+//
+// The cases: long-threads (2,000 threads) and short-threads (a thread per
+// two events) with the periodic jobs off; jobs-on, the default schedules
+// with the embedding backfill every 5 s; offered-10k, 10,000 events a
+// second offered, for the acknowledgement latency.
+//
+//	go test -run='^$' -bench=Ingest -benchtime=1x -timeout=30m ./cmd/engramd/
+func BenchmarkIngest(b *testing.B) {
+	bin := buildEngramd(b)
+	events := benchEnv(b, "ENGRAM_BENCH_EVENTS", 60_000)
+	for _, c := range ingestCases {
+		b.Run(c.name, func(b *testing.B) {
+			var res loadgen.Result
+			var floor float64
+			for range b.N {
+				b.StopTimer()
+				cfg, db := startForBench(b, bin, c, events)
+				b.StartTimer()
+				var err error
+				res, err = loadgen.Run(context.Background(), cfg, progressLine(c.name, events))
+				require.NoError(b, err)
+				b.StopTimer()
+				fmt.Fprintln(os.Stderr)
+				require.Zero(b, res.Refused, "events refused")
+				floor = copyFloor(b, db, cfg)
+			}
+			b.ReportMetric(res.ClassifiedRate(), "events/s")
+			b.ReportMetric(res.AckRate(), "acked/s")
+			b.ReportMetric(ms(res.Latency(0.50)), "ack-p50-ms")
+			b.ReportMetric(ms(res.Latency(0.99)), "ack-p99-ms")
+			b.ReportMetric(res.ResidentBytes/(1<<20), "rss-MB")
+			b.ReportMetric(floor, "floor-rows/s")
+		})
+	}
+}
+
+// startForBench starts an engramd for case c on a fresh schema and returns
+// the load's configuration.
+func startForBench(b *testing.B, bin string, c ingestCase, events int) (loadgen.Config, *pgtest.Schema) {
+	db := pgtest.NewSchema(b)
+	conf := filepath.Join(b.TempDir(), "engram.yaml")
+	require.NoError(b, os.WriteFile(conf, []byte(c.jobs), 0o600))
+	d := startWithConfig(b, bin, db.URL, conf, warnings{os.Stderr})
+	threads := c.threads
+	if threads == 0 {
+		threads = max(1, events/2)
+	}
+	return loadgen.Config{URL: "http://" + d.addr, Key: testKey, Events: events, Streams: 4, Threads: threads, Agents: 50, Rate: c.rate,
+		Run: strconv.FormatInt(time.Now().UnixNano(), 36)}, db
+}
+
+// copyFloor stages the run's events again by one raw COPY into a table of
+// their own (a primary key, the event as jsonb, one commit) and returns
+// the rows a second.
+func copyFloor(b *testing.B, db *pgtest.Schema, cfg loadgen.Config) float64 {
+	ctx := context.Background()
+	_, err := db.Pool.Exec(ctx, `CREATE TABLE copy_floor (tenant_id text NOT NULL, id uuid NOT NULL, agent_id text NOT NULL,
+		thread_id text NOT NULL, event jsonb NOT NULL, received_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (tenant_id, id))`)
+	require.NoError(b, err)
+	var rows [][]any
+	for ev := range cfg.Lines() {
+		rows = append(rows, []any{"acme", uuid.Must(uuid.NewV7()), ev.Agent, ev.Thread, string(ev.Line)})
+	}
+	start := time.Now()
+	n, err := db.Pool.CopyFrom(ctx, pgx.Identifier{"copy_floor"}, []string{"tenant_id", "id", "agent_id", "thread_id", "event"}, pgx.CopyFromRows(rows))
+	took := time.Since(start)
+	require.NoError(b, err)
+	return float64(n) / took.Seconds()
+}
+
+// progressLine draws a run's progress on one line of stderr.
+func progressLine(name string, events int) loadgen.Progress {
+	return func(acked int, classifying bool, pending int) {
+		if classifying {
+			fmt.Fprintf(os.Stderr, "\ringest/%s: acknowledged %d, classifying (%d+ pending)     ", name, acked, pending)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "\ringest/%s: acknowledged %d/%d     ", name, acked, events)
+	}
+}
+
+// warnings passes on the daemon's log lines above INFO.
+type warnings struct{ w io.Writer }
+
+func (w warnings) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("level=INFO")) || bytes.Contains(p, []byte("level=DEBUG")) {
+		return len(p), nil
+	}
+	return w.w.Write(p)
+}
+
+func benchEnv(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(b, err, name)
+	require.Positive(b, n, name)
+	return n
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// The load generator behind the benchmark and `engram bench ingest`: every
+// event it sends is acknowledged and classified, in a short run.
+func TestLoadgenAgainstEngramd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a daemon")
+	}
+	t.Parallel()
+	bin := buildEngramd(t)
+	db := pgtest.NewSchema(t)
+	conf := filepath.Join(t.TempDir(), "engram.yaml")
+	require.NoError(t, os.WriteFile(conf, []byte(jobsQuiet), 0o600))
+	d := startWithConfig(t, bin, db.URL, conf, os.Stderr)
+	cfg := loadgen.Config{URL: "http://" + d.addr, Key: testKey, Events: 600, Streams: 3, Threads: 40, Agents: 5}
+	res, err := loadgen.Run(t.Context(), cfg, nil)
+	require.NoError(t, err)
+	require.Equal(t, 600, res.Acked)
+	require.Zero(t, res.Refused)
+	require.Len(t, res.Latencies, 600)
+	require.Positive(t, res.ResidentBytes)
+
+	var done, pending, threads int
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FILTER (WHERE status = 'done'), count(*) FILTER (WHERE status = 'pending'),
+		count(DISTINCT thread_id) FROM candidates WHERE tenant_id = 'acme'`).Scan(&done, &pending, &threads))
+	require.Equal(t, 600, done, "every event classified")
+	require.Zero(t, pending)
+	require.LessOrEqual(t, threads, 40)
+
+	var lines int
+	for range cfg.Lines() {
+		lines++
+	}
+	require.Equal(t, 600, lines, "the floor stages the same events")
+}

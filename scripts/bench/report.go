@@ -1,0 +1,324 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// Results are benchmark figures by name (without the Benchmark prefix and
+// the GOMAXPROCS suffix: "Ingest/long-threads") and unit ("events/s"; the
+// time of an operation is "sec/op").
+type Results map[string]map[string]float64
+
+// Read adds the results of a `go test -bench` output.
+func (rs Results) Read(r io.Reader) error {
+	br := benchfmt.NewReader(r, "bench")
+	for br.Scan() {
+		res, ok := br.Result().(*benchfmt.Result)
+		if !ok {
+			continue
+		}
+		base, parts := res.Name.Parts()
+		name := string(base)
+		for _, p := range parts {
+			if !strings.HasPrefix(string(p), "-") { // -2: GOMAXPROCS
+				name += string(p)
+			}
+		}
+		m := map[string]float64{}
+		for _, v := range res.Values {
+			// Both as reported (rss-MB) and as benchfmt tidies it (ns/op
+			// becomes sec/op).
+			m[v.Unit] = v.Value
+			if v.OrigUnit != "" {
+				m[v.OrigUnit] = v.OrigValue
+			}
+		}
+		rs[name] = m
+	}
+	return br.Err()
+}
+
+func (rs Results) get(name, unit string) (float64, bool) {
+	v, ok := rs[name][unit]
+	return v, ok
+}
+
+// Report is a run of the suite.
+type Report struct {
+	Sizes    Sizes
+	Preset   string
+	Machine  string
+	Commands []string
+	Took     time.Duration
+	Results  Results
+}
+
+// row is one line of the table.
+type row struct {
+	what, figure, target, status, floor, ratio string
+}
+
+// Table is the Markdown table of every figure.
+func (r Report) Table() string {
+	var b strings.Builder
+	b.WriteString("| what | figure | target | status | floor, same run | figure ÷ floor |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, x := range r.rows() {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", x.what, x.figure, x.target, x.status, x.floor, x.ratio)
+	}
+	return b.String()
+}
+
+// Block is what replaces the README's bench block: how the table was made,
+// then the table.
+func (r Report) Block() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured by `make bench` (sizes: `--size %s`: %s) on %s, in %s:\n\n",
+		r.Preset, r.sizeText(), r.Machine, r.Took.Round(time.Second))
+	b.WriteString(r.Table())
+	return b.String()
+}
+
+// Markdown is the whole report: the table and the commands that reproduce
+// each figure.
+func (r Report) Markdown() string {
+	var b strings.Builder
+	b.WriteString("# engram benchmarks\n\n")
+	b.WriteString(r.Block())
+	b.WriteString("\nEach suite on its own:\n\n```sh\n")
+	for _, c := range r.Commands {
+		b.WriteString(c + "\n")
+	}
+	b.WriteString("```\n\nEvery figure beside its raw benchmark output:\n\n```\n")
+	names := make([]string, 0, len(r.Results))
+	for n := range r.Results {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		units := make([]string, 0, len(r.Results[n]))
+		for u := range r.Results[n] {
+			units = append(units, u)
+		}
+		slices.Sort(units)
+		fmt.Fprintf(&b, "%s:", n)
+		for _, u := range units {
+			fmt.Fprintf(&b, " %s %s", num(r.Results[n][u]), u)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("```\n")
+	return b.String()
+}
+
+func (r Report) sizeText() string {
+	s := r.Sizes
+	return fmt.Sprintf("%s events a case, %s records across 100 tenants, one tenant of %s records, a decay sweep over %s, consolidation of %s episodes (%d errors)",
+		count(s.Events), count(s.Records), s.Scale, count(s.DecayRecords), count(s.Episodes), s.Triggers)
+}
+
+// rows are the table's lines, in the issue's order; a figure the run did
+// not measure says so.
+func (r Report) rows() []row {
+	rs := r.Results
+	var out []row
+	add := func(x row) { out = append(out, x) }
+
+	// Ingestion.
+	long, hasLong := rs.get("Ingest/long-threads", "events/s")
+	for _, c := range []struct{ name, what string }{
+		{"long-threads", "ingestion, classified end to end, 2,000 threads, jobs off"},
+		{"short-threads", "the same, a thread per two events (chat runtimes)"},
+		{"jobs-on", "the same as the first with the default jobs on (the embedding backfill every 5 s)"},
+	} {
+		v, ok := rs.get("Ingest/"+c.name, "events/s")
+		floor, hasFloor := rs.get("Ingest/"+c.name, "floor-rows/s")
+		x := row{what: c.what, target: "≥ 20,000 events/s", floor: "—", ratio: "—"}
+		if c.name != "long-threads" {
+			want := 1.0
+			x.target = "the first row's rate"
+			if c.name == "jobs-on" {
+				want, x.target = 0.8, "≥ 80% of the first row"
+			}
+			if ok && hasLong {
+				x.status = atLeast(v, want*long, fmt.Sprintf("%.0f%% of it", 100*v/long))
+			}
+		} else if ok {
+			x.status = atLeast(v, 20_000, "")
+		}
+		if ok {
+			x.figure = count(int(v)) + " events/s"
+		}
+		if hasFloor {
+			x.floor = "raw `COPY` of the same events: " + count(int(floor)) + " rows/s"
+			if ok {
+				x.ratio = fmt.Sprintf("%.3f×", v/floor)
+				if c.name == "long-threads" {
+					x.target += "; ≥ 0.1× the floor"
+					if v < 0.1*floor && !strings.HasPrefix(x.status, "**missed") {
+						x.status = fmt.Sprintf("**missed**: %.3f× the floor", v/floor)
+					}
+				}
+			}
+		}
+		add(fill(x, ok))
+	}
+	p99, ok := rs.get("Ingest/offered-10k", "ack-p99-ms")
+	add(fill(row{what: "acknowledgement p99, 10,000 events/s offered", figure: msText(p99), target: "< 50 ms",
+		status: atMost(p99, 50, ""), floor: "—", ratio: "—"}, ok))
+	var rss float64
+	var hasRSS bool
+	for n, m := range rs {
+		if v, ok := m["rss-MB"]; ok && strings.HasPrefix(n, "Ingest/") {
+			rss, hasRSS = math.Max(rss, v), true
+		}
+	}
+	add(fill(row{what: "daemon resident memory, the most over the ingestion runs", figure: fmt.Sprintf("%.0f MB", rss), target: "< 200 MB",
+		status: atMost(rss, 200, ""), floor: "—", ratio: "—"}, hasRSS))
+	if v, ok := rs.get("Ingest/retrieve-under-ingest", "p99-ms"); ok {
+		add(row{what: "retrieval p99, one tenant of 24,000 facts, ingestion at 2,000 events/s", figure: msText(v), target: "≤ 50 ms",
+			status: atMost(v, 50, ""), floor: "—", ratio: "—"})
+	}
+
+	// Retrieval.
+	for _, q := range []struct{ p, what, target string }{
+		{"p50", "retrieval p50, records of all types across 100 tenants", "≤ 5 ms"},
+		{"p99", "retrieval p99, the same", "≤ 25 ms"},
+	} {
+		v, ok := rs.get("Retrieve", q.p+"-ms")
+		limit, _ := strconv.ParseFloat(strings.Fields(q.target)[1], 64)
+		x := row{what: q.what, figure: msText(v), target: q.target, status: atMost(v, limit, "")}
+		var floors, ratios []string
+		if f, ok := rs.get("Retrieve", "sql-"+q.p+"-ms"); ok {
+			floors = append(floors, "the bare SQL engram issues: "+msText(f))
+			ratios = append(ratios, fmt.Sprintf("%.2f×", v/f))
+		}
+		if f, ok := rs.get("Retrieve", "fts-"+q.p+"-ms"); ok {
+			floors = append(floors, "plain PostgreSQL full text (`tsvector`, GIN, `ts_rank_cd`): "+msText(f))
+			ratios = append(ratios, fmt.Sprintf("%.2f×", v/f))
+		}
+		x.floor, x.ratio = join(floors), join(ratios)
+		add(fill(x, ok))
+	}
+	for _, p := range []struct{ name, what string }{
+		{"Recall/exact", "recall@10 against exact search, small tenants (exact vector ranking)"},
+		{"Recall/hnsw", "recall@10 against exact search, one large tenant (HNSW)"},
+	} {
+		v, ok := rs.get(p.name, "recall@10")
+		add(fill(row{what: p.what, figure: fmt.Sprintf("%.3f", v), target: "≥ 0.95", status: atLeast(v, 0.95, ""), floor: "—", ratio: "—"}, ok))
+	}
+	var scale []int
+	for n := range rs {
+		if s, ok := strings.CutPrefix(n, "RetrieveScale/records="); ok {
+			if k, err := strconv.Atoi(s); err == nil {
+				scale = append(scale, k)
+			}
+		}
+	}
+	slices.Sort(scale)
+	for i, k := range scale {
+		name := fmt.Sprintf("RetrieveScale/records=%d", k)
+		p50, _ := rs.get(name, "p50-ms")
+		p99, _ := rs.get(name, "p99-ms")
+		x := row{what: "retrieval, one tenant of " + count(k) + " records (p50 / p99)", figure: msText(p50) + " / " + msText(p99),
+			target: "≤ ~2× per 10× records", status: "the first point", floor: "—", ratio: "—"}
+		if i > 0 {
+			prev, _ := rs.get(fmt.Sprintf("RetrieveScale/records=%d", scale[i-1]), "p50-ms")
+			growth := p50 / prev
+			per10 := math.Pow(growth, 1/math.Log10(float64(k)/float64(scale[i-1])))
+			x.status = atMost(per10, 2.2, fmt.Sprintf("p50 ×%.2f per 10×", per10))
+		}
+		add(x)
+	}
+
+	// Decay.
+	d := float64(r.Sizes.DecayRecords)
+	v, ok := rs.get("Sweep/first", "records/s")
+	add(fill(row{what: "decay: a first full sweep of " + count(int(d)) + " records", figure: count(int(v)) + " records/s",
+		target: "a million in under 10 s (≥ 100,000 records/s)", status: atLeast(v, 100_000, ""), floor: "—", ratio: "—"}, ok))
+	for _, f := range []struct{ name, what string }{{"facts", "facts"}, {"procedures", "procedures (a revision each)"}} {
+		v, ok := rs.get("Feedback/"+f.name, "sec/op")
+		add(fill(row{what: "feedback for 10,000 " + f.what + " in one call", figure: secText(v), target: "< 1 s",
+			status: atMost(v, 1, ""), floor: "—", ratio: "—"}, ok))
+	}
+
+	// Consolidation.
+	e := float64(r.Sizes.Episodes)
+	v, ok = rs.get("Consolidate/full", "sec/op")
+	limit := 60 * e / 100_000
+	add(fill(row{what: "consolidation: a first pass over " + count(int(e)) + " closed episodes", figure: secText(v),
+		target: "60 s per 100,000 episodes (" + secText(limit) + " here)", status: atMost(v, limit, ""), floor: "—", ratio: "—"}, ok))
+	v, ok = rs.get("Consolidate/incremental", "sec/op")
+	add(fill(row{what: "consolidation: the pass after 1,000 new episodes", figure: secText(v), target: "< 2 s",
+		status: atMost(v, 2, ""), floor: "—", ratio: "—"}, ok))
+	return out
+}
+
+// fill marks a row the run did not measure.
+func fill(x row, measured bool) row {
+	if !measured {
+		x.figure, x.status, x.ratio = "not measured in this run", "—", "—"
+	}
+	return x
+}
+
+// atLeast and atMost are a status: met, or missed by how much.
+func atLeast(v, want float64, note string) string {
+	if v >= want {
+		return withNote("met", note)
+	}
+	return withNote(fmt.Sprintf("**missed** by %.1f×", want/v), note)
+}
+
+func atMost(v, want float64, note string) string {
+	if v <= want {
+		return withNote("met", note)
+	}
+	return withNote(fmt.Sprintf("**missed** by %.1f×", v/want), note)
+}
+
+func withNote(s, note string) string {
+	if note == "" {
+		return s
+	}
+	return s + " (" + note + ")"
+}
+
+func join(s []string) string {
+	if len(s) == 0 {
+		return "—"
+	}
+	return strings.Join(s, "; ")
+}
+
+func msText(v float64) string {
+	if v >= 100 {
+		return fmt.Sprintf("%.0f ms", v)
+	}
+	return fmt.Sprintf("%.1f ms", v)
+}
+
+func secText(v float64) string {
+	if v < 1 {
+		return fmt.Sprintf("%.0f ms", v*1000)
+	}
+	return fmt.Sprintf("%.1f s", v)
+}
+
+// count writes n with thousands separators.
+func count(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/engram-dev/engram/cmd/engramd
+BenchmarkIngest/long-threads-2   	       1	58983235928 ns/op	      1160 ack-p50-ms	      2084 ack-p99-ms	      9070 acked/s	      4000 events/s	     61619 floor-rows/s	        32.38 rss-MB
+BenchmarkIngest/short-threads-2  	       1	98042571351 ns/op	      2118 ack-p50-ms	      3824 ack-p99-ms	      5008 acked/s	      4000 events/s	    162779 floor-rows/s	        34.02 rss-MB
+BenchmarkIngest/offered-10k-2    	       1	55069136012 ns/op	        12.5 ack-p50-ms	      40.5 ack-p99-ms	      9629 acked/s	       363.3 events/s	    143756 floor-rows/s	       227.79 rss-MB
+PASS
+pkg: github.com/engram-dev/engram/retrieve
+BenchmarkRetrieve-2   	     300	  40000000 ns/op	        30.0 p50-ms	        90.0 p99-ms	        20.0 sql-p50-ms	        10.0 fts-p50-ms
+BenchmarkRetrieveScale/records=1000-2   	     300	  1000000 ns/op	        2.0 p50-ms	        4.0 p99-ms
+BenchmarkRetrieveScale/records=10000-2  	     300	  1000000 ns/op	        3.0 p50-ms	        6.0 p99-ms
+BenchmarkRetrieveScale/records=100000-2 	     300	  1000000 ns/op	        9.0 p50-ms	        12.0 p99-ms
+`
+
+func TestReportTable(t *testing.T) {
+	rs := Results{}
+	require.NoError(t, rs.Read(strings.NewReader(sample)))
+	require.InDelta(t, 4000, rs["Ingest/long-threads"]["events/s"], 0, "names lose the Benchmark prefix and the -2")
+	require.InDelta(t, 58.98, rs["Ingest/long-threads"]["sec/op"], 0.01)
+
+	r := Report{Sizes: presets["quick"], Preset: "quick", Results: rs}
+	lines := strings.Split(r.Table(), "\n")
+	find := func(prefix string) string {
+		t.Helper()
+		for _, l := range lines {
+			if strings.HasPrefix(l, "| "+prefix) {
+				return l
+			}
+		}
+		t.Fatalf("no row %q in\n%s", prefix, r.Table())
+		return ""
+	}
+	require.Contains(t, find("ingestion, classified end to end"), "| 4,000 events/s | ≥ 20,000 events/s; ≥ 0.1× the floor | **missed** by 5.0× |")
+	require.Contains(t, find("ingestion, classified end to end"), "| 0.065× |")
+	require.Contains(t, find("the same, a thread per two events"), "| met (100% of it) |")
+	require.Contains(t, find("the same as the first with the default jobs"), "| not measured in this run |")
+	require.Contains(t, find("acknowledgement p99"), "| 40.5 ms | < 50 ms | met |")
+	require.Contains(t, find("daemon resident memory"), "| 228 MB | < 200 MB | **missed** by 1.1× |")
+	require.Contains(t, find("retrieval p50"), "| 30.0 ms | ≤ 5 ms | **missed** by 6.0× | the bare SQL engram issues: 20.0 ms; plain PostgreSQL full text")
+	require.Contains(t, find("retrieval p50"), "| 1.50×; 3.00× |")
+	require.Contains(t, find("retrieval p99"), "| 90.0 ms | ≤ 25 ms | **missed** by 3.6× | — | — |")
+	require.Contains(t, find("retrieval, one tenant of 10,000"), "| met (p50 ×1.50 per 10×) |")
+	require.Contains(t, find("retrieval, one tenant of 100,000"), "| **missed** by 1.4× (p50 ×3.00 per 10×) |")
+	require.Contains(t, find("recall@10 against exact search, one large"), "| not measured in this run |")
+	require.Contains(t, find("consolidation: a first pass over 10,000"), "60 s per 100,000 episodes (6.0 s here)")
+}
+
+func TestReplaceBlock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "README.md")
+	require.NoError(t, os.WriteFile(path, []byte("# x\n\n"+blockBegin+"\nold\n"+blockEnd+"\n\nrest\n"), 0o644))
+	require.NoError(t, replaceBlock(path, "new table"))
+	doc, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "# x\n\n"+blockBegin+"\nnew table\n"+blockEnd+"\n\nrest\n", string(doc))
+
+	require.NoError(t, os.WriteFile(path, []byte("no markers"), 0o644))
+	require.ErrorContains(t, replaceBlock(path, "x"), "has no")
+}
