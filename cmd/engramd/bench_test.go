@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/loadgen"
 	"github.com/engram-dev/engram/internal/pgtest"
 )
@@ -193,4 +199,138 @@ func TestLoadgenAgainstEngramd(t *testing.T) {
 		lines++
 	}
 	require.Equal(t, 600, lines, "the floor stages the same events")
+}
+
+// BenchmarkRetrieveWhileIngesting measures retrieval over HTTP for a tenant
+// holding ENGRAM_BENCH_FACTS facts (24,000 by default), while the same
+// tenant's agents stream traces at ENGRAM_BENCH_RATE events a second (2,000
+// by default) for ENGRAM_BENCH_SECONDS (20): each operation is one POST
+// /v1/retrieve of a few words, one after another from one client, with the
+// daemon's default jobs running. The facts are ingested as fact events,
+// embedded and counted for BM25 by their jobs, run through the jobs API
+// before the clock starts. It reports p50-ms and p99-ms, and the rate the
+// load was acknowledged at (acked/s) to show it was kept up.
+//
+//	go test -run='^$' -bench=RetrieveWhileIngesting -benchtime=1x -timeout=30m ./cmd/engramd/
+func BenchmarkRetrieveWhileIngesting(b *testing.B) {
+	bin := buildEngramd(b)
+	facts := benchEnv(b, "ENGRAM_BENCH_FACTS", 24_000)
+	rate := benchEnv(b, "ENGRAM_BENCH_RATE", 2000)
+	seconds := benchEnv(b, "ENGRAM_BENCH_SECONDS", 20)
+	ctx := context.Background()
+
+	db := pgtest.NewSchema(b)
+	conf := filepath.Join(b.TempDir(), "engram.yaml")
+	require.NoError(b, os.WriteFile(conf, []byte("jobs: {}\n"), 0o600)) // the defaults
+	d := startWithConfig(b, bin, db.URL, conf, warnings{os.Stderr})
+	base := "http://" + d.addr
+
+	// The tenant's facts, through ingestion like any other.
+	seed := loadgen.Config{URL: base, Key: testKey, Events: facts, Streams: 4, Threads: max(1, facts/20), Agents: 20,
+		Run: "facts", Event: factEvent}
+	_, err := loadgen.Run(ctx, seed, progressLine("facts", facts))
+	require.NoError(b, err)
+	fmt.Fprintln(os.Stderr)
+	for _, job := range []string{"embedding_backfill", "retrieval_stats"} {
+		runJob(b, db, base, job)
+	}
+
+	var took []time.Duration
+	for range b.N {
+		load := loadgen.Config{URL: base, Key: testKey, Events: rate * seconds, Streams: 4, Threads: 2000, Agents: 50,
+			Rate: float64(rate), Run: strconv.FormatInt(time.Now().UnixNano(), 36)}
+		// sending ends when every event is acknowledged: the measure is
+		// of retrieval while events arrive, not while a backlog drains.
+		sending, sent := context.WithCancel(ctx)
+		loaded := make(chan loadgen.Result, 1)
+		go func() {
+			defer sent()
+			res, err := loadgen.Run(ctx, load, func(_ int, classifying bool, _ int) {
+				if classifying {
+					sent()
+				}
+			})
+			if err != nil {
+				b.Error(err)
+			}
+			loaded <- res
+		}()
+		time.Sleep(2 * time.Second) // the load under way
+		rng := rand.New(rand.NewPCG(7, 7))
+		b.ResetTimer()
+		for sending.Err() == nil {
+			t := time.Now()
+			retrieveOnce(b, base, factWords(rng, 4))
+			took = append(took, time.Since(t))
+			if len(took)%100 == 0 {
+				fmt.Fprintf(os.Stderr, "\rretrieve-while-ingesting: %d retrievals     ", len(took))
+			}
+		}
+		b.StopTimer()
+		fmt.Fprintln(os.Stderr)
+		res := <-loaded
+		b.ReportMetric(res.AckRate(), "acked/s")
+	}
+	slices.Sort(took)
+	pct := func(p float64) float64 { return ms(took[min(len(took)-1, int(p*float64(len(took))))]) }
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(len(took)), "retrievals")
+}
+
+// factWords are n words from a vocabulary of 2,000, skewed as natural
+// text is: a few words everywhere, most rare.
+func factWords(rng *rand.Rand, n int) string {
+	w := make([]string, n)
+	for i := range w {
+		x := rng.Float64()
+		w[i] = fmt.Sprintf("w%d", int(2000*x*x*x))
+	}
+	return strings.Join(w, " ")
+}
+
+// factEvent is a fact about one of the tenant's services.
+func factEvent(rng *rand.Rand, i int, thread, agent string) []byte {
+	preds := []string{"runs_on", "owned_by", "depends_on", "deployed_with", "documented_in"}
+	line, _ := json.Marshal(map[string]any{"kind": "fact", "agent_id": agent, "thread_id": thread,
+		"fact": map[string]any{"subject": fmt.Sprintf("svc-%d %s", i, factWords(rng, 2)), "predicate": preds[i%len(preds)], "object": factWords(rng, 5)}})
+	return line
+}
+
+// runJob runs a job through the jobs API and waits until it succeeded.
+func runJob(b *testing.B, db *pgtest.Schema, base, job string) {
+	req, err := http.NewRequest("POST", base+"/v1/jobs/"+job+":run", nil)
+	require.NoError(b, err)
+	req.Header.Set("Authorization", "Bearer "+opsKey)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(b, err)
+	var started api.JobStarted
+	require.NoError(b, json.NewDecoder(res.Body).Decode(&started))
+	res.Body.Close()
+	require.Less(b, res.StatusCode, 300, res.Status)
+	for {
+		var status string
+		require.NoError(b, db.Pool.QueryRow(context.Background(), `SELECT status FROM job_runs WHERE id = $1`, started.Run.ID).Scan(&status))
+		if status == "succeeded" {
+			return
+		}
+		require.Equal(b, "running", status, "job %s", job)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// retrieveOnce is one POST /v1/retrieve.
+func retrieveOnce(b *testing.B, base, text string) {
+	body, _ := json.Marshal(api.RetrieveRequest{Task: api.Task{Text: text}})
+	req, err := http.NewRequest("POST", base+"/v1/retrieve", bytes.NewReader(body))
+	require.NoError(b, err)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(b, err)
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b.Fatalf("retrieve: %s", res.Status)
+	}
 }

@@ -42,7 +42,11 @@ func (c Config) lines(s int) iter.Seq[Event] {
 			thread := rng.IntN(c.Threads)
 			agent := thread % c.Agents
 			ev := Event{Thread: fmt.Sprintf("bench-%s-%d", c.Run, thread), Agent: fmt.Sprintf("bench-agent-%d", agent)}
-			ev.Line = syntheticEvent(rng, ev.Thread, ev.Agent, thread, i)
+			if c.Event != nil {
+				ev.Line = append(c.Event(rng, i, ev.Thread, ev.Agent), '\n')
+			} else {
+				ev.Line = syntheticEvent(rng, ev.Thread, ev.Agent, thread, i)
+			}
 			if !yield(ev) {
 				return
 			}

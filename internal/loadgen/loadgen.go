@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -40,6 +41,9 @@ type Config struct {
 	Run string
 	// Client is the HTTP client; nil means http.DefaultClient.
 	Client *http.Client
+	// Event makes event i of the run for its thread and agent (a JSON
+	// object, without the newline); nil makes a synthetic agent trace.
+	Event func(rng *rand.Rand, i int, thread, agent string) []byte
 }
 
 // Defaults are `engram bench ingest`'s.

@@ -55,7 +55,7 @@ type suite struct {
 }
 
 var suites = []suite{
-	{name: "ingest", pkg: "./cmd/engramd/", bench: "^BenchmarkIngest$", benchtime: "1x",
+	{name: "ingest", pkg: "./cmd/engramd/", bench: "^Benchmark(Ingest|RetrieveWhileIngesting)$", benchtime: "1x",
 		env: func(s Sizes) []string { return []string{fmt.Sprint("ENGRAM_BENCH_EVENTS=", s.Events)} }},
 	{name: "retrieve", pkg: "./retrieve/", bench: "^Benchmark(Retrieve|Recall|RetrieveScale)$", benchtime: "300x",
 		env: func(s Sizes) []string {
