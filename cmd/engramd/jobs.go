@@ -181,11 +181,12 @@ func (p *periodic) reload(ctx context.Context) {
 		}
 	}
 	profilesChanged := !reflect.DeepEqual(p.cfg.Decay.Profiles, cfg.Decay.Profiles)
-	restart := cfg.Listen != p.cfg.Listen || cfg.DatabaseURL != p.cfg.DatabaseURL || !reflect.DeepEqual(cfg.APIKeys, p.cfg.APIKeys)
+	restart := cfg.Listen != p.cfg.Listen || cfg.PprofListen != p.cfg.PprofListen || cfg.DatabaseURL != p.cfg.DatabaseURL ||
+		!reflect.DeepEqual(cfg.APIKeys, p.cfg.APIKeys)
 	p.cfg = cfg
 	p.logger.Info("configuration reloaded: decay and job schedules in force", slog.Any("jobs", cfg.Jobs))
 	if restart {
-		p.logger.Warn("listen, database_url and api_keys changed in the file take effect at the next start")
+		p.logger.Warn("listen, pprof_listen, database_url and api_keys changed in the file take effect at the next start")
 	}
 	if profilesChanged && p.scheduler.Leader() {
 		// Records that inherit a changed profile get it at the next sweep:

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -36,6 +37,7 @@ Usage:
 Flags (each also settable in the YAML file and as ENGRAM_* environment variables):
   --config FILE              YAML configuration (ENGRAM_CONFIG)
   --listen ADDR              HTTP address (ENGRAM_LISTEN, default 127.0.0.1:8080)
+  --pprof-listen ADDR        serve Go's profiler there, off by default (ENGRAM_PPROF_LISTEN)
   --database-url URL         PostgreSQL URL (DATABASE_URL)
   --max-payload-bytes N      record payload limit (ENGRAM_MAX_PAYLOAD_BYTES, default 65536)
   --shutdown-timeout D       graceful stop deadline (ENGRAM_SHUTDOWN_TIMEOUT, default 15s)
@@ -197,6 +199,13 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return fmt.Errorf("listen: %w", err)
 	}
 	logger.Info("engramd serving", slog.String("addr", ln.Addr().String()), slog.Int("tenants", countTenants(keys)))
+	if cfg.PprofListen != "" {
+		stopProfiler, err := serveProfiler(ctx, cfg.PprofListen, logger)
+		if err != nil {
+			return err
+		}
+		defer stopProfiler()
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- httpServer.Serve(ln) }()
@@ -267,4 +276,24 @@ func countTenants(keys []server.Key) int {
 		}
 	}
 	return len(seen)
+}
+
+// serveProfiler serves Go's profiler (net/http/pprof) on addr, a listener
+// of its own so that the API never exposes it, until the returned stop.
+func serveProfiler(ctx context.Context, addr string, logger *slog.Logger) (stop func(), err error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("pprof listen: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	go func() { _ = srv.Serve(ln) }()
+	logger.Warn("the Go profiler is served: keep its address private", slog.String("addr", ln.Addr().String()))
+	return func() { _ = srv.Close() }, nil
 }

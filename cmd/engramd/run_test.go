@@ -1,12 +1,17 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/server"
 )
 
@@ -44,4 +49,33 @@ func TestGeneratedKeys(t *testing.T) {
 	}
 	require.Contains(t, out.String(), "export ENGRAM_API_KEY="+keys[0].Secret)
 	require.Contains(t, out.String(), "operator key")
+}
+
+// The profiler is off by default; pprof_listen serves it on an address of
+// its own, and never on the API's.
+func TestProfilerOnlyOnItsOwnAddress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a daemon")
+	}
+	t.Parallel()
+	bin := buildEngramd(t)
+	db := pgtest.NewSchema(t)
+	get := func(url string) int {
+		res, err := http.Get(url)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+
+	conf := filepath.Join(t.TempDir(), "engram.yaml")
+	require.NoError(t, os.WriteFile(conf, []byte("jobs: {}\n"), 0o600))
+	d := startWithConfig(t, bin, db.URL, conf, io.Discard)
+	require.NotEqual(t, http.StatusOK, get("http://"+d.addr+"/debug/pprof/"), "not on the API")
+
+	profiler := freeAddr(t)
+	require.NoError(t, os.WriteFile(conf, []byte("pprof_listen: "+profiler+"\n"), 0o600))
+	d = startWithConfig(t, bin, db.URL, conf, io.Discard)
+	require.Equal(t, http.StatusOK, get("http://"+profiler+"/debug/pprof/"))
+	require.Equal(t, http.StatusOK, get("http://"+profiler+"/debug/pprof/heap?debug=1"))
+	require.NotEqual(t, http.StatusOK, get("http://"+d.addr+"/debug/pprof/"), "still not on the API")
 }

@@ -40,6 +40,11 @@ const (
 type Config struct {
 	// Listen is the HTTP address. yaml listen, ENGRAM_LISTEN, --listen.
 	Listen string `yaml:"listen"`
+	// PprofListen, when set, serves Go's profiler (net/http/pprof) on an
+	// address of its own, never on the API's: keep it on loopback. Empty
+	// (the default) serves no profiler. yaml pprof_listen,
+	// ENGRAM_PPROF_LISTEN, --pprof-listen.
+	PprofListen string `yaml:"pprof_listen"`
 	// DatabaseURL is the PostgreSQL connection URL. yaml database_url,
 	// DATABASE_URL or ENGRAM_DATABASE_URL, --database-url.
 	DatabaseURL string `yaml:"database_url"`
@@ -197,6 +202,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	fs.SetOutput(new(strings.Builder))
 	path := fs.String("config", getenv("ENGRAM_CONFIG"), "YAML configuration file")
 	listen := fs.String("listen", "", "HTTP listen address (default "+DefaultListen+")")
+	pprofListen := fs.String("pprof-listen", "", "serve the Go profiler on this address (off by default)")
 	dbURL := fs.String("database-url", "", "PostgreSQL URL")
 	maxPayload := fs.Int("max-payload-bytes", 0, "maximum encoded payload size")
 	shutdown := fs.Duration("shutdown-timeout", 0, "graceful shutdown deadline")
@@ -232,6 +238,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	maps.Copy(schedules, c.Jobs)
 	c.Jobs = schedules
 	setIf(&c.Listen, *listen)
+	setIf(&c.PprofListen, *pprofListen)
 	setIf(&c.DatabaseURL, *dbURL)
 	setIf(&c.LogLevel, *level)
 	setIf(&c.LogFormat, *format)
@@ -247,6 +254,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 
 func (c *Config) fromEnv(getenv func(string) string) error {
 	setIf(&c.Listen, getenv("ENGRAM_LISTEN"))
+	setIf(&c.PprofListen, getenv("ENGRAM_PPROF_LISTEN"))
 	setIf(&c.DatabaseURL, getenv("DATABASE_URL"))
 	setIf(&c.DatabaseURL, getenv("ENGRAM_DATABASE_URL"))
 	setIf(&c.LogLevel, getenv("ENGRAM_LOG_LEVEL"))

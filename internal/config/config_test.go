@@ -18,6 +18,7 @@ func TestPrecedence(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "engram.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(`
 listen: 127.0.0.1:9000
+pprof_listen: 127.0.0.1:6060
 max_payload_bytes: 4096
 shutdown_timeout: 5s
 api_keys:
@@ -27,17 +28,19 @@ api_keys:
 	c, err := config.Load([]string{"--config", path}, env(nil))
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:9000", c.Listen)
+	require.Equal(t, "127.0.0.1:6060", c.PprofListen)
 	require.Equal(t, 4096, c.MaxPayloadBytes)
 	require.Equal(t, 5*time.Second, c.ShutdownTimeout)
 	require.Equal(t, []config.APIKey{{Tenant: "acme", Key: "file-key-0123456789", Name: "acme-ci"}}, c.APIKeys)
 	require.Equal(t, config.DefaultDatabaseURL, c.DatabaseURL)
 
-	c, err = config.Load([]string{"--listen", "127.0.0.1:9002"}, env(map[string]string{
-		"ENGRAM_CONFIG": path, "ENGRAM_LISTEN": "127.0.0.1:9001", "ENGRAM_MAX_PAYLOAD_BYTES": "8192",
+	c, err = config.Load([]string{"--listen", "127.0.0.1:9002", "--pprof-listen", "127.0.0.1:6062"}, env(map[string]string{
+		"ENGRAM_CONFIG": path, "ENGRAM_LISTEN": "127.0.0.1:9001", "ENGRAM_PPROF_LISTEN": "127.0.0.1:6061", "ENGRAM_MAX_PAYLOAD_BYTES": "8192",
 		"DATABASE_URL": "postgres://x/y", "ENGRAM_API_KEYS": "t1:env-key-0123456789,t2:env-key-9876543210",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:9002", c.Listen, "flags win over env")
+	require.Equal(t, "127.0.0.1:6062", c.PprofListen)
 	require.Equal(t, 8192, c.MaxPayloadBytes, "env wins over the file")
 	require.Equal(t, "postgres://x/y", c.DatabaseURL)
 	require.Len(t, c.APIKeys, 2)
