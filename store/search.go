@@ -104,13 +104,19 @@ WITH c AS (
 // searchFilter is what a record must satisfy besides a match, its tenant
 // and type: live, within scope, visible to the caller's agent ($12) and
 // thread ($13), and not contradicting the task's conditions ($5) at the
-// time $6.
+// time $6. A record's conditions are precomputed (migration 016): they
+// hold when no key has a different value in the task's, that is when
+// adding the task's to them changes nothing the other way round; a
+// procedure whose triggers name different conditions has none, and is
+// checked trigger by trigger on its payload.
 const searchFilter = `
 	r.status IN ('active', 'contested')
 	AND ($7::text IS NULL OR r.scope IN ('', $7))
 	AND (r.visibility = 'tenant' OR (r.visibility = 'agent' AND r.agent_id = $12) OR (r.visibility = 'thread' AND r.thread_id = $13))
-	AND (r.type <> 'semantic' OR engram_fact_applies(r.payload, $5, $6))
-	AND (r.type <> 'competence' OR engram_procedure_applies(r.payload, $5))`
+	AND CASE WHEN r.conditions IS NULL THEN engram_procedure_applies(r.payload, $5)
+		ELSE r.conditions || $5::jsonb = $5::jsonb || r.conditions END
+	AND (r.type <> 'semantic' OR (coalesce((r.payload #>> '{validity,start}')::timestamptz <= $6, true)
+		AND coalesce((r.payload #>> '{validity,end}')::timestamptz >= $6, true)))`
 
 // searchLexical finds the tenant's records of the type that hold the
 // query's lexemes, on the records_search index (its search_key is tenant
@@ -166,32 +172,47 @@ const searchLexical = `, rare AS MATERIALIZED (
 	WHERE NOT allowed AND bm25 >= CASE WHEN (SELECT count(*) FROM lex) < $8 THEN 0 ELSE (SELECT min(bm25) FROM lex) END
 )`
 
-// searchSparse and searchDense are the vector half: the nearest vectors of
-// the model ($9) to the query vector ($10), four times the limit, filtered
-// on what the vector rows hold themselves — tenant (its partition), model,
-// type, sensitivity; a record that leaves the active set leaves the table.
-// A tenant of fewer than 100,000 live records has its vectors of the type
-// ranked exactly: a few thousand distances cost less than an HNSW walk
-// through a graph it shares with other tenants (measured: 6 ms against 440
-// at a million records over 100 tenants). A larger tenant's are found on
-// the HNSW index, whose iterative scan keeps going until enough pass. The
+// searchSparse is the vector half for the built-in embedder's sparse
+// vectors: the nearest vectors of the model ($9) to the query vector
+// ($10), four times the limit, filtered on what the vector rows hold
+// themselves — tenant (its partition), model, type, sensitivity; a record
+// that leaves the active set leaves the table. Its vectors are a weighted
+// match of hashed features, so a vector that shares no feature with the
+// query's is at distance 1 and never a hit: the candidates are the vectors
+// that share one, found on the features' GIN index (migration 016), and
+// only they are ranked exactly. As in the lexical half, the features held
+// by at most a share ($11) of the tenant's records select (in a tenant of
+// fewer than 1,000, any feature; with a share of 1, every one: exact), and
+// the common ones select too only when the rare ones bring fewer than the
+// scan's limit. The time is the lexical half's, where ranking every vector
+// of a tenant grows with the tenant and an HNSW walk over sparse vectors
+// goes far for a good top-k (measured: 440 ms at a million records). The
 // record-level filters (visibility, scope, conditions) then choose among
 // them; joining the records inside the scan would make the planner rank
 // every vector of the tenant through the records.
-const searchSparse = `, near_v AS (
-	(SELECT v.record_id, v.sparse <=> $10::sparsevec AS dist
-	FROM record_vectors v
-	WHERE (SELECT docs FROM c) < 100000
-		AND v.tenant_id = $1 AND v.model = $9 AND v.type = $3 AND v.sensitivity_rank <= $4 AND v.sparse IS NOT NULL
-	ORDER BY (v.sparse <=> $10::sparsevec) + 0
-	LIMIT 4 * $8)
-	UNION ALL
-	(SELECT v.record_id, v.sparse <=> $10::sparsevec AS dist
-	FROM record_vectors v
-	WHERE (SELECT docs FROM c) >= 100000
-		AND v.tenant_id = $1 AND v.model = $9 AND v.type = $3 AND v.sensitivity_rank <= $4 AND v.sparse IS NOT NULL
-	ORDER BY v.sparse <=> $10::sparsevec
-	LIMIT 4 * $8)
+const searchSparse = `, vq AS (
+	SELECT f.feature, c.docs < 1000 OR coalesce((
+		SELECT d.df FROM embedding_df d WHERE d.tenant_id = $1 AND d.model = $9 AND d.feature = f.feature), 0) <= $11 * c.docs AS selective
+	FROM c, unnest(engram_sparse_features($10::sparsevec)) AS f(feature)
+), vf AS (
+	SELECT coalesce(array_agg(feature) FILTER (WHERE selective), '{}') AS rare, coalesce(array_agg(feature), '{}') AS every FROM vq
+), vrare AS MATERIALIZED (
+	SELECT v.record_id, v.sparse <=> $10::sparsevec AS dist
+	FROM record_vectors v, vf
+	WHERE v.search_key = $1 || '/' || $9 || '/' || $3 AND v.features && vf.rare
+		AND v.tenant_id = $1 AND v.sparse IS NOT NULL AND v.sensitivity_rank <= $4
+), near_v AS (
+	SELECT record_id, dist FROM (
+		SELECT record_id, dist FROM vrare
+		UNION ALL
+		SELECT v.record_id, v.sparse <=> $10::sparsevec
+		FROM record_vectors v, vf
+		WHERE (SELECT count(*) FROM vrare) < 4 * $8
+			AND v.search_key = $1 || '/' || $9 || '/' || $3 AND v.features && vf.every AND NOT (v.features && vf.rare)
+			AND v.tenant_id = $1 AND v.sparse IS NOT NULL AND v.sensitivity_rank <= $4
+	) AS n
+	ORDER BY dist
+	LIMIT 4 * $8
 ), vec AS (
 	SELECT v.record_id AS id, v.dist
 	FROM near_v v JOIN records r ON r.tenant_id = $1 AND r.id = v.record_id
