@@ -80,7 +80,11 @@ type SearchResult struct {
 // alike when there are none yet), and two tsqueries OR-ing them: rare, the
 // rarest eight terms among those held by at most a share ($11) of the
 // tenant's passages (in a tenant of fewer than 1,000 passages, any term;
-// with a share of 1, every term), and every, all of them. A passage is a
+// with a share of 1, every term), and every, those and the others in order
+// of rarity while together they hold at most 25 times the limit ($8) of
+// passages (with a share of 1, all of them): a common term held by a tenth
+// of a large tenant's records would make them all candidates, each scored,
+// and what only it brings scores lowest. A passage is a
 // record, or one timeline entry of an episode (migration 007); docs is the
 // number of live records.
 const searchTermsSQL = `
@@ -88,17 +92,20 @@ WITH c AS (
 	SELECT coalesce(max(docs), 0) AS docs, coalesce(max(passages), 0) AS n, coalesce(max(avg_len), 1) AS avg_len
 	FROM corpus_stats WHERE tenant_id = $1
 ), q AS (
-	SELECT t.lexeme, ln(1 + (greatest(c.n - coalesce(s.df, 0), 0) + 0.5) / (coalesce(s.df, 0) + 0.5)) AS idf,
+	SELECT t.lexeme, coalesce(s.df, 0) AS df, ln(1 + (greatest(c.n - coalesce(s.df, 0), 0) + 0.5) / (coalesce(s.df, 0) + 0.5)) AS idf,
 		c.n < 1000 OR coalesce(s.df, 0) <= $11 * c.n AS selective,
 		row_number() OVER (ORDER BY coalesce(s.df, 0), t.lexeme) AS rarity,
 		'''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted,
 		('''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery AS term
 	FROM c, unnest(tsvector_to_array(to_tsvector('english', $2))) AS t(lexeme)
 	LEFT JOIN lexeme_stats s ON s.tenant_id = $1 AND s.lexeme = t.lexeme
+), qr AS (
+	SELECT quoted, rare, sum(df) FILTER (WHERE NOT rare) OVER (ORDER BY rarity) AS reach
+	FROM (SELECT quoted, df, rarity, selective AND (rarity <= 8 OR $11 >= 1) AS rare FROM q) AS q
 ), tq AS (
-	SELECT (string_agg(quoted, ' | ') FILTER (WHERE selective AND (rarity <= 8 OR $11 >= 1)))::tsquery AS rare,
-		string_agg(quoted, ' | ')::tsquery AS every
-	FROM q
+	SELECT (string_agg(quoted, ' | ') FILTER (WHERE rare))::tsquery AS rare,
+		(string_agg(quoted, ' | ') FILTER (WHERE rare OR reach <= 25 * $8 OR $11 >= 1))::tsquery AS every
+	FROM qr
 )`
 
 // searchFilter is what a record must satisfy besides a match, its tenant
@@ -180,37 +187,31 @@ const searchLexical = `, rare AS MATERIALIZED (
 // match of hashed features, so a vector that shares no feature with the
 // query's is at distance 1 and never a hit: the candidates are the vectors
 // that share one, found on the features' GIN index (migration 016), and
-// only they are ranked exactly. As in the lexical half, the features held
-// by at most a share ($11) of the tenant's records select (in a tenant of
-// fewer than 1,000, any feature; with a share of 1, every one: exact), and
-// the common ones select too only when the rare ones bring fewer than the
-// scan's limit. The time is the lexical half's, where ranking every vector
-// of a tenant grows with the tenant and an HNSW walk over sparse vectors
-// goes far for a good top-k (measured: 440 ms at a million records). The
-// record-level filters (visibility, scope, conditions) then choose among
-// them; joining the records inside the scan would make the planner rank
-// every vector of the tenant through the records.
+// only they are ranked exactly. The query's features select in order of
+// rarity (their document frequency in the tenant) while together they
+// reach at most 25 times the limit of the tenant's vectors, the rarest one
+// always: a common feature (a trigram of a frequent word) would make most
+// of the tenant's vectors candidates, and its weight in them, scaled by its
+// inverse document frequency, is the lowest, so the vectors only common
+// features bring rank last. The cost is bounded whatever the tenant's
+// size, where ranking every vector of a tenant grows with it and an HNSW
+// walk over sparse vectors goes far for a good top-k (measured: 440 ms at a
+// million records). With a share ($11) of 1, every feature selects: exact.
+// The record-level filters (visibility, scope, conditions) then choose
+// among them; joining the records inside the scan would make the planner
+// rank every vector of the tenant through the records.
 const searchSparse = `, vq AS (
-	SELECT f.feature, c.docs < 1000 OR coalesce((
-		SELECT d.df FROM embedding_df d WHERE d.tenant_id = $1 AND d.model = $9 AND d.feature = f.feature), 0) <= $11 * c.docs AS selective
-	FROM c, unnest(engram_sparse_features($10::sparsevec)) AS f(feature)
-), vf AS (
-	SELECT coalesce(array_agg(feature) FILTER (WHERE selective), '{}') AS rare, coalesce(array_agg(feature), '{}') AS every FROM vq
-), vrare AS MATERIALIZED (
+	SELECT f.feature, coalesce((
+		SELECT d.df FROM embedding_df d WHERE d.tenant_id = $1 AND d.model = $9 AND d.feature = f.feature), 0) AS df
+	FROM unnest(engram_sparse_features($10::sparsevec)) AS f(feature)
+), vf AS MATERIALIZED (
+	SELECT coalesce(array_agg(feature) FILTER (WHERE $11 >= 1 OR reach <= 25 * $8 OR rarity = 1), '{}') AS selected
+	FROM (SELECT feature, sum(df) OVER w AS reach, row_number() OVER w AS rarity FROM vq WINDOW w AS (ORDER BY df, feature)) AS r
+), near_v AS (
 	SELECT v.record_id, v.sparse <=> $10::sparsevec AS dist
 	FROM record_vectors v, vf
-	WHERE v.search_key = $1 || '/' || $9 || '/' || $3 AND v.features && vf.rare
+	WHERE v.search_key = $1 || '/' || $9 || '/' || $3 AND v.features && vf.selected
 		AND v.tenant_id = $1 AND v.sparse IS NOT NULL AND v.sensitivity_rank <= $4
-), near_v AS (
-	SELECT record_id, dist FROM (
-		SELECT record_id, dist FROM vrare
-		UNION ALL
-		SELECT v.record_id, v.sparse <=> $10::sparsevec
-		FROM record_vectors v, vf
-		WHERE (SELECT count(*) FROM vrare) < 4 * $8
-			AND v.search_key = $1 || '/' || $9 || '/' || $3 AND v.features && vf.every AND NOT (v.features && vf.rare)
-			AND v.tenant_id = $1 AND v.sparse IS NOT NULL AND v.sensitivity_rank <= $4
-	) AS n
 	ORDER BY dist
 	LIMIT 4 * $8
 ), vec AS (
