@@ -226,8 +226,10 @@ const searchSparse = `, vq AS (
 	LIMIT $8
 )`
 
-// searchDense is searchSparse for dense vectors, which have no index yet:
-// always ranked exactly.
+// searchDense is the vector half for dense vectors (an OpenAI-compatible
+// model), which have no index yet: the tenant's vectors of the model and
+// type are ranked exactly, four times the limit, and the record-level
+// filters choose among them as searchSparse's do.
 const searchDense = `, near_v AS (
 	SELECT v.record_id, v.dense <=> $10::vector AS dist
 	FROM record_vectors v
