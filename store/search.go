@@ -187,7 +187,8 @@ const searchLexical = `, rare AS MATERIALIZED (
 // match of hashed features, so a vector that shares no feature with the
 // query's is at distance 1 and never a hit: the candidates are the vectors
 // that share one, found on the features' GIN index (migration 016), and
-// only they are ranked exactly. The query's features select in order of
+// only they are ranked exactly (the key's parts are checked again: a model
+// name may hold a slash). The query's features select in order of
 // rarity (their document frequency in the tenant) while together they
 // reach at most 50 times the limit of the tenant's vectors, the rarest one
 // always: a common feature (a trigram of a frequent word) would make most
@@ -215,7 +216,7 @@ const searchSparse = `, vq AS (
 	SELECT v.record_id, v.sparse <=> $10::sparsevec AS dist
 	FROM record_vectors v, vf
 	WHERE v.search_key = $1 || '/' || $9 || '/' || $3 AND v.features && vf.selected
-		AND v.tenant_id = $1 AND v.sparse IS NOT NULL AND v.sensitivity_rank <= $4
+		AND v.tenant_id = $1 AND v.model = $9 AND v.type = $3 AND v.sparse IS NOT NULL AND v.sensitivity_rank <= $4
 	ORDER BY dist
 	LIMIT 4 * $8
 ), vec AS (
