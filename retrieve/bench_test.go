@@ -1,6 +1,7 @@
 package retrieve_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,15 +37,15 @@ const benchTenants = 100
 // that each row gets its own text.
 const benchWords = `(SELECT string_agg('w' || floor(5000 * power(random(), 3))::int, ' ') FROM generate_series(1, %d + 0 * g))`
 
-// benchSeedSQL inserts records $1 to $2 across the benchmark's tenants
-// (each run of 20 consecutive records, one of every type in proportion,
-// goes to one tenant), in one statement: 40% episodic, 30% semantic, 15%
-// competence, 10% plans, 5% working memory, with texts from the skewed
-// vocabulary, procedures under an os condition, 5% of records high.
+// benchSeedSQL inserts records $1 to $2 across $3 tenants (each run of 20
+// consecutive records, one of every type in proportion, goes to one
+// tenant), in one statement: 40% episodic, 30% semantic, 15% competence,
+// 10% plans, 5% working memory, with texts from the skewed vocabulary,
+// procedures under an os condition, 5% of records high.
 var benchSeedSQL = `
 INSERT INTO records (tenant_id, id, type, status, version, sensitivity, confidence, salience, scope, tags,
 	decay_curve, decay_half_life_seconds, last_reinforced_at, provenance, payload, created_at, updated_at, decay_inherited)
-SELECT 'bench-' || lpad((g / 20 % 100)::text, 2, '0'), ('01900000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid,
+SELECT 'bench-' || lpad((g / 20 % $3)::text, 2, '0'), ('01900000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid,
 	t.type, 'active', 1, CASE WHEN g % 20 = 3 THEN 'high' ELSE 'low' END, 0.3 + (g % 7) / 10.0, 0.4 + (g % 6) / 10.0, '', '{}',
 	'exponential', 2592000, now() - (g % 4320) * interval '1 minute',
 	'{"sources": [{"kind": "event", "ref": "evt://seed"}]}',
@@ -68,20 +70,39 @@ FROM generate_series($1::int, $2::int) AS g,
 LATERAL (SELECT CASE WHEN g % 20 < 8 THEN 'episodic' WHEN g % 20 < 14 THEN 'semantic' WHEN g % 20 < 17 THEN 'competence'
 	WHEN g % 20 < 19 THEN 'plan_graph' ELSE 'working' END AS type) AS t`
 
-// benchSchema is where the benchmark keeps its seeded records between
-// runs when ENGRAM_BENCH_KEEP=1: seeding a million records with their
-// vectors takes minutes.
-const benchSchema = "bench_retrieve"
+// benchFTSSQL is the plain-PostgreSQL floor: what a user who rolled their
+// own full-text search over the same records would run, on a tsvector
+// column and a GIN index the seeding adds to the benchmark's schema only
+// (ftsFloor): any of the task's words (OR, as retrieval matches), ranked
+// by ts_rank_cd, the top 50 of every type at once, within tenant, live
+// records and clearance.
+const benchFTSSQL = `
+SELECT id
+FROM records, (SELECT replace(plainto_tsquery('english', $2)::text, ' & ', ' | ')::tsquery AS q) AS query
+WHERE tenant_id = $1 AND fts @@ q AND status IN ('active', 'contested') AND sensitivity_rank <= $3
+ORDER BY ts_rank_cd(fts, q) DESC
+LIMIT 50`
 
-// benchDB returns a pool on a schema seeded with n records: the kept one
-// if it holds them, else a new one.
-func benchDB(b *testing.B, n int) *pgxpool.Pool {
+// benchSet is a seeded set of records the benchmarks share: its schema,
+// how many records and across how many tenants.
+type benchSet struct {
+	schema  string
+	records int
+	tenants int
+}
+
+// benchDB returns a pool on a schema seeded with the set's records: the
+// kept one if it holds them (migrated to the branch's latest), else a new
+// one. ENGRAM_BENCH_KEEP=1 keeps it for the next run: seeding a million
+// records with their vectors takes minutes.
+func benchDB(b *testing.B, set benchSet) *pgxpool.Pool {
 	b.Helper()
 	ctx := context.Background()
 	if os.Getenv("ENGRAM_BENCH_KEEP") != "1" {
 		db := pgtest.NewSchema(b)
-		seedRecords(b, db.Pool, n)
-		indexBench(b, db.Pool)
+		seedRecords(b, db.Pool, set)
+		ftsFloor(b, db.Pool)
+		indexBench(b, db.Pool, set)
 		return db.Pool
 	}
 	admin, err := pgx.Connect(ctx, pgtest.URL())
@@ -89,28 +110,39 @@ func benchDB(b *testing.B, n int) *pgxpool.Pool {
 	defer admin.Close(ctx)
 	var seeded int
 	var indexed bool
-	err = admin.QueryRow(ctx, `SELECT count(*), to_regclass('`+benchSchema+`.record_vectors_sparse') IS NOT NULL FROM `+benchSchema+`.records`).Scan(&seeded, &indexed)
-	if err != nil || seeded != n {
-		_, err = admin.Exec(ctx, `DROP SCHEMA IF EXISTS `+benchSchema+` CASCADE; CREATE SCHEMA `+benchSchema)
+	err = admin.QueryRow(ctx, `SELECT count(*), EXISTS (SELECT FROM `+set.schema+`.corpus_stats) FROM `+set.schema+`.records`).Scan(&seeded, &indexed)
+	if err != nil || seeded != set.records {
+		_, err = admin.Exec(ctx, `DROP SCHEMA IF EXISTS `+set.schema+` CASCADE; CREATE SCHEMA `+set.schema)
 		require.NoError(b, err)
-		cfg, err := pgx.ParseConfig(pgtest.URL())
-		require.NoError(b, err)
-		cfg.RuntimeParams["search_path"] = benchSchema + ",public"
-		sqlDB := stdlib.OpenDB(*cfg)
-		_, err = migrations.Up(ctx, sqlDB, nil)
-		require.NoError(b, closeDB(err, sqlDB))
 		indexed = false
 	}
-	pool, err := pg.NewPool(ctx, pgtest.WithSearchPath(pgtest.URL(), benchSchema), nil)
+	// Migrated each time: a branch's new migration applies to the kept
+	// records (goose skips what is applied).
+	cfg, err := pgx.ParseConfig(pgtest.URL())
+	require.NoError(b, err)
+	cfg.RuntimeParams["search_path"] = set.schema + ",public"
+	sqlDB := stdlib.OpenDB(*cfg)
+	applied, err := migrations.Up(ctx, sqlDB, nil)
+	require.NoError(b, closeDB(err, sqlDB))
+	pool, err := pg.NewPool(ctx, pgtest.WithSearchPath(pgtest.URL(), set.schema), nil)
 	require.NoError(b, err)
 	b.Cleanup(pool.Close)
-	if seeded != n {
-		seedRecords(b, pool, n)
+	if len(applied) > 0 && indexed {
+		// A migration may have rewritten the kept tables.
+		for _, table := range []string{"records", "record_vectors"} {
+			_, err = pool.Exec(ctx, "VACUUM ANALYZE "+table)
+			require.NoError(b, err)
+		}
+		say("migrated the kept records (%d migrations)", len(applied))
 	}
+	if seeded != set.records {
+		seedRecords(b, pool, set)
+	}
+	ftsFloor(b, pool)
 	if !indexed {
-		// The vector index is made last: without it, indexing stopped
+		// The statistics are made last: without them, indexing stopped
 		// part-way, and resumes here.
-		indexBench(b, pool)
+		indexBench(b, pool, set)
 	}
 	return pool
 }
@@ -123,65 +155,118 @@ func closeDB(err error, db *sql.DB) error {
 	return err
 }
 
-// seedRecords seeds n records across the benchmark's tenants.
-func seedRecords(b *testing.B, pool *pgxpool.Pool, n int) {
+// seedRecords seeds the set's records across its tenants, saying how far
+// it got on stderr.
+func seedRecords(b *testing.B, pool *pgxpool.Pool, set benchSet) {
 	b.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	for i := range benchTenants {
+	for i := range set.tenants {
 		_, err := pool.Exec(ctx, "INSERT INTO tenants (id) VALUES ($1) ON CONFLICT DO NOTHING", fmt.Sprintf("bench-%02d", i))
 		require.NoError(b, err)
 	}
-	for from := 1; from <= n; from += 50_000 {
-		_, err := pool.Exec(ctx, benchSeedSQL, from, min(from+50_000-1, n))
+	const batch = 50_000
+	for from := 1; from <= set.records; from += batch {
+		to := min(from+batch-1, set.records)
+		_, err := pool.Exec(ctx, benchSeedSQL, from, to, set.tenants)
 		require.NoError(b, err)
+		say("seeded %d/%d records (%s)", to, set.records, time.Since(start).Round(time.Second))
 	}
-	b.Logf("seeded %d records in %s", n, time.Since(start).Round(time.Second))
+}
+
+// say writes a line of progress to stderr: seeding takes minutes at large
+// sizes.
+func say(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "retrieve: "+format+"\n", args...)
+}
+
+// benchProgress is a job run's progress that says how many records it
+// embedded on stderr.
+type benchProgress struct {
+	progress
+	of    int
+	start time.Time
+	last  int64
+}
+
+func (p *benchProgress) Add(name string, n int64) {
+	p.progress.Add(name, n)
+	if done := p.counts["embedded"]; name == "embedded" && done-p.last >= 20_000 {
+		p.last = done
+		say("embedded %d/%d records (%s)", done, p.of, time.Since(p.start).Round(time.Second))
+	}
+}
+
+// ftsFloor adds the plain full-text floor's column and index to the
+// benchmark's schema (benchFTSSQL), unless it has them.
+func ftsFloor(b *testing.B, pool *pgxpool.Pool) {
+	b.Helper()
+	t := time.Now()
+	_, err := pool.Exec(context.Background(), `
+		ALTER TABLE records ADD COLUMN IF NOT EXISTS fts tsvector
+			GENERATED ALWAYS AS (to_tsvector('english', engram_search_text(type, payload, tags))) STORED;
+		CREATE INDEX IF NOT EXISTS records_fts ON records USING gin (tenant_id, fts)`)
+	require.NoError(b, err)
+	say("the full-text floor's column and index (%s)", time.Since(t).Round(time.Second))
 }
 
 // indexBench embeds the records with the built-in embedder (the real
-// backfill, resuming where it stopped), builds the vector index and the
-// BM25 statistics.
-func indexBench(b *testing.B, pool *pgxpool.Pool) {
+// backfill, resuming where it stopped) and builds the BM25 statistics.
+func indexBench(b *testing.B, pool *pgxpool.Pool, set benchSet) {
 	b.Helper()
 	ctx := context.Background()
-	// The HNSW index is built once after the backfill rather than grown a
-	// vector at a time: the same index, an order of magnitude sooner.
-	_, err := pool.Exec(ctx, "DROP INDEX IF EXISTS record_vectors_sparse")
-	require.NoError(b, err)
 	t := time.Now()
-	p := &progress{}
+	p := &benchProgress{of: set.records, start: t}
 	require.NoError(b, embedding.NewBackfiller(pool, embedding.NewLexical(), 2000, nil).Backfill(ctx, p))
-	b.Logf("embedded %d records in %s", p.counts["embedded"], time.Since(t).Round(time.Second))
-	t = time.Now()
-	_, err = pool.Exec(ctx, `SET maintenance_work_mem = '4GB'; SET max_parallel_maintenance_workers = 2;
-		CREATE INDEX record_vectors_sparse ON record_vectors USING hnsw (sparse sparsevec_cosine_ops) WHERE sparse IS NOT NULL`)
-	require.NoError(b, err)
-	b.Logf("built the HNSW index in %s", time.Since(t).Round(time.Second))
+	say("embedded %d records (%s)", p.counts["embedded"], time.Since(t).Round(time.Second))
 	t = time.Now()
 	settings, err := retrieve.NewSettings(retrieve.DefaultConfig())
 	require.NoError(b, err)
 	require.NoError(b, retrieve.New(pool, settings).RefreshStats(ctx, &progress{}))
-	for _, table := range []string{"records", "record_vectors", "lexeme_stats"} {
+	for _, table := range []string{"records", "record_vectors", "lexeme_stats", "embedding_df"} {
 		_, err = pool.Exec(ctx, "VACUUM ANALYZE "+table)
 		require.NoError(b, err)
 	}
-	b.Logf("BM25 statistics and ANALYZE in %s", time.Since(t).Round(time.Second))
+	say("BM25 statistics and ANALYZE (%s)", time.Since(t).Round(time.Second))
 }
 
-// benchRecords is ENGRAM_BENCH_RECORDS, a million by default.
-func benchRecords(b *testing.B) int {
-	if v := os.Getenv("ENGRAM_BENCH_RECORDS"); v != "" {
+// benchEnvInt is an integer environment variable, or def.
+func benchEnvInt(b *testing.B, name string, def int) int {
+	if v := os.Getenv(name); v != "" {
 		n, err := strconv.Atoi(v)
 		require.NoError(b, err)
 		return n
 	}
-	return 1_000_000
+	return def
+}
+
+// benchShared is the set BenchmarkRetrieve and BenchmarkRecall/exact
+// share: ENGRAM_BENCH_RECORDS records (100,000 by default; the documented
+// full run sets a million) across 100 tenants.
+func benchShared(b *testing.B) benchSet {
+	return benchSet{schema: "bench_retrieve", records: benchEnvInt(b, "ENGRAM_BENCH_RECORDS", 100_000), tenants: benchTenants}
+}
+
+// benchOneTenant is a set of n records all held by one tenant, bench-00.
+func benchOneTenant(n int) benchSet {
+	return benchSet{schema: fmt.Sprintf("bench_retrieve_one_%d", n), records: n, tenants: 1}
+}
+
+// benchScale is ENGRAM_BENCH_SCALE, the sizes of BenchmarkRetrieveScale.
+func benchScale(b *testing.B) []int {
+	v := cmp.Or(os.Getenv("ENGRAM_BENCH_SCALE"), "1000,10000,100000")
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		require.NoError(b, err, "ENGRAM_BENCH_SCALE")
+		out = append(out, n)
+	}
+	return out
 }
 
 // benchTask is a task as an agent would send it: a few words of text, often
-// an error signal, sometimes an os and an intent.
-func benchTask(rng *rand.Rand) (string, retrieve.Request) {
+// an error signal, sometimes an os and an intent, for one of the tenants.
+func benchTask(rng *rand.Rand, tenants int) (string, retrieve.Request) {
 	word := func() string { return fmt.Sprintf("w%d", int(5000*pow3(rng.Float64()))) }
 	var text string
 	for i := range 6 {
@@ -200,7 +285,7 @@ func benchTask(rng *rand.Rand) (string, retrieve.Request) {
 	if rng.IntN(4) == 0 {
 		t.Intent = fmt.Sprintf("intent_%d", rng.IntN(50))
 	}
-	return fmt.Sprintf("bench-%02d", rng.IntN(benchTenants)), retrieve.Request{Task: t, Trust: retrieve.Trust{Clearance: memory.Medium}}
+	return fmt.Sprintf("bench-%02d", rng.IntN(tenants)), retrieve.Request{Task: t, Trust: retrieve.Trust{Clearance: memory.Medium}}
 }
 
 func pow3(x float64) float64 { return x * x * x }
@@ -211,35 +296,23 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
-// BenchmarkRetrieve measures retrieval over ENGRAM_BENCH_RECORDS records (a
-// million by default) of all five types across 100 tenants, embedded by the
-// built-in embedder: each operation is one layered, hybrid, trust-gated
-// retrieval of a random tenant, logged. It reports p50 and p99 latency,
-// and "sql-p50-ms", the same searches and log insert issued bare (the
-// store's batch, no embedding, ranking or gating): the retrieval's cost
-// over the SQL it issues.
-//
-//	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench=Retrieve -benchtime=500x -timeout=60m ./retrieve/
-func BenchmarkRetrieve(b *testing.B) {
-	pool := benchDB(b, benchRecords(b))
-	settings, err := retrieve.NewSettings(retrieve.DefaultConfig())
-	require.NoError(b, err)
-	lex := embedding.NewLexical()
-	r := retrieve.New(pool, settings, retrieve.WithEmbedder(lex))
-	ctx := context.Background()
+func reportMs(b *testing.B, d time.Duration, unit string) {
+	b.ReportMetric(float64(d.Microseconds())/1000, unit)
+}
 
-	rng := rand.New(rand.NewPCG(1, 2))
-	// Warm the caches as a running daemon's would be.
+// timeRetrievals times a retrieval of a random task per iteration of b,
+// after 200 to warm the caches as a running daemon's would be, and reports
+// p50 and p99 latency.
+func timeRetrievals(b *testing.B, r *retrieve.Retriever, rng *rand.Rand, tenants int) (took []time.Duration, items, lexicalOnly int) {
+	ctx := context.Background()
 	for range 200 {
-		tenant, req := benchTask(rng)
+		tenant, req := benchTask(rng, tenants)
 		_, err := r.Retrieve(ctx, tenant, req)
 		require.NoError(b, err)
 	}
-	var took []time.Duration
-	var items, lexicalOnly int
 	b.ResetTimer()
 	for b.Loop() {
-		tenant, req := benchTask(rng)
+		tenant, req := benchTask(rng, tenants)
 		t := time.Now()
 		res, err := r.Retrieve(ctx, tenant, req)
 		took = append(took, time.Since(t))
@@ -252,19 +325,48 @@ func BenchmarkRetrieve(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	reportMs(b, percentile(took, 0.5), "p50-ms")
+	reportMs(b, percentile(took, 0.99), "p99-ms")
+	return took, items, lexicalOnly
+}
 
-	// The bare SQL of as many retrievals: the store's search batch as
-	// Retrieve builds it, and the log insert.
-	rng = rand.New(rand.NewPCG(1, 2))
+// BenchmarkRetrieve measures retrieval over ENGRAM_BENCH_RECORDS records
+// (100,000 by default; the documented full run sets a million) of all five
+// types across 100 tenants, embedded by the built-in embedder: each
+// operation is one layered, hybrid, trust-gated retrieval of a random
+// tenant, logged. It reports p50 and p99 latency; "sql-p50-ms" and
+// "sql-p99-ms", the same searches and log insert issued bare (the store's
+// batch, no embedding, ranking or gating): the retrieval's cost over the
+// SQL it issues; and "fts-p50-ms" and "fts-p99-ms", the plain-PostgreSQL
+// floor: one full-text query of the same task texts over the same records
+// (tsvector, GIN, ts_rank_cd; the top 50 of every type at once:
+// benchFTSSQL).
+//
+//	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench='Retrieve$' -benchtime=500x -timeout=60m ./retrieve/
+func BenchmarkRetrieve(b *testing.B) {
+	pool := benchDB(b, benchShared(b))
+	settings, err := retrieve.NewSettings(retrieve.DefaultConfig())
+	require.NoError(b, err)
+	lex := embedding.NewLexical()
+	r := retrieve.New(pool, settings, retrieve.WithEmbedder(lex))
+	ctx := context.Background()
+
+	took, items, lexicalOnly := timeRetrievals(b, r, rand.New(rand.NewPCG(1, 2)), benchTenants)
+
+	// The bare SQL of as many retrievals (the store's search batch as
+	// Retrieve builds it, and the log insert), and the plain full-text
+	// query of each, interleaved so that both meet the same conditions.
+	rng := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
-		benchTask(rng)
+		benchTask(rng, benchTenants)
 	}
 	cfg := retrieve.DefaultConfig()
-	var bare []time.Duration
+	var bare, fts []time.Duration
 	for range len(took) {
-		tenant, req := benchTask(rng)
+		tenant, req := benchTask(rng, benchTenants)
+		text := retrieve.QueryText(req.Task)
 		qs := retrieve.SearchQueries(cfg, req, memory.Medium, time.Now())
-		vs, err := lex.Embed(ctx, []string{retrieve.QueryText(req.Task)})
+		vs, err := lex.Embed(ctx, []string{text})
 		require.NoError(b, err)
 		for i := range qs {
 			if qs[i].Type != memory.Working {
@@ -282,32 +384,69 @@ func BenchmarkRetrieve(b *testing.B) {
 		}
 		require.NoError(b, store.LogRetrieval(ctx, pool, tenant, store.Retrieval{ID: uuid.New(), At: time.Now(), RecordIDs: ids[:min(len(ids), 14)]}))
 		bare = append(bare, time.Since(t))
+
+		t = time.Now()
+		rows, err := pool.Query(ctx, benchFTSSQL, tenant, text, memory.Medium.Rank())
+		require.NoError(b, err)
+		_, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		require.NoError(b, err)
+		fts = append(fts, time.Since(t))
 	}
-	p50, p99, sql50 := percentile(took, 0.5), percentile(took, 0.99), percentile(bare, 0.5)
-	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(sql50.Microseconds())/1000, "sql-p50-ms")
+	p50, sql50 := percentile(took, 0.5), percentile(bare, 0.5)
+	reportMs(b, sql50, "sql-p50-ms")
+	reportMs(b, percentile(bare, 0.99), "sql-p99-ms")
+	reportMs(b, percentile(fts, 0.5), "fts-p50-ms")
+	reportMs(b, percentile(fts, 0.99), "fts-p99-ms")
 	b.ReportMetric(float64(p50)/float64(sql50), "x-sql")
 	b.ReportMetric(float64(items)/float64(len(took)), "items/op")
 	b.ReportMetric(float64(lexicalOnly), "lexical-only")
 }
 
+// BenchmarkRetrieveScale measures retrieval as one tenant grows: for each
+// size of ENGRAM_BENCH_SCALE (records, comma-separated; 1,000, 10,000 and
+// 100,000 by default), a tenant holding that many records, alone in its
+// schema, and p50 and p99 latency of random tasks.
+//
+//	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench=RetrieveScale -benchtime=300x -timeout=60m ./retrieve/
+func BenchmarkRetrieveScale(b *testing.B) {
+	for _, n := range benchScale(b) {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			pool := benchDB(b, benchOneTenant(n))
+			settings, err := retrieve.NewSettings(retrieve.DefaultConfig())
+			require.NoError(b, err)
+			r := retrieve.New(pool, settings, retrieve.WithEmbedder(embedding.NewLexical()))
+			timeRetrievals(b, r, rand.New(rand.NewPCG(5, 6)), 1)
+		})
+	}
+}
+
 // BenchmarkRecall measures recall@10 of the hybrid ranking, per layer,
-// against exact search: the same retrieval with index scans off, so that
-// the vector half is a brute-force scan of every vector of the tenant and
-// type instead of an approximate HNSW walk, and with every query term
-// selecting candidates (common_term_share 1), so that the lexical half
-// scores every record that holds any of them.
+// against exact search: the same retrieval with index scans off and every
+// query term and vector feature selecting candidates (common_term_share
+// 1), so that the lexical half scores every record that holds any of the
+// task's terms and the vector half compares every vector that shares a
+// feature with the task's (the others are at distance 1, never a hit).
+// "exact" runs over BenchmarkRetrieve's records, tenants of a few
+// thousand; "hnsw" over one tenant holding ENGRAM_BENCH_SCALE_MAX records
+// (else ENGRAM_BENCH_RECORDS), the size at which the vector half used to
+// walk an HNSW graph: it selects on the features' index at every size now
+// (migration 016), and the figure measures that selection at its largest.
 //
 //	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench=Recall -benchtime=100x -timeout=60m ./retrieve/
 func BenchmarkRecall(b *testing.B) {
-	pool := benchDB(b, benchRecords(b))
+	b.Run("exact", func(b *testing.B) {
+		set := benchShared(b)
+		benchRecall(b, set, benchDB(b, set))
+	})
+	b.Run("hnsw", func(b *testing.B) {
+		set := benchOneTenant(benchEnvInt(b, "ENGRAM_BENCH_SCALE_MAX", benchShared(b).records))
+		benchRecall(b, set, benchDB(b, set))
+	})
+}
+
+func benchRecall(b *testing.B, set benchSet, pool *pgxpool.Pool) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.WithSearchPath(pgtest.URL(), benchSchema))
-	require.NoError(b, err)
-	if os.Getenv("ENGRAM_BENCH_KEEP") != "1" {
-		cfg = pool.Config()
-	}
+	cfg := pool.Config()
 	cfg.ConnConfig.RuntimeParams["enable_indexscan"] = "off"
 	exactPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(b, err)
@@ -320,7 +459,7 @@ func BenchmarkRecall(b *testing.B) {
 	}
 	settings, err := retrieve.NewSettings(rc)
 	require.NoError(b, err)
-	// Exact: every term selects candidates, and every vector is compared.
+	// Exact: every term and feature selects candidates.
 	rc.CommonTermShare = 1
 	exactSettings, err := retrieve.NewSettings(rc)
 	require.NoError(b, err)
@@ -331,7 +470,7 @@ func BenchmarkRecall(b *testing.B) {
 	tokens := retrieve.MaxTokens
 	var found, want float64
 	for b.Loop() {
-		tenant, req := benchTask(rng)
+		tenant, req := benchTask(rng, set.tenants)
 		req.Budget.Tokens = &tokens
 		a, err := approx.Retrieve(ctx, tenant, req)
 		require.NoError(b, err)

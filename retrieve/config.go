@@ -89,7 +89,10 @@ type Config struct {
 	Candidates int `yaml:"candidates"`
 	// CommonTermShare: a query term held by more than this share of a
 	// tenant's records still scores, but brings candidates of its own only
-	// when the rarer terms bring too few (1: every term always does).
+	// when the rarer terms bring too few, and then only as many as 200
+	// times Candidates; the vector half's features bring candidates in
+	// order of rarity up to 50 times Candidates (1: every term and feature
+	// always does, an exact search).
 	CommonTermShare float64 `yaml:"common_term_share"`
 	// DisambiguationMargin: when the best of several matching procedures
 	// or plans does not beat the next by this share of its score, the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/signature"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -197,17 +198,18 @@ func selection(why *Why, successes, failures int, rec memory.Record, now time.Ti
 // whose signature is a task signal's (that signal returned too), else the
 // one whose signal shares most words with the task's signals and text,
 // then the most specific. Condition values on both sides are decoded JSON,
-// so they compare with reflect.DeepEqual, as Disjoint does.
-func bestTrigger(ts []memory.Trigger, t Task, signals []taskSignal) (memory.Trigger, string) {
+// so they compare with reflect.DeepEqual, as Disjoint does. It returns the
+// trigger's signature too, computed once: normalising a signal is most of
+// ranking's own time.
+func bestTrigger(ts []memory.Trigger, t Task, signals []taskSignal) (best memory.Trigger, bestSig, bestSignal string) {
 	want := taskWords(t)
-	var best memory.Trigger
-	var bestSignal string
 	bestScore := -1.0
 	for _, tr := range ts {
 		if tr.Conditions.Disjoint(t.Conditions) {
 			continue
 		}
-		signal, problem := sameProblem(tr.Signal, signals)
+		sig := signature.Of(tr.Signal)
+		signal, problem := sameProblem(sig, signals)
 		var shared int
 		for w := range words(tr.Signal) {
 			if want[w] {
@@ -219,10 +221,10 @@ func bestTrigger(ts []memory.Trigger, t Task, signals []taskSignal) (memory.Trig
 			score += 1e6
 		}
 		if score > bestScore {
-			best, bestSignal, bestScore = tr, signal, score
+			best, bestSig, bestSignal, bestScore = tr, sig, signal, score
 		}
 	}
-	return best, bestSignal
+	return best, bestSig, bestSignal
 }
 
 func words(s string) map[string]bool {

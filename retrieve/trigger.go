@@ -36,11 +36,10 @@ func signalsOf(t Task) []taskSignal {
 // with no error: its intent label.
 const intentPrefix = "intent:"
 
-// sameProblem is the first of signals whose signature is a trigger's: the
-// same problem, met again with other values (substrate RFC §8: procedures
-// are found by their trigger).
-func sameProblem(trigger string, signals []taskSignal) (string, bool) {
-	sig := signature.Of(trigger)
+// sameProblem is the first of signals whose signature is a trigger's (sig):
+// the same problem, met again with other values (substrate RFC §8:
+// procedures are found by their trigger).
+func sameProblem(sig string, signals []taskSignal) (string, bool) {
 	if sig == "" {
 		return "", false
 	}
@@ -58,9 +57,9 @@ func sameProblem(trigger string, signals []taskSignal) (string, bool) {
 // on a signature match the bindings of the recipe's variables. It returns
 // the trigger's conditions and whether it is the task's problem.
 func matchTrigger(why *Why, p memory.CompetencePayload, t Task, signals []taskSignal) (memory.Conditions, bool) {
-	trig, signal := bestTrigger(p.Triggers, t, signals)
+	trig, sig, signal := bestTrigger(p.Triggers, t, signals)
 	why.MatchedSignal = trig.Signal
-	cover := coverage(trig.Signal, taskWords(t))
+	cover := coverage(sig, taskWords(t))
 	if signal != "" {
 		why.SignatureMatch, cover = true, 1
 		why.Bindings = bindings(p.Recipe, signal)
@@ -69,11 +68,11 @@ func matchTrigger(why *Why, p memory.CompetencePayload, t Task, signals []taskSi
 	return trig.Conditions, signal != ""
 }
 
-// coverage is the share of the words of a trigger's signature (its
+// coverage is the share of the words of a trigger's signature (sig, its
 // placeholders left out) that are among want: 1 for a procedure without a
 // trigger to judge by.
-func coverage(trigger string, want map[string]bool) float64 {
-	have := words(signature.Bare(signature.Of(trigger)))
+func coverage(sig string, want map[string]bool) float64 {
+	have := words(signature.Bare(sig))
 	if len(have) == 0 {
 		return 1
 	}

@@ -80,7 +80,11 @@ type SearchResult struct {
 // alike when there are none yet), and two tsqueries OR-ing them: rare, the
 // rarest eight terms among those held by at most a share ($11) of the
 // tenant's passages (in a tenant of fewer than 1,000 passages, any term;
-// with a share of 1, every term), and every, all of them. A passage is a
+// with a share of 1, every term), and every, those and the others in order
+// of rarity while together they hold at most 200 times the limit ($8) of
+// passages (with a share of 1, all of them): a common term held by a tenth
+// of a large tenant's records would make them all candidates, each scored,
+// and what only it brings scores lowest. A passage is a
 // record, or one timeline entry of an episode (migration 007); docs is the
 // number of live records.
 const searchTermsSQL = `
@@ -88,29 +92,38 @@ WITH c AS (
 	SELECT coalesce(max(docs), 0) AS docs, coalesce(max(passages), 0) AS n, coalesce(max(avg_len), 1) AS avg_len
 	FROM corpus_stats WHERE tenant_id = $1
 ), q AS (
-	SELECT t.lexeme, ln(1 + (greatest(c.n - coalesce(s.df, 0), 0) + 0.5) / (coalesce(s.df, 0) + 0.5)) AS idf,
+	SELECT t.lexeme, coalesce(s.df, 0) AS df, ln(1 + (greatest(c.n - coalesce(s.df, 0), 0) + 0.5) / (coalesce(s.df, 0) + 0.5)) AS idf,
 		c.n < 1000 OR coalesce(s.df, 0) <= $11 * c.n AS selective,
 		row_number() OVER (ORDER BY coalesce(s.df, 0), t.lexeme) AS rarity,
 		'''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted,
 		('''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery AS term
 	FROM c, unnest(tsvector_to_array(to_tsvector('english', $2))) AS t(lexeme)
 	LEFT JOIN lexeme_stats s ON s.tenant_id = $1 AND s.lexeme = t.lexeme
+), qr AS (
+	SELECT quoted, rare, sum(df) FILTER (WHERE NOT rare) OVER (ORDER BY rarity) AS reach
+	FROM (SELECT quoted, df, rarity, selective AND (rarity <= 8 OR $11 >= 1) AS rare FROM q) AS q
 ), tq AS (
-	SELECT (string_agg(quoted, ' | ') FILTER (WHERE selective AND (rarity <= 8 OR $11 >= 1)))::tsquery AS rare,
-		string_agg(quoted, ' | ')::tsquery AS every
-	FROM q
+	SELECT (string_agg(quoted, ' | ') FILTER (WHERE rare))::tsquery AS rare,
+		(string_agg(quoted, ' | ') FILTER (WHERE rare OR reach <= 200 * $8 OR $11 >= 1))::tsquery AS every
+	FROM qr
 )`
 
 // searchFilter is what a record must satisfy besides a match, its tenant
 // and type: live, within scope, visible to the caller's agent ($12) and
 // thread ($13), and not contradicting the task's conditions ($5) at the
-// time $6.
+// time $6. A record's conditions are precomputed (migration 016): they
+// hold when no key has a different value in the task's, that is when
+// adding the task's to them changes nothing the other way round; a
+// procedure whose triggers name different conditions has none, and is
+// checked trigger by trigger on its payload.
 const searchFilter = `
 	r.status IN ('active', 'contested')
 	AND ($7::text IS NULL OR r.scope IN ('', $7))
 	AND (r.visibility = 'tenant' OR (r.visibility = 'agent' AND r.agent_id = $12) OR (r.visibility = 'thread' AND r.thread_id = $13))
-	AND (r.type <> 'semantic' OR engram_fact_applies(r.payload, $5, $6))
-	AND (r.type <> 'competence' OR engram_procedure_applies(r.payload, $5))`
+	AND CASE WHEN r.conditions IS NULL THEN engram_procedure_applies(r.payload, $5)
+		ELSE r.conditions || $5::jsonb = $5::jsonb || r.conditions END
+	AND (r.type <> 'semantic' OR (coalesce((r.payload #>> '{validity,start}')::timestamptz <= $6, true)
+		AND coalesce((r.payload #>> '{validity,end}')::timestamptz >= $6, true)))`
 
 // searchLexical finds the tenant's records of the type that hold the
 // query's lexemes, on the records_search index (its search_key is tenant
@@ -166,32 +179,46 @@ const searchLexical = `, rare AS MATERIALIZED (
 	WHERE NOT allowed AND bm25 >= CASE WHEN (SELECT count(*) FROM lex) < $8 THEN 0 ELSE (SELECT min(bm25) FROM lex) END
 )`
 
-// searchSparse and searchDense are the vector half: the nearest vectors of
-// the model ($9) to the query vector ($10), four times the limit, filtered
-// on what the vector rows hold themselves — tenant (its partition), model,
-// type, sensitivity; a record that leaves the active set leaves the table.
-// A tenant of fewer than 100,000 live records has its vectors of the type
-// ranked exactly: a few thousand distances cost less than an HNSW walk
-// through a graph it shares with other tenants (measured: 6 ms against 440
-// at a million records over 100 tenants). A larger tenant's are found on
-// the HNSW index, whose iterative scan keeps going until enough pass. The
-// record-level filters (visibility, scope, conditions) then choose among
-// them; joining the records inside the scan would make the planner rank
-// every vector of the tenant through the records.
-const searchSparse = `, near_v AS (
-	(SELECT v.record_id, v.sparse <=> $10::sparsevec AS dist
-	FROM record_vectors v
-	WHERE (SELECT docs FROM c) < 100000
-		AND v.tenant_id = $1 AND v.model = $9 AND v.type = $3 AND v.sensitivity_rank <= $4 AND v.sparse IS NOT NULL
-	ORDER BY (v.sparse <=> $10::sparsevec) + 0
-	LIMIT 4 * $8)
-	UNION ALL
-	(SELECT v.record_id, v.sparse <=> $10::sparsevec AS dist
-	FROM record_vectors v
-	WHERE (SELECT docs FROM c) >= 100000
-		AND v.tenant_id = $1 AND v.model = $9 AND v.type = $3 AND v.sensitivity_rank <= $4 AND v.sparse IS NOT NULL
-	ORDER BY v.sparse <=> $10::sparsevec
-	LIMIT 4 * $8)
+// searchSparse is the vector half for the built-in embedder's sparse
+// vectors: the nearest vectors of the model ($9) to the query vector
+// ($10), four times the limit, filtered on what the vector rows hold
+// themselves — tenant (its partition), model, type, sensitivity; a record
+// that leaves the active set leaves the table. Its vectors are a weighted
+// match of hashed features, so a vector that shares no feature with the
+// query's is at distance 1 and never a hit: the candidates are the vectors
+// that share one, found on the features' GIN index (migration 016), and
+// only they are ranked exactly (the key's parts are checked again: a model
+// name may hold a slash). The query's features select in order of
+// rarity (their document frequency in the tenant) while together they
+// reach at most 50 times the limit of the tenant's vectors, the rarest one
+// always: a common feature (a trigram of a frequent word) would make most
+// of the tenant's vectors candidates, and its weight in them, scaled by its
+// inverse document frequency, is the lowest, so the vectors only common
+// features bring rank last. The cost is bounded whatever the tenant's
+// size, where ranking every vector of a tenant grows with it and an HNSW
+// walk over sparse vectors goes far for a good top-k (measured: 440 ms at a
+// million records). With a share ($11) of 1, every feature selects: exact.
+// The two bounds (this one and the lexical half's, 200 times) were chosen
+// on one tenant of 100,000 records: recall@10 0.95 against exact search
+// (BenchmarkRecall/hnsw), where 25 and 25 gave 0.78 and 100 and 100 0.97
+// at twice the latency.
+// The record-level filters (visibility, scope, conditions) then choose
+// among them; joining the records inside the scan would make the planner
+// rank every vector of the tenant through the records.
+const searchSparse = `, vq AS (
+	SELECT f.feature, coalesce((
+		SELECT d.df FROM embedding_df d WHERE d.tenant_id = $1 AND d.model = $9 AND d.feature = f.feature), 0) AS df
+	FROM unnest($14::int4[]) AS f(feature)
+), vf AS MATERIALIZED (
+	SELECT coalesce(array_agg(feature) FILTER (WHERE $11 >= 1 OR reach <= 50 * $8 OR rarity = 1), '{}') AS selected
+	FROM (SELECT feature, sum(df) OVER w AS reach, row_number() OVER w AS rarity FROM vq WINDOW w AS (ORDER BY df, feature)) AS r
+), near_v AS (
+	SELECT v.record_id, v.sparse <=> $10::sparsevec AS dist
+	FROM record_vectors v, vf
+	WHERE v.search_key = $1 || '/' || $9 || '/' || $3 AND v.features && vf.selected
+		AND v.tenant_id = $1 AND v.model = $9 AND v.type = $3 AND v.sparse IS NOT NULL AND v.sensitivity_rank <= $4
+	ORDER BY dist
+	LIMIT 4 * $8
 ), vec AS (
 	SELECT v.record_id AS id, v.dist
 	FROM near_v v JOIN records r ON r.tenant_id = $1 AND r.id = v.record_id
@@ -200,8 +227,10 @@ const searchSparse = `, near_v AS (
 	LIMIT $8
 )`
 
-// searchDense is searchSparse for dense vectors, which have no index yet:
-// always ranked exactly.
+// searchDense is the vector half for dense vectors (an OpenAI-compatible
+// model), which have no index yet: the tenant's vectors of the model and
+// type are ranked exactly, four times the limit, and the record-level
+// filters choose among them as searchSparse's do.
 const searchDense = `, near_v AS (
 	SELECT v.record_id, v.dense <=> $10::vector AS dist
 	FROM record_vectors v
@@ -341,7 +370,9 @@ func searchStatement(tenant string, q SearchQuery) statement {
 	args := []any{tenant, q.Text, q.Type, q.MaxSensitivity.Rank(), cond, q.At.UTC(), q.Scope, limit}
 	switch {
 	case q.Sparse != nil:
-		return statement{q.Type, searchSparseSQL, append(args, q.Model, q.Sparse, share, q.AgentID, q.ThreadID)}
+		// The query vector's features ($14), as the vector half selects
+		// candidates by them.
+		return statement{q.Type, searchSparseSQL, append(args, q.Model, q.Sparse, share, q.AgentID, q.ThreadID, q.Sparse.Indices())}
 	case q.Dense != nil:
 		return statement{q.Type, searchDenseSQL, append(args, q.Model, q.Dense, share, q.AgentID, q.ThreadID)}
 	}
