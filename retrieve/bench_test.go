@@ -426,19 +426,20 @@ func BenchmarkRetrieveScale(b *testing.B) {
 // 1), so that the lexical half scores every record that holds any of the
 // task's terms and the vector half compares every vector that shares a
 // feature with the task's (the others are at distance 1, never a hit).
-// "exact" runs over BenchmarkRetrieve's records, tenants of a few
-// thousand; "hnsw" over one tenant holding ENGRAM_BENCH_SCALE_MAX records
-// (else ENGRAM_BENCH_RECORDS), the size at which the vector half used to
-// walk an HNSW graph: it selects on the features' index at every size now
-// (migration 016), and the figure measures that selection at its largest.
+// "small-tenants" runs over BenchmarkRetrieve's records, tenants of a few
+// thousand; "large-tenant" over one tenant holding ENGRAM_BENCH_SCALE_MAX
+// records (else ENGRAM_BENCH_RECORDS), the size at which the vector half
+// used to walk an HNSW graph: it selects on the features' index at every
+// size now (migration 016), and the figure measures that selection at its
+// largest.
 //
 //	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench=Recall -benchtime=100x -timeout=60m ./retrieve/
 func BenchmarkRecall(b *testing.B) {
-	b.Run("exact", func(b *testing.B) {
+	b.Run("small-tenants", func(b *testing.B) {
 		set := benchShared(b)
 		benchRecall(b, set, benchDB(b, set))
 	})
-	b.Run("hnsw", func(b *testing.B) {
+	b.Run("large-tenant", func(b *testing.B) {
 		set := benchOneTenant(benchEnvInt(b, "ENGRAM_BENCH_SCALE_MAX", benchShared(b).records))
 		benchRecall(b, set, benchDB(b, set))
 	})

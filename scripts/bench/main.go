@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -59,7 +60,12 @@ var suites = []suite{
 		env: func(s Sizes) []string { return []string{fmt.Sprint("ENGRAM_BENCH_EVENTS=", s.Events)} }},
 	{name: "retrieve", pkg: "./retrieve/", bench: "^Benchmark(Retrieve|Recall|RetrieveScale)$", benchtime: "300x",
 		env: func(s Sizes) []string {
-			return []string{fmt.Sprint("ENGRAM_BENCH_RECORDS=", s.Records), "ENGRAM_BENCH_SCALE=" + s.Scale}
+			// The seeded schemas are kept (and reused by the next run of
+			// the same size): the recall benchmarks run over the same
+			// records as the latency ones, the large tenant over the
+			// scaling curve's largest.
+			return []string{fmt.Sprint("ENGRAM_BENCH_RECORDS=", s.Records), "ENGRAM_BENCH_SCALE=" + s.Scale,
+				"ENGRAM_BENCH_SCALE_MAX=" + largest(s.Scale), "ENGRAM_BENCH_KEEP=1"}
 		}},
 	{name: "decay", pkg: "./decay/", bench: "^Benchmark(Sweep|Feedback)$", benchtime: "1x",
 		env: func(s Sizes) []string { return []string{fmt.Sprint("ENGRAM_BENCH_RECORDS=", s.DecayRecords)} }},
@@ -153,6 +159,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "updated the bench block of %s\n", *readme)
 	}
 	return nil
+}
+
+// largest is the largest of a comma-separated list of counts.
+func largest(list string) string {
+	best := 0
+	for f := range strings.SplitSeq(list, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > best {
+			best = n
+		}
+	}
+	return strconv.Itoa(best)
 }
 
 func override(v *int, flagValue int) {

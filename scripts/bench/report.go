@@ -209,8 +209,8 @@ func (r Report) rows() []row {
 		add(fill(x, ok))
 	}
 	for _, p := range []struct{ name, what string }{
-		{"Recall/exact", "recall@10 against exact search, small tenants (exact vector ranking)"},
-		{"Recall/hnsw", "recall@10 against exact search, one large tenant (HNSW)"},
+		{"Recall/small-tenants", "recall@10 against exact search, 100 tenants"},
+		{"Recall/large-tenant", "recall@10 against exact search, one tenant of the largest size"},
 	} {
 		v, ok := rs.get(p.name, "recall@10")
 		add(fill(row{what: p.what, figure: fmt.Sprintf("%.3f", v), target: "≥ 0.95", status: atLeast(v, 0.95, ""), floor: "—", ratio: "—"}, ok))
