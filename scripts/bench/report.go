@@ -234,7 +234,7 @@ func (r Report) rows() []row {
 			prev, _ := rs.get(fmt.Sprintf("RetrieveScale/records=%d", scale[i-1]), "p50-ms")
 			growth := p50 / prev
 			per10 := math.Pow(growth, 1/math.Log10(float64(k)/float64(scale[i-1])))
-			x.status = atMost(per10, 2.2, fmt.Sprintf("p50 ×%.2f per 10×", per10))
+			x.status = atMost(per10, 2, fmt.Sprintf("p50 ×%.2f per 10×", per10))
 		}
 		add(x)
 	}

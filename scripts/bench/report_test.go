@@ -51,7 +51,7 @@ func TestReportTable(t *testing.T) {
 	require.Contains(t, find("retrieval p50"), "| 1.50×; 3.00× |")
 	require.Contains(t, find("retrieval p99, the same"), "| 90.0 ms | ≤ 25 ms | **missed** by 3.6× | — | — |")
 	require.Contains(t, find("retrieval, one tenant of 10,000"), "| met (p50 ×1.50 per 10×) |")
-	require.Contains(t, find("retrieval, one tenant of 100,000"), "| **missed** by 1.4× (p50 ×3.00 per 10×) |")
+	require.Contains(t, find("retrieval, one tenant of 100,000"), "| **missed** by 1.5× (p50 ×3.00 per 10×) |")
 	require.Contains(t, find("retrieval p99 over HTTP"), "| not measured in this run | ≤ 50 ms |")
 	require.Contains(t, find("recall@10 against exact search, one tenant"), "| not measured in this run |")
 	require.Contains(t, find("consolidation: a first pass over 10,000 closed episodes, 100 errors"), "| not measured in this run | < 60 s (set for 100,000 episodes) |")
