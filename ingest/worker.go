@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strings"
@@ -191,6 +192,9 @@ func (w *Worker) loop(ctx context.Context, partition int) {
 const (
 	tryLockPartition = `SELECT pg_try_advisory_xact_lock(hashtext('engram-policy:' || current_schema()), $1)`
 	lockPartition    = `SELECT pg_advisory_xact_lock(hashtext('engram-policy:' || current_schema()), $1)`
+	// lockFact serializes the partitions' writes of one fact (tenant,
+	// scope, subject, predicate), taken in key order.
+	lockFact = `SELECT pg_advisory_xact_lock(hashtext('engram-fact:' || current_schema()), $1)`
 )
 
 // RunOnce classifies one batch of a partition's pending candidates and
@@ -403,7 +407,17 @@ func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Pol
 	// facts it writes in the same order, so two batches meeting on the same
 	// facts wait for each other instead of deadlocking.
 	slices.SortStableFunc(facts, func(a, b pendingFact) int { return strings.Compare(a.key(), b.key()) })
-	for _, f := range facts {
+	for i, f := range facts {
+		if i == 0 || f.key() != facts[i-1].key() {
+			// Two partitions' threads may report the same fact: the one
+			// that comes second waits here for the first to commit, and
+			// its gates then see the first's record, instead of both
+			// inserting an active fact and the second failing its whole
+			// batch on the unique index.
+			if _, err := tx.Exec().Exec(ctx, lockFact, f.lockKey(tenant)); err != nil {
+				return nil, fmt.Errorf("lock fact: %w", err)
+			}
+		}
 		id, err := learnFact(ctx, tx, tenant, f.ev, f.cand, f.decision, f.episode, ch)
 		if err != nil {
 			return nil, fmt.Errorf("candidate %s: %w", f.cand.ID, err)
@@ -438,6 +452,15 @@ type pendingFact struct {
 // key orders facts by what their records lock: scope, subject, predicate.
 func (f pendingFact) key() string {
 	return f.decision.Scope + "\x00" + f.ev.Fact.Subject + "\x00" + f.ev.Fact.Predicate
+}
+
+// lockKey is the advisory lock of the fact in tenant: a hash, since keys
+// hold what text values cannot (NUL); two facts sharing one only wait for
+// each other.
+func (f pendingFact) lockKey(tenant string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(tenant + "\x00" + f.key()))
+	return int32(h.Sum32())
 }
 
 // learnFact writes a fact event as a semantic record — global,
