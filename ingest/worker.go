@@ -280,6 +280,32 @@ type threadState struct {
 	// its end. An outcome writes its thread's append early; the events
 	// after it start a new append that the same entry of the list writes.
 	queued bool
+	// starting: the thread is among those the batch opens at its start.
+	starting bool
+}
+
+// classifiedEvent is a claimed candidate, its event and the policy's
+// decision.
+type classifiedEvent struct {
+	c        store.Candidate
+	ev       memory.Event
+	d        policy.Decision
+	decision json.RawMessage
+}
+
+// classify decodes and classifies claimed candidates, in order.
+func classify(pol *policy.Policy, cands []store.Candidate) ([]classifiedEvent, error) {
+	out := make([]classifiedEvent, len(cands))
+	for i, c := range cands {
+		e := &out[i]
+		e.c = c
+		if err := json.Unmarshal(c.Event, &e.ev); err != nil {
+			return nil, fmt.Errorf("candidate %s: decode event: %w", c.ID, err)
+		}
+		e.d = pol.Classify(e.ev, c.Sensitivity)
+		e.decision, _ = json.Marshal(e.d)
+	}
+	return out, nil
 }
 
 // apply classifies claimed candidates and writes their records in the
@@ -338,15 +364,33 @@ func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Pol
 		return err
 	}
 
+	events, err := classify(pol, cands)
+	if err != nil {
+		return nil, err
+	}
+	// The threads the batch finds closed are opened together, before its
+	// first event; only a thread an outcome closes in the batch is opened
+	// again one at a time, after it.
+	var starts []threadStart
+	for _, e := range events {
+		if ts := state(e.ev.ThreadID); !e.d.Drop && ts.thread == nil && !ts.starting {
+			ts.starting = true
+			starts = append(starts, threadStart{threadID: e.ev.ThreadID, agentID: e.ev.AgentID,
+				episode: newEpisode(e.ev, e.c, e.d), working: newWorking(e.ev, e.d)})
+		}
+	}
+	started, err := startThreads(ctx, tx, tenant, starts, ch)
+	if err != nil {
+		return nil, err
+	}
+	for id, t := range started {
+		threads[id].thread = &t
+	}
+
 	settled := make([]store.Settlement, 0, len(cands))
 	var facts []pendingFact
-	for _, c := range cands {
-		var ev memory.Event
-		if err := json.Unmarshal(c.Event, &ev); err != nil {
-			return nil, fmt.Errorf("candidate %s: decode event: %w", c.ID, err)
-		}
-		d := pol.Classify(ev, c.Sensitivity)
-		decision, _ := json.Marshal(d)
+	for _, e := range events {
+		c, ev, d, decision := e.c, e.ev, e.d, e.decision
 		if d.Drop {
 			settled = append(settled, store.Settlement{Tenant: tenant, ID: c.ID, Status: store.CandidateDropped, Decision: decision})
 			continue

@@ -87,6 +87,49 @@ func InsertThread(ctx context.Context, db pg.DBTX, tenant, threadID, agentID str
 	return gen, nil
 }
 
+// NewThread is a thread to open: its id, agent, and the episode and
+// working memory of its new generation.
+type NewThread struct {
+	ThreadID, AgentID  string
+	EpisodeID, Working uuid.UUID
+}
+
+const insertThreadsSQL = `
+INSERT INTO threads (tenant_id, thread_id, generation, agent_id, episode_id, working_id, status)
+SELECT $1, u.thread_id,
+	COALESCE((SELECT max(t.generation) FROM threads t WHERE t.tenant_id = $1 AND t.thread_id = u.thread_id), 0) + 1,
+	u.agent_id, u.episode_id, u.working_id, 'open'
+FROM unnest($2::text[], $3::text[], $4::uuid[], $5::uuid[]) AS u(thread_id, agent_id, episode_id, working_id)
+RETURNING thread_id, generation`
+
+// InsertThreads opens the next generation of each of threads (distinct
+// thread ids) in one statement, and returns the generations by thread id.
+func InsertThreads(ctx context.Context, db pg.DBTX, tenant string, threads []NewThread) (map[string]int, error) {
+	ids, agents := make([]string, len(threads)), make([]string, len(threads))
+	episodes, working := make([]uuid.UUID, len(threads)), make([]uuid.UUID, len(threads))
+	for i, t := range threads {
+		ids[i], agents[i], episodes[i], working[i] = t.ThreadID, t.AgentID, t.EpisodeID, t.Working
+	}
+	rows, err := db.Query(ctx, insertThreadsSQL, tenant, ids, agents, episodes, working)
+	if err != nil {
+		return nil, fmt.Errorf("open threads: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int, len(threads))
+	for rows.Next() {
+		var id string
+		var gen int
+		if err := rows.Scan(&id, &gen); err != nil {
+			return nil, fmt.Errorf("open threads: %w", err)
+		}
+		out[id] = gen
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("open threads: %w", err)
+	}
+	return out, nil
+}
+
 const closeThreadSQL = `UPDATE threads SET status = 'closed', closed_at = now() WHERE tenant_id = $1 AND thread_id = $2 AND generation = $3`
 
 // CloseThread marks a generation of a thread closed.
