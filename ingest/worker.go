@@ -72,6 +72,9 @@ type Worker struct {
 	idle        time.Duration
 	metrics     *workerMetrics
 
+	// lastWork is when a partition last settled a batch (Unix ns).
+	lastWork atomic.Int64
+
 	wake    []chan struct{}
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -123,6 +126,13 @@ func (w *Worker) SetPolicy(p *policy.Policy) { w.policy.Store(p) }
 
 // Policy is the policy in force.
 func (w *Worker) Policy() *policy.Policy { return w.policy.Load() }
+
+// Busy reports whether the worker is classifying a backlog: a partition
+// settled a batch within the last two idle periods. Background work that
+// competes for the same cores (the embedding backfill) yields to it.
+func (w *Worker) Busy() bool {
+	return time.Since(time.Unix(0, w.lastWork.Load())) < 2*w.idle
+}
 
 // Notify wakes idle partitions: new candidates were staged.
 func (w *Worker) Notify() {
@@ -208,6 +218,9 @@ func (w *Worker) RunOnce(ctx context.Context, partition int) (int, error) {
 			// Two partitions met on the same facts; the batch is whole
 			// again after the rollback, so simply run it again.
 			continue
+		}
+		if n > 0 {
+			w.lastWork.Store(time.Now().UnixNano())
 		}
 		return n, err
 	}

@@ -392,3 +392,14 @@ func TestPartitionsShareFactsWithoutFailingBatches(t *testing.T) {
 		require.Equal(t, store.CandidateDone, status)
 	}
 }
+
+// The worker is busy while it works through a backlog, and not when it
+// has had nothing to do.
+func TestWorkerBusyWhileClassifying(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", func(c *ingest.WorkerConfig) { c.Idle = time.Hour })
+	require.False(t, b.worker.Busy(), "nothing classified yet")
+	b.send(t, ev("observation", "t1", map[string]any{"text": "x"}))
+	b.drain(t)
+	require.True(t, b.worker.Busy(), "it settled a batch within the last idle periods")
+}

@@ -165,6 +165,9 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if err != nil {
 		return err
 	}
+	if ret.backfiller != nil {
+		ret.backfiller.YieldTo(worker.Busy, 0)
+	}
 	per, err := startPeriodic(ctx, cfg, load, pool, writer, settings, ret, reg, logger)
 	if err != nil {
 		return err
