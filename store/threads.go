@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/engram-dev/engram/internal/pg"
 
@@ -24,12 +25,22 @@ type Thread struct {
 	Status     string     `json:"status"`
 }
 
+// openThreadsSQL looks each thread up in threads_one_open. The lateral
+// LIMIT keeps the plan a loop of index lookups, whatever the number of
+// open threads: as a prepared statement's generic plan, thread_id =
+// ANY($2) scanned every open thread of the tenant against the whole list.
 const openThreadsSQL = `
-SELECT thread_id, generation, agent_id, episode_id, working_id, status
-FROM threads WHERE tenant_id = $1 AND thread_id = ANY($2) AND status = 'open'`
+SELECT t.thread_id, t.generation, t.agent_id, t.episode_id, t.working_id, t.status
+FROM unnest($2::text[]) AS u(thread_id)
+CROSS JOIN LATERAL (
+	SELECT * FROM threads t
+	WHERE t.tenant_id = $1 AND t.thread_id = u.thread_id AND t.status = 'open'
+	LIMIT 1
+) t`
 
 // OpenThreads returns the open threads among ids, by thread id.
 func OpenThreads(ctx context.Context, db pg.DBTX, tenant string, ids []string) (map[string]Thread, error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	rows, err := db.Query(ctx, openThreadsSQL, tenant, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read threads: %w", err)
