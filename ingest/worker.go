@@ -202,9 +202,10 @@ func (w *Worker) loop(ctx context.Context, partition int) {
 const (
 	tryLockPartition = `SELECT pg_try_advisory_xact_lock(hashtext('engram-policy:' || current_schema()), $1)`
 	lockPartition    = `SELECT pg_advisory_xact_lock(hashtext('engram-policy:' || current_schema()), $1)`
-	// lockFact serializes the partitions' writes of one fact (tenant,
-	// scope, subject, predicate), taken in key order.
-	lockFact = `SELECT pg_advisory_xact_lock(hashtext('engram-fact:' || current_schema()), $1)`
+	// lockFactsSQL serializes the partitions' writes of facts (tenant, scope,
+	// subject, predicate), each lock taken in the order of its key.
+	lockFactsSQL = `SELECT count(pg_advisory_xact_lock(hashtext('engram-fact:' || current_schema()), k))
+FROM (SELECT DISTINCT k FROM unnest($1::int4[]) AS u(k) ORDER BY k) AS s`
 )
 
 // RunOnce classifies one batch of a partition's pending candidates and
@@ -460,21 +461,14 @@ func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Pol
 	if err := tx.AppendTimelines(ctx, tenant, appends, ch); err != nil {
 		return nil, err
 	}
-	// Facts last, in key order: every partition takes the locks of the
-	// facts it writes in the same order, so two batches meeting on the same
-	// facts wait for each other instead of deadlocking.
+	// Facts last, in key order: every partition takes the row locks of
+	// the facts it writes in the same order, so two batches meeting on
+	// the same facts wait for each other instead of deadlocking.
 	slices.SortStableFunc(facts, func(a, b pendingFact) int { return strings.Compare(a.key(), b.key()) })
-	for i, f := range facts {
-		if i == 0 || f.key() != facts[i-1].key() {
-			// Two partitions' threads may report the same fact: the one
-			// that comes second waits here for the first to commit, and
-			// its gates then see the first's record, instead of both
-			// inserting an active fact and the second failing its whole
-			// batch on the unique index.
-			if _, err := tx.Exec().Exec(ctx, lockFact, f.lockKey(tenant)); err != nil {
-				return nil, fmt.Errorf("lock fact: %w", err)
-			}
-		}
+	if err := lockFacts(ctx, tx, tenant, facts); err != nil {
+		return nil, err
+	}
+	for _, f := range facts {
 		id, err := learnFact(ctx, tx, tenant, f.ev, f.cand, f.decision, f.episode, ch)
 		if err != nil {
 			return nil, fmt.Errorf("candidate %s: %w", f.cand.ID, err)
@@ -509,6 +503,27 @@ type pendingFact struct {
 // key orders facts by what their records lock: scope, subject, predicate.
 func (f pendingFact) key() string {
 	return f.decision.Scope + "\x00" + f.ev.Fact.Subject + "\x00" + f.ev.Fact.Predicate
+}
+
+// lockFacts takes the locks of the facts a batch writes, in one statement
+// and in the order of their keys, so that batches meeting on the same
+// facts wait for each other instead of deadlocking. Two partitions'
+// threads may report the same fact: the one that comes second waits here
+// for the first to commit, and its gates then see the first's record,
+// instead of both inserting an active fact and the second failing its
+// whole batch on the unique index.
+func lockFacts(ctx context.Context, tx *revise.Tx, tenant string, facts []pendingFact) error {
+	if len(facts) == 0 {
+		return nil
+	}
+	keys := make([]int32, len(facts))
+	for i, f := range facts {
+		keys[i] = f.lockKey(tenant)
+	}
+	if _, err := tx.Exec().Exec(ctx, lockFactsSQL, keys); err != nil {
+		return fmt.Errorf("lock facts: %w", err)
+	}
+	return nil
 }
 
 // lockKey is the advisory lock of the fact in tenant: a hash, since keys
