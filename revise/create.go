@@ -65,14 +65,15 @@ func (t *Tx) Create(ctx context.Context, tenant string, rec memory.Record, ch Ch
 }
 
 // CreateMany is [Tx.Create] for many new records at once, in order; it
-// returns the records that stand for the writes. The records the gates
-// pass without reading memory — episodes and working memory (their layers
-// have no contradiction, dedup or approval gate: write-path RFC §12.1.4)
-// that name no relations and cite no records — pass the schema, evidence
-// and provenance gates one by one, in memory, and are then written
-// together, with their audit entries and stamps, in one round trip: the
-// policy plane starts a batch's new threads so. Any other record is
-// admitted by [Tx.Admit].
+// returns the records that stand for the writes. The records whose gates
+// read nothing of memory — episodes and working memory that name no
+// relations and cite no records: [Tx.Admit] runs the contradiction, dedup
+// and approval gates and consults reputation for the durable layers only,
+// and working memory is written freely (write-path RFC §12.1.4) — pass
+// the schema, evidence and provenance gates one by one, in memory, exactly
+// as Admit runs them, and are then written together, with their audit
+// entries and stamps, in one round trip: the policy plane opens a batch's
+// new threads so. Any other record is admitted by [Tx.Admit].
 func (t *Tx) CreateMany(ctx context.Context, tenant string, recs []memory.Record, ch Change) ([]memory.Record, error) {
 	if err := checkChange(ch); err != nil {
 		return nil, err
