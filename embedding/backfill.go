@@ -1,11 +1,13 @@
 package embedding
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/store"
@@ -18,7 +20,14 @@ const (
 	DefaultBackfillSchedule = "@every 1m"
 	// DefaultBackfillBatch is how many records a backfill batch reads.
 	DefaultBackfillBatch = 500
+	// DefaultMaxYield is how long a backfill batch waits at most for busy
+	// classification to pause ([Backfiller.YieldTo]).
+	DefaultMaxYield = 10 * time.Second
 )
+
+// yieldPoll is how often a yielding backfill looks whether classification
+// is still busy.
+const yieldPoll = 50 * time.Millisecond
 
 // Progress is where a periodic job reports what it did and keeps its place
 // (jobs.Run implements it).
@@ -36,6 +45,37 @@ type Backfiller struct {
 	embedder Embedder
 	batch    int
 	logger   *slog.Logger
+	busy     func() bool
+	maxYield time.Duration
+}
+
+// YieldTo makes the backfill give way to work that matters more: before
+// each batch, while busy reports true, it waits, up to maxYield (≤ 0 means
+// [DefaultMaxYield]) — so it keeps progressing under sustained load, a
+// batch at a time. engramd passes the policy plane's Busy (classifying):
+// the vector index is advisory (substrate RFC §15.3) and retrieval finds
+// the records not yet embedded lexically, while an acknowledged event
+// waiting for classification is not yet in memory at all. Call it before
+// the first Backfill.
+func (b *Backfiller) YieldTo(busy func() bool, maxYield time.Duration) {
+	b.busy, b.maxYield = busy, cmp.Or(max(maxYield, 0), DefaultMaxYield)
+}
+
+// yield waits while the work the backfill yields to is busy, up to its
+// bound.
+func (b *Backfiller) yield(ctx context.Context) error {
+	if b.busy == nil {
+		return nil
+	}
+	deadline := time.Now().Add(b.maxYield)
+	for b.busy() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(yieldPoll):
+		}
+	}
+	return nil
 }
 
 // NewBackfiller returns a backfiller of e's vectors; batch ≤ 0 means
@@ -79,7 +119,7 @@ func (b *Backfiller) Backfill(ctx context.Context, p Progress) error {
 		return err
 	}
 	for {
-		if err := ctx.Err(); err != nil {
+		if err := b.yield(ctx); err != nil {
 			return err
 		}
 		recs, err := store.ScanToEmbed(ctx, b.db, model, c.After, b.batch)

@@ -73,6 +73,9 @@ type Ingester struct {
 		sync.Mutex
 		n  int64
 		at time.Time
+		// counting: a caller is counting; the others answer with the
+		// last count meanwhile instead of queueing behind it.
+		counting bool
 	}
 	metrics *metrics
 }
@@ -216,7 +219,7 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 	}
 	c := store.Candidate{
 		ID: id, AgentID: ev.AgentID, ThreadID: ev.ThreadID, Kind: ev.Kind, Time: ev.Time.UTC(),
-		Event: doc, DedupKey: dedupKey(ev, redacted), Sensitivity: policy.MaxSensitivity(findings),
+		Event: doc, DedupKey: dedupKey(ev, doc), Sensitivity: policy.MaxSensitivity(findings),
 	}
 	if c.Sensitivity == "" {
 		c.Sensitivity = memory.Public
@@ -229,15 +232,14 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 
 // dedupKey identifies retries of an event (write-path RFC §12.1.7): its
 // idempotency key within its agent, or else a hash of its content, agent
-// and thread.
-func dedupKey(ev memory.Event, redacted any) []byte {
+// and thread. content is the redacted event as encoding/json wrote it: map keys
+// sorted, a canonical form.
+func dedupKey(ev memory.Event, content []byte) []byte {
 	h := sha256.New()
 	if ev.IdempotencyKey != "" {
 		fmt.Fprintf(h, "key\x00%s\x00%s", ev.AgentID, ev.IdempotencyKey)
 		return h.Sum(nil)
 	}
-	// encoding/json writes map keys sorted: a canonical form.
-	content, _ := json.Marshal(redacted)
 	fmt.Fprintf(h, "content\x00%s\x00%s\x00", ev.AgentID, ev.ThreadID)
 	h.Write(content)
 	return h.Sum(nil)
@@ -344,18 +346,27 @@ func (in *Ingester) limiter(tenant, agent string) *rate.Limiter {
 	return l.(*rate.Limiter)
 }
 
-// pending is the staging backlog, counted at most once a second.
+// pending is the staging backlog, counted at most once a second, by one
+// caller at a time: counting scans every pending event, and the batches
+// of other streams must not wait for it to be acknowledged.
 func (in *Ingester) pending(ctx context.Context) (int64, error) {
-	in.backlog.Lock()
-	defer in.backlog.Unlock()
-	if time.Since(in.backlog.at) < time.Second {
-		return in.backlog.n, nil
+	b := &in.backlog
+	b.Lock()
+	if time.Since(b.at) < time.Second || b.counting && !b.at.IsZero() {
+		n := b.n
+		b.Unlock()
+		return n, nil
 	}
+	b.counting = true
+	b.Unlock()
 	n, oldest, err := store.Backlog(ctx, in.cfg.DB)
+	b.Lock()
+	defer b.Unlock()
+	b.counting = false
 	if err != nil {
 		return 0, err
 	}
-	in.backlog.n, in.backlog.at = n, time.Now()
+	b.n, b.at = n, time.Now()
 	in.metrics.backlog.Set(float64(n))
 	in.metrics.backlogAge.Set(time.Since(oldest).Seconds())
 	return n, nil

@@ -36,6 +36,45 @@ func startThread(ctx context.Context, tx *revise.Tx, tenant, threadID, agentID s
 	return store.Thread{ThreadID: threadID, Generation: gen, AgentID: agentID, EpisodeID: ep.ID, WorkingID: &wm.ID, Status: "open"}, nil
 }
 
+// threadStart is a thread a batch opens, with its first episode and
+// working-memory record.
+type threadStart struct {
+	threadID, agentID string
+	episode, working  memory.Record
+}
+
+// startThreads opens many threads at once, each as [startThread] does: the
+// records through the write path in one set-based step
+// ([revise.Tx.CreateMany]), the threads in one statement.
+func startThreads(ctx context.Context, tx *revise.Tx, tenant string, starts []threadStart, ch revise.Change) (map[string]store.Thread, error) {
+	if len(starts) == 0 {
+		return nil, nil
+	}
+	recs := make([]memory.Record, 0, 2*len(starts))
+	for _, s := range starts {
+		recs = append(recs, s.episode, s.working)
+	}
+	created, err := tx.CreateMany(ctx, tenant, recs, ch)
+	if err != nil {
+		return nil, fmt.Errorf("create episodes and working memory: %w", err)
+	}
+	news := make([]store.NewThread, len(starts))
+	for i, s := range starts {
+		news[i] = store.NewThread{ThreadID: s.threadID, AgentID: s.agentID, EpisodeID: created[2*i].ID, Working: created[2*i+1].ID}
+	}
+	gens, err := store.InsertThreads(ctx, tx.Exec(), tenant, news)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]store.Thread, len(starts))
+	for _, n := range news {
+		working := n.Working
+		out[n.ThreadID] = store.Thread{ThreadID: n.ThreadID, Generation: gens[n.ThreadID], AgentID: n.AgentID,
+			EpisodeID: n.EpisodeID, WorkingID: &working, Status: "open"}
+	}
+	return out, nil
+}
+
 // closeThread ends a thread whose episode has its outcome: the working
 // memory's last state is appended to the episode as a reference to its
 // final version, and the working memory is discarded (§6).

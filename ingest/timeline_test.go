@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
 )
 
 // timelineRefs returns, for every event of thread, how many times its
@@ -106,5 +108,58 @@ func TestEveryEventOnceAcrossEpisodes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A batch that opens many threads at once — two events each, some closed
+// by an outcome and opened again within the batch — leaves each event
+// once, in order, in its thread's episodes, and each thread one open
+// generation with its working memory.
+func TestManyNewThreadsInOneBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", func(c *ingest.WorkerConfig) { c.BatchSize = 1000 })
+	const threads = 150
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	var events []map[string]any
+	for step := range 3 {
+		for i := range threads {
+			th := fmt.Sprintf("t%d", i)
+			at := t0.Add(time.Duration(step*threads+i) * time.Millisecond).Format(time.RFC3339Nano)
+			if step == 1 && i%3 == 0 {
+				events = append(events, ev("outcome", th, map[string]any{"outcome": map[string]any{"status": "success"}, "time": at}))
+				continue
+			}
+			events = append(events, ev("observation", th, map[string]any{"text": fmt.Sprintf("step %d", step), "time": at}))
+		}
+	}
+	staged := b.send(t, events...)
+	b.drain(t)
+
+	want := map[string][]string{}
+	for i, s := range staged {
+		th := events[i]["thread_id"].(string)
+		want[th] = append(want[th], "evt://"+s.ID.String())
+	}
+	for i := range threads {
+		th := fmt.Sprintf("t%d", i)
+		refs := b.timelineRefs(t, th)
+		require.Len(t, refs, len(want[th]), "thread %s", th)
+		for _, ref := range want[th] {
+			require.Equal(t, 1, refs[ref], "thread %s, event %s", th, ref)
+		}
+		thread, err := store.LatestThread(b.ctx, b.db.Pool, "acme", th)
+		require.NoError(t, err)
+		require.Equal(t, "open", thread.Status)
+		wantGen := 1
+		if i%3 == 0 {
+			wantGen = 2 // closed by its outcome, opened again by the next event
+		}
+		require.Equal(t, wantGen, thread.Generation, "thread %s", th)
+		_, p := b.episode(t, thread.EpisodeID)
+		last := want[th][len(want[th])-1]
+		require.Equal(t, last, p.Timeline[len(p.Timeline)-1].Ref, "thread %s: in order", th)
+		wm, err := store.Get(b.ctx, b.db.Pool, "acme", *thread.WorkingID)
+		require.NoError(t, err)
+		require.Equal(t, memory.Active, wm.Status)
 	}
 }

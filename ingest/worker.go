@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strings"
@@ -71,6 +72,9 @@ type Worker struct {
 	idle        time.Duration
 	metrics     *workerMetrics
 
+	// lastWork is when a partition last settled a batch (Unix ns).
+	lastWork atomic.Int64
+
 	wake    []chan struct{}
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -122,6 +126,13 @@ func (w *Worker) SetPolicy(p *policy.Policy) { w.policy.Store(p) }
 
 // Policy is the policy in force.
 func (w *Worker) Policy() *policy.Policy { return w.policy.Load() }
+
+// Busy reports whether the worker is classifying a backlog: a partition
+// settled a batch within the last two idle periods. Background work that
+// competes for the same cores (the embedding backfill) yields to it.
+func (w *Worker) Busy() bool {
+	return time.Since(time.Unix(0, w.lastWork.Load())) < 2*w.idle
+}
 
 // Notify wakes idle partitions: new candidates were staged.
 func (w *Worker) Notify() {
@@ -191,6 +202,10 @@ func (w *Worker) loop(ctx context.Context, partition int) {
 const (
 	tryLockPartition = `SELECT pg_try_advisory_xact_lock(hashtext('engram-policy:' || current_schema()), $1)`
 	lockPartition    = `SELECT pg_advisory_xact_lock(hashtext('engram-policy:' || current_schema()), $1)`
+	// lockFactsSQL serializes the partitions' writes of facts (tenant, scope,
+	// subject, predicate), each lock taken in the order of its key.
+	lockFactsSQL = `SELECT count(pg_advisory_xact_lock(hashtext('engram-fact:' || current_schema()), k))
+FROM (SELECT DISTINCT k FROM unnest($1::int4[]) AS u(k) ORDER BY k) AS s`
 )
 
 // RunOnce classifies one batch of a partition's pending candidates and
@@ -204,6 +219,9 @@ func (w *Worker) RunOnce(ctx context.Context, partition int) (int, error) {
 			// Two partitions met on the same facts; the batch is whole
 			// again after the rollback, so simply run it again.
 			continue
+		}
+		if n > 0 {
+			w.lastWork.Store(time.Now().UnixNano())
 		}
 		return n, err
 	}
@@ -276,6 +294,32 @@ type threadState struct {
 	// its end. An outcome writes its thread's append early; the events
 	// after it start a new append that the same entry of the list writes.
 	queued bool
+	// starting: the thread is among those the batch opens at its start.
+	starting bool
+}
+
+// classifiedEvent is a claimed candidate, its event and the policy's
+// decision.
+type classifiedEvent struct {
+	c        store.Candidate
+	ev       memory.Event
+	d        policy.Decision
+	decision json.RawMessage
+}
+
+// classify decodes and classifies claimed candidates, in order.
+func classify(pol *policy.Policy, cands []store.Candidate) ([]classifiedEvent, error) {
+	out := make([]classifiedEvent, len(cands))
+	for i, c := range cands {
+		e := &out[i]
+		e.c = c
+		if err := json.Unmarshal(c.Event, &e.ev); err != nil {
+			return nil, fmt.Errorf("candidate %s: decode event: %w", c.ID, err)
+		}
+		e.d = pol.Classify(e.ev, c.Sensitivity)
+		e.decision, _ = json.Marshal(e.d)
+	}
+	return out, nil
 }
 
 // apply classifies claimed candidates and writes their records in the
@@ -334,15 +378,33 @@ func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Pol
 		return err
 	}
 
+	events, err := classify(pol, cands)
+	if err != nil {
+		return nil, err
+	}
+	// The threads the batch finds closed are opened together, before its
+	// first event; only a thread an outcome closes in the batch is opened
+	// again one at a time, after it.
+	var starts []threadStart
+	for _, e := range events {
+		if ts := state(e.ev.ThreadID); !e.d.Drop && ts.thread == nil && !ts.starting {
+			ts.starting = true
+			starts = append(starts, threadStart{threadID: e.ev.ThreadID, agentID: e.ev.AgentID,
+				episode: newEpisode(e.ev, e.c, e.d), working: newWorking(e.ev, e.d)})
+		}
+	}
+	started, err := startThreads(ctx, tx, tenant, starts, ch)
+	if err != nil {
+		return nil, err
+	}
+	for id, t := range started {
+		threads[id].thread = &t
+	}
+
 	settled := make([]store.Settlement, 0, len(cands))
 	var facts []pendingFact
-	for _, c := range cands {
-		var ev memory.Event
-		if err := json.Unmarshal(c.Event, &ev); err != nil {
-			return nil, fmt.Errorf("candidate %s: decode event: %w", c.ID, err)
-		}
-		d := pol.Classify(ev, c.Sensitivity)
-		decision, _ := json.Marshal(d)
+	for _, e := range events {
+		c, ev, d, decision := e.c, e.ev, e.d, e.decision
 		if d.Drop {
 			settled = append(settled, store.Settlement{Tenant: tenant, ID: c.ID, Status: store.CandidateDropped, Decision: decision})
 			continue
@@ -399,10 +461,13 @@ func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Pol
 	if err := tx.AppendTimelines(ctx, tenant, appends, ch); err != nil {
 		return nil, err
 	}
-	// Facts last, in key order: every partition takes the locks of the
-	// facts it writes in the same order, so two batches meeting on the same
-	// facts wait for each other instead of deadlocking.
+	// Facts last, in key order: every partition takes the row locks of
+	// the facts it writes in the same order, so two batches meeting on
+	// the same facts wait for each other instead of deadlocking.
 	slices.SortStableFunc(facts, func(a, b pendingFact) int { return strings.Compare(a.key(), b.key()) })
+	if err := lockFacts(ctx, tx, tenant, facts); err != nil {
+		return nil, err
+	}
 	for _, f := range facts {
 		id, err := learnFact(ctx, tx, tenant, f.ev, f.cand, f.decision, f.episode, ch)
 		if err != nil {
@@ -438,6 +503,36 @@ type pendingFact struct {
 // key orders facts by what their records lock: scope, subject, predicate.
 func (f pendingFact) key() string {
 	return f.decision.Scope + "\x00" + f.ev.Fact.Subject + "\x00" + f.ev.Fact.Predicate
+}
+
+// lockFacts takes the locks of the facts a batch writes, in one statement
+// and in the order of their keys, so that batches meeting on the same
+// facts wait for each other instead of deadlocking. Two partitions'
+// threads may report the same fact: the one that comes second waits here
+// for the first to commit, and its gates then see the first's record,
+// instead of both inserting an active fact and the second failing its
+// whole batch on the unique index.
+func lockFacts(ctx context.Context, tx *revise.Tx, tenant string, facts []pendingFact) error {
+	if len(facts) == 0 {
+		return nil
+	}
+	keys := make([]int32, len(facts))
+	for i, f := range facts {
+		keys[i] = f.lockKey(tenant)
+	}
+	if _, err := tx.Exec().Exec(ctx, lockFactsSQL, keys); err != nil {
+		return fmt.Errorf("lock facts: %w", err)
+	}
+	return nil
+}
+
+// lockKey is the advisory lock of the fact in tenant: a hash, since keys
+// hold what text values cannot (NUL); two facts sharing one only wait for
+// each other.
+func (f pendingFact) lockKey(tenant string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(tenant + "\x00" + f.key()))
+	return int32(h.Sum32())
 }
 
 // learnFact writes a fact event as a semantic record — global,

@@ -10,28 +10,31 @@ import (
 // 20,000 staged events over 500 threads classified by both partitions in
 // batches of 1,000, reported as events/s. episodic is observations only
 // (each thread's episode and working memory, then appends); mixed makes
-// one event in 25 a fact, a third of which contradict an earlier one.
+// one event in 25 a fact, a third of which contradict an earlier one;
+// short spreads the observations over 10,000 threads, two events each, so
+// that starting threads dominates.
 //
 //	go test -run='^$' -bench=Classify -benchtime=2x ./ingest/
 func BenchmarkClassify(b *testing.B) {
 	for _, c := range []struct {
 		name      string
+		threads   int
 		factEvery int
-	}{{"episodic", 0}, {"mixed", 25}} {
-		b.Run(c.name, func(b *testing.B) { benchClassify(b, c.factEvery) })
+	}{{"episodic", 500, 0}, {"mixed", 500, 25}, {"short", 10_000, 0}} {
+		b.Run(c.name, func(b *testing.B) { benchClassify(b, c.threads, c.factEvery) })
 	}
 }
 
-func benchClassify(b *testing.B, factEvery int) {
+func benchClassify(b *testing.B, threads, factEvery int) {
 	const n = 20_000
 	for b.Loop() {
 		b.StopTimer()
 		bb := setupB(b)
 		raws := make([]json.RawMessage, 0, 1000)
 		for i := range n {
-			e := map[string]any{"kind": "observation", "agent_id": "a", "thread_id": fmt.Sprintf("t%d", i%500), "text": fmt.Sprintf("event %d", i)}
+			e := map[string]any{"kind": "observation", "agent_id": "a", "thread_id": fmt.Sprintf("t%d", i%threads), "text": fmt.Sprintf("event %d", i)}
 			if factEvery > 0 && i%factEvery == 0 {
-				e = map[string]any{"kind": "fact", "agent_id": "a", "thread_id": fmt.Sprintf("t%d", i%500),
+				e = map[string]any{"kind": "fact", "agent_id": "a", "thread_id": fmt.Sprintf("t%d", i%threads),
 					"fact": map[string]any{"subject": fmt.Sprintf("s%d", i%100), "predicate": "p", "object": i % 3}}
 			}
 			r, _ := json.Marshal(e)

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/ingest"
@@ -344,4 +348,58 @@ func TestPolicyPlaneWritesWithTheConfiguredWritePath(t *testing.T) {
 	dead, err := store.Candidates(b.ctx, b.db.Pool, "acme", store.CandidateDead, 0, 10)
 	require.NoError(t, err)
 	require.Contains(t, dead[0].LastError, "over the limit of 1024")
+}
+
+// isolations counts the batches the worker had to retry event by event.
+type isolations struct{ n atomic.Int64 }
+
+func (h *isolations) Enabled(context.Context, slog.Level) bool { return true }
+func (h *isolations) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *isolations) WithGroup(string) slog.Handler            { return h }
+func (h *isolations) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "isolating") {
+		h.n.Add(1)
+	}
+	return nil
+}
+
+// Threads of both partitions reporting the same facts at once: the second
+// partition to write a fact waits for the first and sees its record,
+// instead of failing its whole batch on the one-active-fact index and
+// retrying it event by event.
+func TestPartitionsShareFactsWithoutFailingBatches(t *testing.T) {
+	t.Parallel()
+	var h isolations
+	b := setup(t, "", func(c *ingest.WorkerConfig) { c.Logger = slog.New(&h); c.BatchSize = 400 })
+	var events []map[string]any
+	for i := range 400 {
+		events = append(events, ev("fact", fmt.Sprintf("t%d", i), map[string]any{"fact": map[string]any{
+			"subject": fmt.Sprintf("repo-%d", i%5), "predicate": "build_tool", "object": fmt.Sprintf("tool-%d", i%3)}}))
+	}
+	staged := b.send(t, events...)
+	var wg sync.WaitGroup
+	for p := range 2 {
+		wg.Go(func() {
+			_, err := b.worker.RunOnce(b.ctx, p)
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	b.drain(t)
+	require.Zero(t, h.n.Load(), "no batch failed")
+	for _, s := range staged {
+		status, _, _ := b.candidate(t, s.ID)
+		require.Equal(t, store.CandidateDone, status)
+	}
+}
+
+// The worker is busy while it works through a backlog, and not when it
+// has had nothing to do.
+func TestWorkerBusyWhileClassifying(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", func(c *ingest.WorkerConfig) { c.Idle = time.Hour })
+	require.False(t, b.worker.Busy(), "nothing classified yet")
+	b.send(t, ev("observation", "t1", map[string]any{"text": "x"}))
+	b.drain(t)
+	require.True(t, b.worker.Busy(), "it settled a batch within the last idle periods")
 }

@@ -64,6 +64,97 @@ func (t *Tx) Create(ctx context.Context, tenant string, rec memory.Record, ch Ch
 	return a.Record, err
 }
 
+// CreateMany is [Tx.Create] for many new records at once, in order; it
+// returns the records that stand for the writes. The records whose gates
+// read nothing of memory — episodes and working memory that name no
+// relations and cite no records: [Tx.Admit] runs the contradiction, dedup
+// and approval gates and consults reputation for the durable layers only,
+// and working memory is written freely (write-path RFC §12.1.4) — pass
+// the schema, evidence and provenance gates one by one, in memory, exactly
+// as Admit runs them, and are then written together, with their audit
+// entries and stamps, in one round trip: the policy plane opens a batch's
+// new threads so. Any other record is admitted by [Tx.Admit].
+func (t *Tx) CreateMany(ctx context.Context, tenant string, recs []memory.Record, ch Change) ([]memory.Record, error) {
+	if err := checkChange(ch); err != nil {
+		return nil, err
+	}
+	out := make([]memory.Record, len(recs))
+	news := make([]store.NewRecord, 0, len(recs))
+	for i, rec := range recs {
+		if !passesInMemory(rec) {
+			a, err := t.Admit(ctx, tenant, rec, ch)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = a.Record
+			continue
+		}
+		n, err := t.admitInMemory(ctx, tenant, rec, ch)
+		if err != nil {
+			return nil, err
+		}
+		out[i], news = n.Record, append(news, n)
+	}
+	if err := store.InsertNew(ctx, t.tx, tenant, news); err != nil {
+		return nil, written(tenant, memory.Record{}, err)
+	}
+	for _, n := range news {
+		t.audited = append(t.audited, audited{layer: n.Record.Type, action: ActionCreate})
+		t.w.metrics.writes.WithLabelValues(string(n.Record.Type), string(Created)).Inc()
+	}
+	return out, nil
+}
+
+// passesInMemory reports whether rec's gates read nothing of memory: a
+// record of a layer without contradiction, dedup or approval gates, no
+// reputation to consult, no relation targets to check and no cited records
+// to follow for the evidence and cycle checks.
+func passesInMemory(rec memory.Record) bool {
+	if rec.Type != memory.Episodic && rec.Type != memory.Working || len(rec.Relations) > 0 {
+		return false
+	}
+	for _, s := range rec.Provenance.Sources {
+		if s.Kind == SourceRecord {
+			return false
+		}
+	}
+	return true
+}
+
+// admitInMemory runs the gates of a record [passesInMemory] holds to —
+// schema, evidence, provenance — and returns what [Tx.insertNew] would
+// write for it.
+func (t *Tx) admitInMemory(ctx context.Context, tenant string, rec memory.Record, ch Change) (store.NewRecord, error) {
+	w := t.w
+	inherited := rec.Lifecycle.Decay.Curve == "" && rec.Lifecycle.Decay.HalfLifeSeconds == 0
+	if err := w.timed(GateSchema, func() error { return w.prepare(&rec, memory.Active, "") }); err != nil {
+		return store.NewRecord{}, err
+	}
+	var ev evidence
+	if err := w.timed(GateEvidence, func() error {
+		var err error
+		ev, err = t.checkEvidence(ctx, tenant, rec)
+		return err
+	}); err != nil {
+		return store.NewRecord{}, err
+	}
+	if len(ev.Records) > 0 {
+		return store.NewRecord{}, fmt.Errorf("record %s cites records: it cannot pass its gates in memory", rec.ID)
+	}
+	n := store.NewRecord{Record: rec, Inherited: inherited, Audit: store.AuditRow{
+		RecordID: rec.ID, Version: rec.Version, Action: ActionCreate, Actor: ch.Actor, Rationale: ch.Rationale, Evidence: ch.Evidence,
+	}}
+	if rec.Type == memory.Working {
+		return n, nil // its audit entry is its provenance, as in insertNew
+	}
+	err := w.timed(GateProvenance, func() error {
+		row, err := w.stampRow(tenant, rec, ch, ev, ApprovalNotRequired, 0)
+		n.Provenance = &row
+		return err
+	})
+	return n, err
+}
+
 // Admit passes a new record through the gates of its layer, in order —
 // schema, evidence, contradiction, dedup, provenance, approval (write-path
 // RFC §12.1.2) — and writes what they decide: a new record, nothing (a

@@ -20,7 +20,7 @@ import (
 // artifacts and flags — or lock records to change them. Only the write
 // path calls them (write-path RFC §12.1.1: one door).
 var storeWrites = []string{
-	"InsertRecord", "UpdateRecord", "Lock", "LockMany", "LockByID",
+	"InsertRecord", "InsertNew", "UpdateRecord", "Lock", "LockMany", "LockByID",
 	"AddRelation", "AddRelations", "InsertAudit", "AuditEach",
 	"InsertEntries", "ReviseEpisodes", "CompressEpisode",
 	"RecordFeedback", "Reinforce", "ReviseFeedback",

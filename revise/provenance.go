@@ -260,30 +260,40 @@ func (t *Tx) checkCycle(ctx context.Context, tenant string, rec memory.Record, e
 
 // stamp builds, signs and stores a record's provenance stamp.
 func (t *Tx) stamp(ctx context.Context, tenant string, rec memory.Record, ch Change, ev evidence, approval string, risk float64) error {
-	hash, err := contentHash(rec)
+	row, err := t.w.stampRow(tenant, rec, ch, ev, approval, risk)
 	if err != nil {
 		return err
+	}
+	return store.InsertProvenance(ctx, t.tx, row)
+}
+
+// stampRow is the provenance row of rec: its stamp, signed with the active
+// key when there is one.
+func (w *Writer) stampRow(tenant string, rec memory.Record, ch Change, ev evidence, approval string, risk float64) (store.ProvenanceRow, error) {
+	hash, err := contentHash(rec)
+	if err != nil {
+		return store.ProvenanceRow{}, err
 	}
 	s := Stamp{
 		RecordID: rec.ID, Type: rec.Type, Actor: ch.Actor, AgentID: rec.AgentID, ThreadID: rec.ThreadID,
 		Evidence:        make([]StampEvidence, len(rec.Provenance.Sources)),
-		AgentConfidence: rec.Confidence, AdjustedConfidence: t.w.adjusted(rec.Confidence, ev, approval == ApprovalApproved),
+		AgentConfidence: rec.Confidence, AdjustedConfidence: w.adjusted(rec.Confidence, ev, approval == ApprovalApproved),
 		EvidenceAuthority: ev.Best, Approval: approval, Risk: risk,
 		ContentHash: hex.EncodeToString(hash), CreatedAt: rec.CreatedAt,
 	}
 	for i, src := range rec.Provenance.Sources {
-		s.Evidence[i] = StampEvidence{Kind: src.Kind, Ref: src.Ref, Authority: t.w.cfg.Gates.Evidence.Authority[src.Kind]}
+		s.Evidence[i] = StampEvidence{Kind: src.Kind, Ref: src.Ref, Authority: w.cfg.Gates.Evidence.Authority[src.Kind]}
 	}
 	doc, err := json.Marshal(s)
 	if err != nil {
-		return fmt.Errorf("encode stamp: %w", err)
+		return store.ProvenanceRow{}, fmt.Errorf("encode stamp: %w", err)
 	}
 	row := store.ProvenanceRow{Tenant: tenant, RecordID: rec.ID, Stamp: doc, ContentHash: hash, Fingerprint: fingerprint(rec)}
-	p := t.w.cfg.Gates.Provenance
+	p := w.cfg.Gates.Provenance
 	if p.Active != "" {
 		row.KeyID, row.Signature = p.Active, sign(p.key(p.Active), doc)
 	}
-	return store.InsertProvenance(ctx, t.tx, row)
+	return row, nil
 }
 
 // sign is the HMAC-SHA256 of a stamp's canonical form.

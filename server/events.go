@@ -112,16 +112,29 @@ func ingestProblem(err error, single bool) error {
 	return p
 }
 
-// Stream tuning: a batch commits when it holds streamBatch events, or when
-// the client has sent nothing more for streamLinger.
+// Stream tuning: a batch commits when it holds streamBatch events, or
+// streamLinger after its first event was read, whichever comes first.
 const (
 	streamBatch  = 500
 	streamLinger = 5 * time.Millisecond
 )
 
+// streamItem is one line of a stream, read and prepared: an event to
+// stage, or the acknowledgement of a line refused before staging.
+type streamItem struct {
+	line    int
+	cand    store.Candidate
+	refused *api.StreamAck
+}
+
 // streamEvents serves POST /v1/events:stream: NDJSON events in, NDJSON
 // acknowledgements out as each batch commits, over one long request. A bad
 // line is answered with its line number and the stream goes on.
+//
+// Reading and staging overlap: this goroutine reads and prepares lines
+// while a committer stages the batch before, so a batch fills while the
+// previous one commits and acknowledgements wait for one commit, not for
+// a queue of them. Acknowledgements go out in line order.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	if s.ingest == nil {
 		return errNoIngest
@@ -133,85 +146,138 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	tenant := principalOf(r).tenant
-	enc := json.NewEncoder(w)
 	in := bufio.NewReaderSize(r.Body, 64<<10)
 
-	type pending struct {
-		line int
-		cand store.Candidate
-	}
-	var (
-		batch []pending
-		acks  []api.StreamAck
-		line  int
-	)
-	commit := func() error {
-		if len(batch) > 0 {
-			cands := make([]store.Candidate, len(batch))
-			for i, p := range batch {
-				cands[i] = p.cand
-			}
-			staged, err := s.ingest.Stage(r.Context(), tenant, cands)
-			if err != nil {
-				p := s.toProblem(r, ingestProblem(err, true))
-				for _, b := range batch {
-					acks = append(acks, api.StreamAck{Line: b.line, Error: p})
-				}
-			} else {
-				for i, st := range staged {
-					acks = append(acks, api.StreamAck{Line: batch[i].line, ID: st.ID.String(), Duplicate: st.Duplicate})
-				}
-			}
-			batch = batch[:0]
-		}
-		if len(acks) == 0 {
-			return nil
-		}
-		// Acknowledge in line order: refused lines interleave with staged ones.
-		sortAcks(acks)
-		for _, a := range acks {
-			if err := enc.Encode(a); err != nil {
-				return err
+	// items is bounded: a committer that falls behind stops the reading,
+	// and TCP pushes back on the client.
+	items := make(chan streamItem, streamBatch)
+	failed := make(chan struct{}) // the committer could not write: stop
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		if err := s.commitStream(r, rc, json.NewEncoder(w), tenant, items); err != nil {
+			close(failed)
+			for range items { // let the reader finish
 			}
 		}
-		acks = acks[:0]
-		return rc.Flush()
-	}
+	}()
+	defer func() { <-finished }() // nothing writes after the handler returns
+	defer close(items)
 
+	send := func(it streamItem) bool {
+		select {
+		case items <- it:
+			return true
+		case <-failed:
+			return false
+		}
+	}
 	max := s.ingest.MaxEventBytes()
-	for {
+	for line := 1; ; {
 		raw, err := readLine(in, max)
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, errLineTooLong) {
 			// The client went away or the connection broke: what was
 			// acknowledged is staged; the rest was never acknowledged.
-			_ = commit()
 			return nil
 		}
 		if len(raw) > 0 || errors.Is(err, errLineTooLong) {
-			line++
+			it := streamItem{line: line}
 			switch {
 			case errors.Is(err, errLineTooLong):
-				acks = append(acks, api.StreamAck{Line: line, Error: problem(http.StatusRequestEntityTooLarge, "too-large", "Event refused",
-					fmt.Sprintf("the line is over the limit of %d bytes", max))})
+				it.refused = &api.StreamAck{Line: line, Error: problem(http.StatusRequestEntityTooLarge, "too-large", "Event refused",
+					fmt.Sprintf("the line is over the limit of %d bytes", max))}
 			default:
 				cand, perr := s.ingest.Prepare(line, raw)
 				if perr != nil {
-					p := s.toProblem(r, ingestProblem(perr, true))
-					acks = append(acks, api.StreamAck{Line: line, Error: p})
+					it.refused = &api.StreamAck{Line: line, Error: s.toProblem(r, ingestProblem(perr, true))}
 				} else {
-					batch = append(batch, pending{line: line, cand: cand})
+					it.cand = cand
 				}
 			}
-		}
-		if errors.Is(err, io.EOF) {
-			return commit()
-		}
-		if len(batch) >= streamBatch || in.Buffered() == 0 && !moreSoon(in, streamLinger) {
-			if err := commit(); err != nil {
+			line++
+			if !send(it) {
 				return nil
 			}
 		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
 	}
+}
+
+// commitStream stages the events of a stream a batch at a time, as they
+// come, and writes each batch's acknowledgements, until items is closed.
+// It returns an error when it cannot write.
+func (s *Server) commitStream(r *http.Request, rc *http.ResponseController, enc *json.Encoder, tenant string, items <-chan streamItem) error {
+	batch := make([]streamItem, 0, streamBatch)
+	for {
+		first, ok := <-items
+		if !ok {
+			return nil
+		}
+		batch = append(batch[:0], first)
+		open := fillBatch(&batch, items)
+		if err := s.commitBatch(r, rc, enc, tenant, batch); err != nil {
+			return err
+		}
+		if !open {
+			return nil
+		}
+	}
+}
+
+// fillBatch adds to batch what comes on items within streamLinger, up to
+// streamBatch items; false when items was closed.
+func fillBatch(batch *[]streamItem, items <-chan streamItem) bool {
+	linger := time.NewTimer(streamLinger)
+	defer linger.Stop()
+	for len(*batch) < streamBatch {
+		select {
+		case it, ok := <-items:
+			if !ok {
+				return false
+			}
+			*batch = append(*batch, it)
+		case <-linger.C:
+			return true
+		}
+	}
+	return true
+}
+
+// commitBatch stages a batch's events in one transaction and writes the
+// acknowledgements of its lines, in order.
+func (s *Server) commitBatch(r *http.Request, rc *http.ResponseController, enc *json.Encoder, tenant string, batch []streamItem) error {
+	var cands []store.Candidate
+	for _, it := range batch {
+		if it.refused == nil {
+			cands = append(cands, it.cand)
+		}
+	}
+	acks := make([]api.StreamAck, 0, len(batch))
+	staged, err := s.ingest.Stage(r.Context(), tenant, cands)
+	var p *Problem
+	if err != nil {
+		p = s.toProblem(r, ingestProblem(err, true))
+	}
+	k := 0
+	for _, it := range batch {
+		switch {
+		case it.refused != nil:
+			acks = append(acks, *it.refused)
+		case p != nil:
+			acks = append(acks, api.StreamAck{Line: it.line, Error: p})
+		default:
+			acks = append(acks, api.StreamAck{Line: it.line, ID: staged[k].ID.String(), Duplicate: staged[k].Duplicate})
+			k++
+		}
+	}
+	for _, a := range acks {
+		if err := enc.Encode(a); err != nil {
+			return err
+		}
+	}
+	return rc.Flush()
 }
 
 var errLineTooLong = errors.New("line too long")
@@ -248,26 +314,6 @@ func readLine(in *bufio.Reader, max int) ([]byte, error) {
 
 // jsonSpace is the whitespace JSON allows around a value (RFC 8259 §2).
 const jsonSpace = " \t\r\n"
-
-// moreSoon waits up to d for more input to arrive on in.
-func moreSoon(in *bufio.Reader, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if in.Buffered() > 0 {
-			return true
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return in.Buffered() > 0
-}
-
-func sortAcks(a []api.StreamAck) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j].Line < a[j-1].Line; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
-}
 
 // listCandidates serves GET /v1/candidates: staged events by status
 // (pending, done, dropped, dead), with the reason a dead one failed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/engram-dev/engram/internal/pg"
 
@@ -24,12 +25,22 @@ type Thread struct {
 	Status     string     `json:"status"`
 }
 
+// openThreadsSQL looks each thread up in threads_one_open. The lateral
+// LIMIT keeps the plan a loop of index lookups, whatever the number of
+// open threads: as a prepared statement's generic plan, thread_id =
+// ANY($2) scanned every open thread of the tenant against the whole list.
 const openThreadsSQL = `
-SELECT thread_id, generation, agent_id, episode_id, working_id, status
-FROM threads WHERE tenant_id = $1 AND thread_id = ANY($2) AND status = 'open'`
+SELECT t.thread_id, t.generation, t.agent_id, t.episode_id, t.working_id, t.status
+FROM unnest($2::text[]) AS u(thread_id)
+CROSS JOIN LATERAL (
+	SELECT * FROM threads t
+	WHERE t.tenant_id = $1 AND t.thread_id = u.thread_id AND t.status = 'open'
+	LIMIT 1
+) t`
 
 // OpenThreads returns the open threads among ids, by thread id.
 func OpenThreads(ctx context.Context, db pg.DBTX, tenant string, ids []string) (map[string]Thread, error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	rows, err := db.Query(ctx, openThreadsSQL, tenant, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read threads: %w", err)
@@ -85,6 +96,49 @@ func InsertThread(ctx context.Context, db pg.DBTX, tenant, threadID, agentID str
 		return 0, fmt.Errorf("open thread: %w", err)
 	}
 	return gen, nil
+}
+
+// NewThread is a thread to open: its id, agent, and the episode and
+// working memory of its new generation.
+type NewThread struct {
+	ThreadID, AgentID  string
+	EpisodeID, Working uuid.UUID
+}
+
+const insertThreadsSQL = `
+INSERT INTO threads (tenant_id, thread_id, generation, agent_id, episode_id, working_id, status)
+SELECT $1, u.thread_id,
+	COALESCE((SELECT max(t.generation) FROM threads t WHERE t.tenant_id = $1 AND t.thread_id = u.thread_id), 0) + 1,
+	u.agent_id, u.episode_id, u.working_id, 'open'
+FROM unnest($2::text[], $3::text[], $4::uuid[], $5::uuid[]) AS u(thread_id, agent_id, episode_id, working_id)
+RETURNING thread_id, generation`
+
+// InsertThreads opens the next generation of each of threads (distinct
+// thread ids) in one statement, and returns the generations by thread id.
+func InsertThreads(ctx context.Context, db pg.DBTX, tenant string, threads []NewThread) (map[string]int, error) {
+	ids, agents := make([]string, len(threads)), make([]string, len(threads))
+	episodes, working := make([]uuid.UUID, len(threads)), make([]uuid.UUID, len(threads))
+	for i, t := range threads {
+		ids[i], agents[i], episodes[i], working[i] = t.ThreadID, t.AgentID, t.EpisodeID, t.Working
+	}
+	rows, err := db.Query(ctx, insertThreadsSQL, tenant, ids, agents, episodes, working)
+	if err != nil {
+		return nil, fmt.Errorf("open threads: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int, len(threads))
+	for rows.Next() {
+		var id string
+		var gen int
+		if err := rows.Scan(&id, &gen); err != nil {
+			return nil, fmt.Errorf("open threads: %w", err)
+		}
+		out[id] = gen
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("open threads: %w", err)
+	}
+	return out, nil
 }
 
 const closeThreadSQL = `UPDATE threads SET status = 'closed', closed_at = now() WHERE tenant_id = $1 AND thread_id = $2 AND generation = $3`

@@ -34,6 +34,66 @@ func InsertAudit(ctx context.Context, db pg.DBTX, tenant string, a AuditRow) err
 	return nil
 }
 
+// NewRecord is a new record to write with its audit entry and, for the
+// types that have one, its provenance stamp.
+type NewRecord struct {
+	Record     memory.Record
+	Inherited  bool // see [InsertRecord]
+	Audit      AuditRow
+	Provenance *ProvenanceRow
+}
+
+// InsertNew writes new records with their audit entries and stamps in one
+// round trip: the statements of [InsertRecord], [InsertAudit] and
+// [InsertProvenance], pipelined in one batch. Call it in a transaction: a
+// failed statement fails the rest.
+func InsertNew(ctx context.Context, db pg.DBTX, tenant string, recs []NewRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, n := range recs {
+		b.Queue(insertRecordSQL, append(recordArgs(tenant, n.Record), n.Inherited)...)
+	}
+	for _, n := range recs {
+		a := n.Audit
+		b.Queue(insertAuditSQL, tenant, a.RecordID, a.Action, a.Actor, a.Version, a.Rationale, nonNil(a.Evidence))
+	}
+	for _, n := range recs {
+		if p := n.Provenance; p != nil {
+			var sig any
+			if p.KeyID != "" {
+				sig = p.Signature
+			}
+			b.Queue(insertProvenanceSQL, p.Tenant, p.RecordID, p.Stamp, p.ContentHash, p.Fingerprint, p.KeyID, sig)
+		}
+	}
+	res := db.SendBatch(ctx, b)
+	defer res.Close()
+	for _, n := range recs {
+		if _, err := res.Exec(); err != nil {
+			return writeError(tenant, n.Record.ID, err)
+		}
+	}
+	for _, n := range recs {
+		if _, err := res.Exec(); err != nil {
+			return fmt.Errorf("audit %s: %w", n.Audit.Action, err)
+		}
+	}
+	for _, n := range recs {
+		if n.Provenance == nil {
+			continue
+		}
+		if _, err := res.Exec(); err != nil {
+			return fmt.Errorf("stamp provenance: %w", err)
+		}
+	}
+	if err := res.Close(); err != nil {
+		return fmt.Errorf("write records: %w", err)
+	}
+	return nil
+}
+
 const insertRelationSQL = `
 INSERT INTO relations (tenant_id, source_id, predicate, target_id, weight)
 VALUES ($1, $2, $3, $4, $5)

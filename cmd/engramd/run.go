@@ -167,6 +167,9 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if err != nil {
 		return err
 	}
+	if ret.backfiller != nil {
+		ret.backfiller.YieldTo(worker.Busy, 0)
+	}
 	per, err := startPeriodic(ctx, cfg, load, pool, writer, settings, ret, reg, logger)
 	if err != nil {
 		return err
@@ -174,6 +177,18 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	// Stopped after the HTTP server, before the pool closes: a run cut off
 	// saves its cursor and the next run resumes from it.
 	defer per.stop(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	if cfg.Pprof != "" {
+		ln, err := net.Listen("tcp", cfg.Pprof)
+		if err != nil {
+			return fmt.Errorf("listen for pprof: %w", err)
+		}
+		stop := servePprof(ln, logger)
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+			defer cancel()
+			_ = stop(sctx)
+		}()
+	}
 	srv := server.New(server.Config{
 		DB:           pool,
 		Writer:       writer,
