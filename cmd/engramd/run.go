@@ -177,18 +177,6 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	// Stopped after the HTTP server, before the pool closes: a run cut off
 	// saves its cursor and the next run resumes from it.
 	defer per.stop(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	if cfg.Pprof != "" {
-		ln, err := net.Listen("tcp", cfg.Pprof)
-		if err != nil {
-			return fmt.Errorf("listen for pprof: %w", err)
-		}
-		stop := servePprof(ln, logger)
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-			defer cancel()
-			_ = stop(sctx)
-		}()
-	}
 	srv := server.New(server.Config{
 		DB:           pool,
 		Writer:       writer,

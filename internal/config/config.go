@@ -69,10 +69,6 @@ type Config struct {
 	// yaml policy_file, ENGRAM_POLICY_FILE, --policy-file. Reloaded on
 	// SIGHUP. Empty means the built-in classifier alone.
 	PolicyFile string `yaml:"policy_file"`
-	// Pprof is an address to serve Go's profiler on (/debug/pprof/), for
-	// measuring; empty, the default, serves none. Bind it to loopback.
-	// yaml pprof, ENGRAM_PPROF, --pprof.
-	Pprof string `yaml:"pprof"`
 	// Ingest tunes the ingestion and policy planes.
 	Ingest Ingest `yaml:"ingest"`
 	// Decay is how memory fades and is forgotten: a profile per memory
@@ -213,7 +209,6 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	level := fs.String("log-level", "", "debug, info, warn or error")
 	format := fs.String("log-format", "", "text or json")
 	policyFile := fs.String("policy-file", "", "operator policy YAML")
-	pprofAddr := fs.String("pprof", "", "address to serve the Go profiler on (off by default)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -248,7 +243,6 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	setIf(&c.LogLevel, *level)
 	setIf(&c.LogFormat, *format)
 	setIf(&c.PolicyFile, *policyFile)
-	setIf(&c.Pprof, *pprofAddr)
 	if *maxPayload != 0 {
 		c.MaxPayloadBytes = *maxPayload
 	}
@@ -266,7 +260,6 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	setIf(&c.LogLevel, getenv("ENGRAM_LOG_LEVEL"))
 	setIf(&c.LogFormat, getenv("ENGRAM_LOG_FORMAT"))
 	setIf(&c.PolicyFile, getenv("ENGRAM_POLICY_FILE"))
-	setIf(&c.Pprof, getenv("ENGRAM_PPROF"))
 	setIf(&c.Embedding.OpenAI.APIKey, getenv("ENGRAM_EMBEDDING_API_KEY"))
 	setIf(&c.Consolidate.Model.APIKey, getenv("ENGRAM_MODEL_API_KEY"))
 	if v := getenv("ENGRAM_MAX_PAYLOAD_BYTES"); v != "" {
