@@ -37,9 +37,9 @@ func benchIngest(c *cli, ctx context.Context, args []string) error {
 		return err
 	}
 	cfg := loadgen.Config{URL: cl.base, Key: cl.key, Events: *events, Streams: *streams, Threads: *threads, Agents: *agents, Rate: *rate}
-	res, err := loadgen.Run(ctx, cfg, func(acked int, classifying bool, pending int) {
+	res, err := loadgen.Run(ctx, cfg, func(acked int, classifying bool, classified int) {
 		if classifying {
-			fmt.Fprintf(c.stderr, "\racknowledged %d, classifying (%d+ pending)   ", acked, pending)
+			fmt.Fprintf(c.stderr, "\racknowledged %d, classified %d   ", acked, max(0, classified))
 		} else {
 			fmt.Fprintf(c.stderr, "\racknowledged %d/%d   ", acked, *events)
 		}

@@ -135,9 +135,9 @@ func copyFloor(b *testing.B, db *pgtest.Schema, cfg loadgen.Config) float64 {
 
 // progressLine draws a run's progress on one line of stderr.
 func progressLine(name string, events int) loadgen.Progress {
-	return func(acked int, classifying bool, pending int) {
+	return func(acked int, classifying bool, classified int) {
 		if classifying {
-			fmt.Fprintf(os.Stderr, "\ringest/%s: acknowledged %d, classifying (%d+ pending)     ", name, acked, pending)
+			fmt.Fprintf(os.Stderr, "\ringest/%s: acknowledged %d, classified %d     ", name, acked, max(0, classified))
 			return
 		}
 		fmt.Fprintf(os.Stderr, "\ringest/%s: acknowledged %d/%d     ", name, acked, events)
@@ -186,6 +186,7 @@ func TestLoadgenAgainstEngramd(t *testing.T) {
 	require.Zero(t, res.Refused)
 	require.Len(t, res.Latencies, 600)
 	require.Positive(t, res.ResidentBytes)
+	require.Equal(t, 600, loadgen.Classified(t.Context(), cfg), "the daemon's count of classified events")
 
 	var done, pending, threads int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FILTER (WHERE status = 'done'), count(*) FILTER (WHERE status = 'pending'),

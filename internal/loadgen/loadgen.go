@@ -91,9 +91,10 @@ func (r Result) Latency(p float64) time.Duration {
 }
 
 // Progress is told how many events were acknowledged so far, and whether
-// the run is now waiting for classification (pending is then what is
-// left, at least); it is called about once a second.
-type Progress func(acked int, classifying bool, pending int)
+// the run is now waiting for classification (classified is then how many
+// the daemon classified since the run began, by its /metrics, or -1 when
+// it does not say); it is called about once a second.
+type Progress func(acked int, classifying bool, classified int)
 
 // Run sends cfg's events and waits until they are classified.
 func Run(ctx context.Context, cfg Config, progress Progress) (Result, error) {
@@ -104,6 +105,7 @@ func Run(ctx context.Context, cfg Config, progress Progress) (Result, error) {
 		progress = func(int, bool, int) {}
 	}
 	start := time.Now()
+	before := Classified(ctx, cfg)
 	var (
 		mu      sync.Mutex
 		res     Result
@@ -141,7 +143,14 @@ func Run(ctx context.Context, cfg Config, progress Progress) (Result, error) {
 	res.Acked = len(res.Latencies)
 	slices.Sort(res.Latencies)
 
-	if err := WaitClassified(ctx, cfg, func(pending int) { progress(res.Acked, true, pending) }); err != nil {
+	tell := func() {
+		n := Classified(ctx, cfg)
+		if n >= 0 && before >= 0 {
+			n -= before
+		}
+		progress(res.Acked, true, n)
+	}
+	if err := WaitClassified(ctx, cfg, tell); err != nil {
 		return Result{}, err
 	}
 	res.ClassifiedIn = time.Since(start)
@@ -150,23 +159,22 @@ func Run(ctx context.Context, cfg Config, progress Progress) (Result, error) {
 }
 
 // WaitClassified polls until none of the tenant's events is pending
-// classification, telling pending about what is left (a lower bound: one
-// page of 500) about once a second.
-func WaitClassified(ctx context.Context, cfg Config, pending func(int)) error {
+// classification, calling waiting about once a second meanwhile.
+func WaitClassified(ctx context.Context, cfg Config, waiting func()) error {
 	if err := cfg.check(); err != nil {
 		return err
 	}
 	last := time.Time{}
 	for {
 		var page struct{ Candidates []json.RawMessage }
-		if err := cfg.get(ctx, "/v1/candidates?status=pending&limit=500", &page); err != nil {
+		if err := cfg.get(ctx, "/v1/candidates?status=pending&limit=1", &page); err != nil {
 			return err
 		}
 		if len(page.Candidates) == 0 {
 			return nil
 		}
-		if pending != nil && time.Since(last) > time.Second {
-			pending(len(page.Candidates))
+		if waiting != nil && time.Since(last) > time.Second {
+			waiting()
 			last = time.Now()
 		}
 		select {
@@ -273,9 +281,26 @@ func stream(ctx context.Context, cfg Config, s int, acked *atomic.Int64) ([]time
 // ResidentMemory reads process_resident_memory_bytes from engramd's
 // /metrics, or 0.
 func ResidentMemory(ctx context.Context, cfg Config) float64 {
+	return max(0, metric(ctx, cfg, "process_resident_memory_bytes"))
+}
+
+// Classified is how many events engramd has classified since it started
+// (engram_events_classified_total over every outcome), or -1 when its
+// /metrics does not say.
+func Classified(ctx context.Context, cfg Config) int {
+	v := metric(ctx, cfg, "engram_events_classified_total")
+	if v < 0 {
+		return -1
+	}
+	return int(v)
+}
+
+// metric sums the samples of a metric family on engramd's /metrics; -1
+// when there are none, or no /metrics.
+func metric(ctx context.Context, cfg Config, name string) float64 {
 	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimSuffix(cfg.URL, "/")+"/metrics", nil)
 	if err != nil {
-		return 0
+		return -1
 	}
 	client := cfg.Client
 	if client == nil {
@@ -283,15 +308,24 @@ func ResidentMemory(ctx context.Context, cfg Config) float64 {
 	}
 	res, err := client.Do(req)
 	if err != nil {
-		return 0
+		return -1
 	}
 	defer res.Body.Close()
+	sum, found := 0.0, false
 	sc := bufio.NewScanner(res.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		fields := strings.Fields(line)
+		if f, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			sum, found = sum+f, true
 		}
 	}
-	return 0
+	if !found {
+		return -1
+	}
+	return sum
 }

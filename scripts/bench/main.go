@@ -17,6 +17,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -97,6 +98,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	only := fs.String("only", "", "run only these suites, comma separated: ingest, retrieve, decay, consolidate")
 	out := fs.String("out", "docs/bench/report.md", "where to write the report")
 	readme := fs.String("readme", "", "a README whose bench block to replace with the table")
+	asIs := fs.Bool("autovacuum-as-is", false, "leave the server's autovacuum as it is (by default it is on for the run)")
+	dbURL := fs.String("database-url", cmp.Or(os.Getenv("TEST_DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/engram_test?sslmode=disable"),
+		"the database the benchmarks run in (TEST_DATABASE_URL)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -120,28 +124,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	results := Results{}
 	var commands []string
 	start := time.Now()
-	for i, s := range chosen {
-		env := s.env(sizes)
-		args := []string{"test", "-run=^$", "-bench=" + s.bench, "-benchtime=" + s.benchtime, "-timeout=180m", s.pkg}
-		command := strings.Join(env, " ") + " go " + strings.Join(quoteArgs(args), " ")
-		commands = append(commands, command)
-		fmt.Fprintf(stderr, "\n== [%d/%d] %s: %s\n", i+1, len(chosen), s.name, command)
-		t := time.Now()
-		var captured bytes.Buffer
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Env = append(os.Environ(), env...)
-		cmd.Stdout = io.MultiWriter(stderr, &captured)
-		cmd.Stderr = stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+	var autovacuum string
+	err = withAutovacuum(ctx, *dbURL, *asIs, stderr, func(setting string) error {
+		autovacuum = setting
+		for i, s := range chosen {
+			env := append(s.env(sizes), "TEST_DATABASE_URL="+*dbURL)
+			args := []string{"test", "-run=^$", "-bench=" + s.bench, "-benchtime=" + s.benchtime, "-timeout=180m", s.pkg}
+			command := strings.Join(env[:len(env)-1], " ") + " go " + strings.Join(quoteArgs(args), " ")
+			commands = append(commands, command)
+			fmt.Fprintf(stderr, "\n== [%d/%d] %s: %s\n", i+1, len(chosen), s.name, command)
+			t := time.Now()
+			var captured bytes.Buffer
+			cmd := exec.CommandContext(ctx, "go", args...)
+			cmd.Env = append(os.Environ(), env...)
+			cmd.Stdout = io.MultiWriter(stderr, &captured)
+			cmd.Stderr = stderr
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			if err := results.Read(&captured); err != nil {
+				return fmt.Errorf("%s: read the results: %w", s.name, err)
+			}
+			fmt.Fprintf(stderr, "== %s done in %s\n", s.name, time.Since(t).Round(time.Second))
 		}
-		if err := results.Read(&captured); err != nil {
-			return fmt.Errorf("%s: read the results: %w", s.name, err)
-		}
-		fmt.Fprintf(stderr, "== %s done in %s\n", s.name, time.Since(t).Round(time.Second))
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 
-	report := Report{Sizes: sizes, Preset: *size, Commands: commands, Took: time.Since(start), Results: results,
+	report := Report{Sizes: sizes, Preset: *size, Commands: commands, Took: time.Since(start), Results: results, Autovacuum: autovacuum,
 		Machine: fmt.Sprintf("%d cores (%s/%s), %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))}
 	table := report.Table()
 	fmt.Fprintln(stdout, table)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -53,12 +54,14 @@ func (rs Results) get(name, unit string) (float64, bool) {
 
 // Report is a run of the suite.
 type Report struct {
-	Sizes    Sizes
-	Preset   string
-	Machine  string
-	Commands []string
-	Took     time.Duration
-	Results  Results
+	Sizes Sizes
+	// Autovacuum is the server's autovacuum during the run.
+	Autovacuum string
+	Preset     string
+	Machine    string
+	Commands   []string
+	Took       time.Duration
+	Results    Results
 }
 
 // row is one line of the table.
@@ -80,8 +83,8 @@ func (r Report) Table() string {
 // then the table.
 func (r Report) Block() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured by `make bench` (sizes: `--size %s`: %s) on %s, in %s:\n\n",
-		r.Preset, r.sizeText(), r.Machine, r.Took.Round(time.Second))
+	fmt.Fprintf(&b, "Measured by `make bench` (sizes: `--size %s`: %s) on %s, PostgreSQL's autovacuum %s, in %s:\n\n",
+		r.Preset, r.sizeText(), r.Machine, cmp.Or(r.Autovacuum, "unknown"), r.Took.Round(time.Second))
 	b.WriteString(r.Table())
 	return b.String()
 }
