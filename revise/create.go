@@ -183,9 +183,7 @@ func (t *Tx) Admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 		if len(a.Replaced) > 0 || len(a.Contested) > 0 || a.contradicts {
 			d.Contradictions = 1
 		}
-		if err := t.w.note(ctx, t.tx, tenant, rec, d); err != nil {
-			return Admission{}, err
-		}
+		t.noteLater(tenant, rec, d)
 	}
 	return a, err
 }

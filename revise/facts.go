@@ -3,12 +3,14 @@ package revise
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
 )
 
 // ObserveFact writes an observed semantic fact — from an event, or learned
@@ -33,9 +35,16 @@ func (t *Tx) ObserveFact(ctx context.Context, tenant string, rec memory.Record, 
 	})
 	if err == nil {
 		t.audited = append(t.audited, inner.audited...)
+		t.mergeReputation(inner)
 	}
-	if nerr := t.w.noteRefusal(ctx, t.tx, tenant, rec, err); nerr != nil {
-		return Admission{}, nerr
+	var re *RejectedError
+	if errors.As(err, &re) {
+		// Counted against the agent with the transaction's other counts.
+		d := store.ReputationDelta{Rejected: 1}
+		if re.Reason == string(ReasonContradiction) {
+			d.Contradictions = 1
+		}
+		t.noteLater(tenant, rec, d)
 	}
 	return a, err
 }

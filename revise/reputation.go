@@ -1,8 +1,12 @@
 package revise
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
@@ -78,6 +82,7 @@ func (t *Tx) lowReputation(ctx context.Context, tenant string, rec memory.Record
 	if err != nil {
 		return "", err
 	}
+	r = r.Plus(t.reputation[agentKey{tenant, rec.AgentID}]) // what this transaction counted so far
 	score, judged := c.Score(r)
 	if !judged || score >= *c.Threshold {
 		return "", nil
@@ -85,13 +90,62 @@ func (t *Tx) lowReputation(ctx context.Context, tenant string, rec memory.Record
 	return fmt.Sprintf("agent %s has a reputation of %.2f, below %.2f: its writes are reviewed", rec.AgentID, score, *c.Threshold), nil
 }
 
-// note counts a write of rec for its agent's reputation.
+// note counts a write of rec for its agent's reputation, on db at once.
 func (w *Writer) note(ctx context.Context, db pg.DBTX, tenant string, rec memory.Record, d store.ReputationDelta) error {
 	if rec.AgentID == "" || !governed(rec.Type) {
 		return nil
 	}
 	d.Writes = 1
 	return store.AddReputation(ctx, db, tenant, rec.AgentID, d, w.clock())
+}
+
+// agentKey is an agent of a tenant.
+type agentKey struct{ tenant, agent string }
+
+// noteLater counts a write of rec for its agent's reputation when the
+// transaction commits. Adding to an agent's counts locks its row until
+// the commit, so written write by write, one batch of an agent's facts
+// held every other writer of that agent's facts (the ingest worker's
+// other partitions) for the whole batch (issue 13); written last, in
+// agent order, the row is held only for the commit. The reputation gate
+// of the same transaction sees the counts already noted
+// ([Tx.lowReputation]).
+func (t *Tx) noteLater(tenant string, rec memory.Record, d store.ReputationDelta) {
+	if rec.AgentID == "" || !governed(rec.Type) {
+		return
+	}
+	d.Writes = 1
+	if t.reputation == nil {
+		t.reputation = map[agentKey]store.ReputationDelta{}
+	}
+	k := agentKey{tenant, rec.AgentID}
+	t.reputation[k] = t.reputation[k].Plus(d)
+}
+
+// mergeReputation adds the counts a savepoint's transaction noted to t's.
+func (t *Tx) mergeReputation(inner *Tx) {
+	for k, d := range inner.reputation {
+		if t.reputation == nil {
+			t.reputation = map[agentKey]store.ReputationDelta{}
+		}
+		t.reputation[k] = t.reputation[k].Plus(d)
+	}
+}
+
+// writeReputation writes the counts noted, in tenant and agent order, so
+// that two transactions counting for the same agents take their rows in
+// the same order.
+func (t *Tx) writeReputation(ctx context.Context) error {
+	keys := slices.SortedFunc(maps.Keys(t.reputation), func(a, b agentKey) int {
+		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.agent, b.agent))
+	})
+	for _, k := range keys {
+		if err := store.AddReputation(ctx, t.tx, k.tenant, k.agent, t.reputation[k], t.w.clock()); err != nil {
+			return err
+		}
+	}
+	t.reputation = nil
+	return nil
 }
 
 // Reputation is an agent's standing as the write path judges it.

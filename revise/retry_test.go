@@ -42,7 +42,7 @@ func TestInTxRunsADeadlockVictimAgain(t *testing.T) {
 	wg.Wait()
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
-	require.Equal(t, int32(3), runs.Load(), "the victim ran twice")
+	require.GreaterOrEqual(t, runs.Load(), int32(3), "the victim ran again")
 	require.Equal(t, 2, b.count(t, `SELECT n FROM pair WHERE id = 1`), "each committed once")
 	require.Equal(t, 2, b.count(t, `SELECT n FROM pair WHERE id = 2`))
 }

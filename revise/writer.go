@@ -33,6 +33,7 @@ import (
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
 )
 
 // DefaultMaxPayloadBytes is the default limit on a record's encoded payload.
@@ -97,6 +98,9 @@ type Tx struct {
 	// audited are the revisions the transaction made, counted in
 	// [MetricRevisions] once it commits.
 	audited []audited
+	// reputation are the agents' reputation counts the transaction's
+	// writes add, written just before it commits (see [Tx.noteLater]).
+	reputation map[agentKey]store.ReputationDelta
 }
 
 // audited is one revision of a transaction: a record's layer and the
@@ -121,7 +125,10 @@ func (w *Writer) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) 
 	for attempt := 1; ; attempt++ {
 		err = pg.WithTx(ctx, w.db, func(ctx context.Context, tx pgx.Tx) error {
 			t = &Tx{w: w, tx: tx}
-			return fn(ctx, t)
+			if err := fn(ctx, t); err != nil {
+				return err
+			}
+			return t.writeReputation(ctx)
 		})
 		if !retryable(err) || attempt == txAttempts {
 			break

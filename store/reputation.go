@@ -30,6 +30,23 @@ type ReputationDelta struct {
 	Writes, Accepted, Rejected, Contradictions, Successes, Failures int64
 }
 
+// Plus is d and e added.
+func (d ReputationDelta) Plus(e ReputationDelta) ReputationDelta {
+	return ReputationDelta{Writes: d.Writes + e.Writes, Accepted: d.Accepted + e.Accepted, Rejected: d.Rejected + e.Rejected,
+		Contradictions: d.Contradictions + e.Contradictions, Successes: d.Successes + e.Successes, Failures: d.Failures + e.Failures}
+}
+
+// Plus is r with d's counts added.
+func (r Reputation) Plus(d ReputationDelta) Reputation {
+	r.Writes += d.Writes
+	r.Accepted += d.Accepted
+	r.Rejected += d.Rejected
+	r.Contradictions += d.Contradictions
+	r.Successes += d.Successes
+	r.Failures += d.Failures
+	return r
+}
+
 const addReputationSQL = `
 INSERT INTO agent_reputation AS a (tenant_id, agent_id, writes, accepted, rejected, contradictions, successes, failures, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
