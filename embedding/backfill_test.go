@@ -12,40 +12,11 @@ import (
 
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/jobs/jobstest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
-
-// progress is a job run's progress in memory.
-type progress struct {
-	cursor []byte
-	counts map[string]int64
-}
-
-func (p *progress) Cursor(_ context.Context, v any) (bool, error) {
-	if p.cursor == nil {
-		return false, nil
-	}
-	return true, json.Unmarshal(p.cursor, v)
-}
-
-func (p *progress) SaveCursor(_ context.Context, v any) error {
-	if v == nil {
-		p.cursor = nil
-		return nil
-	}
-	var err error
-	p.cursor, err = json.Marshal(v)
-	return err
-}
-
-func (p *progress) Add(name string, n int64) {
-	if p.counts == nil {
-		p.counts = map[string]int64{}
-	}
-	p.counts[name] += n
-}
 
 // setupBackfill is a schema holding n facts of tenant acme, and a
 // backfiller over it reading batches of two.
@@ -73,9 +44,9 @@ func TestBackfillYieldsToBusyWork(t *testing.T) {
 	ctx, b := setupBackfill(t, 5)
 	var looks atomic.Int64
 	b.YieldTo(func() bool { return looks.Add(1) <= 3 }, time.Hour)
-	p := &progress{}
+	p := &jobstest.Run{}
 	require.NoError(t, b.Backfill(ctx, p))
-	require.Equal(t, int64(5), p.counts["embedded"])
+	require.Equal(t, int64(5), p.Count("embedded"))
 	require.GreaterOrEqual(t, looks.Load(), int64(3+3), "it waited out the three busy looks, then looked once before each of the three batches")
 }
 
@@ -85,9 +56,9 @@ func TestBackfillProgressesUnderSustainedLoad(t *testing.T) {
 	t.Parallel()
 	ctx, b := setupBackfill(t, 5)
 	b.YieldTo(func() bool { return true }, time.Millisecond)
-	p := &progress{}
+	p := &jobstest.Run{}
 	require.NoError(t, b.Backfill(ctx, p))
-	require.Equal(t, int64(5), p.counts["embedded"])
+	require.Equal(t, int64(5), p.Count("embedded"))
 }
 
 // A backfill cut off while it yields stops with the context's error.
@@ -96,5 +67,5 @@ func TestBackfillStopsWhileYielding(t *testing.T) {
 	ctx, b := setupBackfill(t, 1)
 	ctx, cancel := context.WithCancel(ctx)
 	b.YieldTo(func() bool { cancel(); return true }, time.Hour)
-	require.ErrorIs(t, b.Backfill(ctx, &progress{}), context.Canceled)
+	require.ErrorIs(t, b.Backfill(ctx, &jobstest.Run{}), context.Canceled)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/jobs/jobstest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/migrations"
 	"github.com/engram-dev/engram/retrieve"
@@ -183,15 +184,15 @@ func say(format string, args ...any) {
 // benchProgress is a job run's progress that says how many records it
 // embedded on stderr.
 type benchProgress struct {
-	progress
+	jobstest.Run
 	of    int
 	start time.Time
 	last  int64
 }
 
 func (p *benchProgress) Add(name string, n int64) {
-	p.progress.Add(name, n)
-	if done := p.counts["embedded"]; name == "embedded" && done-p.last >= 20_000 {
+	p.Run.Add(name, n)
+	if done := p.Count("embedded"); name == "embedded" && done-p.last >= 20_000 {
 		p.last = done
 		say("embedded %d/%d records (%s)", done, p.of, time.Since(p.start).Round(time.Second))
 	}
@@ -218,11 +219,11 @@ func indexBench(b *testing.B, pool *pgxpool.Pool, set benchSet) {
 	t := time.Now()
 	p := &benchProgress{of: set.records, start: t}
 	require.NoError(b, embedding.NewBackfiller(pool, embedding.NewLexical(), 2000, nil).Backfill(ctx, p))
-	say("embedded %d records (%s)", p.counts["embedded"], time.Since(t).Round(time.Second))
+	say("embedded %d records (%s)", p.Count("embedded"), time.Since(t).Round(time.Second))
 	t = time.Now()
 	settings, err := retrieve.NewSettings(retrieve.DefaultConfig())
 	require.NoError(b, err)
-	require.NoError(b, retrieve.New(pool, settings).RefreshStats(ctx, &progress{}))
+	require.NoError(b, retrieve.New(pool, settings).RefreshStats(ctx, &jobstest.Run{}))
 	for _, table := range []string{"records", "record_vectors", "lexeme_stats", "embedding_df"} {
 		_, err = pool.Exec(ctx, "VACUUM ANALYZE "+table)
 		require.NoError(b, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/jobs/jobstest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -54,8 +55,8 @@ func (b *bundle) create(t *testing.T, r memory.Record) memory.Record {
 // backfill.
 func (b *bundle) index(t *testing.T) {
 	t.Helper()
-	require.NoError(t, b.retriever.RefreshStats(b.ctx, &progress{}))
-	require.NoError(t, b.backfill.Backfill(b.ctx, &progress{}))
+	require.NoError(t, b.retriever.RefreshStats(b.ctx, &jobstest.Run{}))
+	require.NoError(t, b.backfill.Backfill(b.ctx, &jobstest.Run{}))
 }
 
 func (b *bundle) retrieve(t *testing.T, req retrieve.Request) retrieve.Result {
@@ -63,36 +64,6 @@ func (b *bundle) retrieve(t *testing.T, req retrieve.Request) retrieve.Result {
 	res, err := b.retriever.Retrieve(b.ctx, b.tenant, req)
 	require.NoError(t, err)
 	return res
-}
-
-// progress is a job run's progress in memory.
-type progress struct {
-	cursor []byte
-	counts map[string]int64
-}
-
-func (p *progress) Cursor(_ context.Context, v any) (bool, error) {
-	if p.cursor == nil {
-		return false, nil
-	}
-	return true, json.Unmarshal(p.cursor, v)
-}
-
-func (p *progress) SaveCursor(_ context.Context, v any) error {
-	if v == nil {
-		p.cursor = nil
-		return nil
-	}
-	var err error
-	p.cursor, err = json.Marshal(v)
-	return err
-}
-
-func (p *progress) Add(name string, n int64) {
-	if p.counts == nil {
-		p.counts = map[string]int64{}
-	}
-	p.counts[name] += n
 }
 
 func payload(v map[string]any) json.RawMessage {
@@ -393,15 +364,15 @@ func TestHybridHalves(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	f := b.create(t, fact("kubernetes", "namespace_for", "staging workloads", nil))
-	require.NoError(t, b.retriever.RefreshStats(b.ctx, &progress{}))
+	require.NoError(t, b.retriever.RefreshStats(b.ctx, &jobstest.Run{}))
 	res := b.retrieve(t, retrieve.Request{Task: retrieve.Task{Text: "kubernetes namespace"}})
 	it := layer(res, retrieve.LayerSemantic).Items
 	require.Equal(t, []uuid.UUID{f.ID}, layerIDs(layer(res, retrieve.LayerSemantic)))
 	require.Nil(t, it[0].Why.Vector, "no vector yet")
 
-	p := &progress{}
+	p := &jobstest.Run{}
 	require.NoError(t, b.backfill.Backfill(b.ctx, p))
-	require.Equal(t, int64(1), p.counts["embedded"])
+	require.Equal(t, int64(1), p.Count("embedded"))
 	res = b.retrieve(t, retrieve.Request{Task: retrieve.Task{Text: "kubernetess namespaec"}})
 	it = layer(res, retrieve.LayerSemantic).Items
 	require.Equal(t, []uuid.UUID{f.ID}, layerIDs(layer(res, retrieve.LayerSemantic)))
@@ -409,9 +380,9 @@ func TestHybridHalves(t *testing.T) {
 	require.Greater(t, *it[0].Why.Vector, 0.0)
 
 	// A backfill pass over unchanged records writes nothing.
-	p = &progress{}
+	p = &jobstest.Run{}
 	require.NoError(t, b.backfill.Backfill(b.ctx, p))
-	require.Zero(t, p.counts["embedded"])
+	require.Zero(t, p.Count("embedded"))
 }
 
 // Bad requests are refused with a violation per field, and nothing is
