@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,9 +102,7 @@ func BenchmarkIngest(b *testing.B) {
 // the load's configuration.
 func startForBench(b *testing.B, bin string, c ingestCase, events int) (loadgen.Config, *pgtest.Schema) {
 	db := pgtest.NewSchema(b)
-	conf := filepath.Join(b.TempDir(), "engram.yaml")
-	require.NoError(b, os.WriteFile(conf, []byte(c.jobs), 0o600))
-	d := startWithConfig(b, bin, db.URL, conf, warnings{os.Stderr})
+	d := startWithYAML(b, bin, db, c.jobs, warnings{os.Stderr})
 	threads := c.threads
 	if threads == 0 {
 		threads = max(1, events/2)
@@ -176,9 +173,7 @@ func TestLoadgenAgainstEngramd(t *testing.T) {
 	t.Parallel()
 	bin := buildEngramd(t)
 	db := pgtest.NewSchema(t)
-	conf := filepath.Join(t.TempDir(), "engram.yaml")
-	require.NoError(t, os.WriteFile(conf, []byte(jobsQuiet), 0o600))
-	d := startWithConfig(t, bin, db.URL, conf, os.Stderr)
+	d := startWithYAML(t, bin, db, jobsQuiet, os.Stderr)
 	cfg := loadgen.Config{URL: "http://" + d.addr, Key: testKey, Events: 600, Streams: 3, Threads: 40, Agents: 5}
 	res, err := loadgen.Run(t.Context(), cfg, nil)
 	require.NoError(t, err)
@@ -221,9 +216,7 @@ func BenchmarkRetrieveWhileIngesting(b *testing.B) {
 	ctx := context.Background()
 
 	db := pgtest.NewSchema(b)
-	conf := filepath.Join(b.TempDir(), "engram.yaml")
-	require.NoError(b, os.WriteFile(conf, []byte("jobs: {}\n"), 0o600)) // the defaults
-	d := startWithConfig(b, bin, db.URL, conf, warnings{os.Stderr})
+	d := startWithYAML(b, bin, db, "jobs: {}\n", warnings{os.Stderr}) // the default jobs
 	base := "http://" + d.addr
 
 	// The tenant's facts, through ingestion like any other.

@@ -194,6 +194,15 @@ func TestProviderNoneStartsAndRetrieves(t *testing.T) {
 	require.Contains(t, body, "retrieval_stats")
 }
 
+// startWithYAML starts an engramd on db with a configuration file holding
+// doc; its log goes to log.
+func startWithYAML(t testing.TB, bin string, db *pgtest.Schema, doc string, log io.Writer) *daemon {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "engram.yaml")
+	require.NoError(t, os.WriteFile(conf, []byte(doc), 0o600))
+	return startWithConfig(t, bin, db.URL, conf, log)
+}
+
 // startWithConfig starts an engramd with a configuration file; its log goes
 // to log.
 func startWithConfig(t testing.TB, bin, dbURL, config string, log io.Writer) *daemon {

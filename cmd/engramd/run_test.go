@@ -3,8 +3,6 @@ package main
 import (
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,14 +65,11 @@ func TestProfilerOnlyOnItsOwnAddress(t *testing.T) {
 		return res.StatusCode
 	}
 
-	conf := filepath.Join(t.TempDir(), "engram.yaml")
-	require.NoError(t, os.WriteFile(conf, []byte("jobs: {}\n"), 0o600))
-	d := startWithConfig(t, bin, db.URL, conf, io.Discard)
+	d := startWithYAML(t, bin, db, "jobs: {}\n", io.Discard)
 	require.NotEqual(t, http.StatusOK, get("http://"+d.addr+"/debug/pprof/"), "not on the API")
 
 	profiler := freeAddr(t)
-	require.NoError(t, os.WriteFile(conf, []byte("pprof_listen: "+profiler+"\n"), 0o600))
-	d = startWithConfig(t, bin, db.URL, conf, io.Discard)
+	d = startWithYAML(t, bin, db, "pprof_listen: "+profiler+"\n", io.Discard)
 	require.Equal(t, http.StatusOK, get("http://"+profiler+"/debug/pprof/"))
 	require.Equal(t, http.StatusOK, get("http://"+profiler+"/debug/pprof/heap?debug=1"))
 	require.NotEqual(t, http.StatusOK, get("http://"+d.addr+"/debug/pprof/"), "still not on the API")
