@@ -26,6 +26,13 @@ type Problem struct {
 	// RetryAfter is the Retry-After header of a 429 or 503, not part of
 	// the body.
 	RetryAfter time.Duration `json:"-"`
+	// Holder is the agent holding the lease a lease-held problem ran into
+	// (write-path RFC §12.8.3), LeaseExpiresAt when that lease runs out (the
+	// Retry-After header says the same in seconds). CurrentFencingToken is
+	// the token a stale-fencing-token problem's write was older than.
+	Holder              string     `json:"holder,omitempty"`
+	LeaseExpiresAt      *time.Time `json:"lease_expires_at,omitempty"`
+	CurrentFencingToken int64      `json:"current_fencing_token,omitempty"`
 }
 
 // Error is the problem's title and, when it has one, its detail.

@@ -586,6 +586,11 @@ func checkDecayPoints(points []memory.DecayPoint, pointer string) []schemas.Viol
 
 // audit writes the audit entry of an operation on rec at its version.
 func (t *Tx) audit(ctx context.Context, tenant string, rec memory.Record, action string, ch Change) error {
+	// Every revision is audited, so the leases hold every revision here,
+	// in its transaction, before it commits (write-path RFC §12.8.3).
+	if err := t.checkFence(ctx, tenant, rec, ch); err != nil {
+		return err
+	}
 	t.audited = append(t.audited, audited{layer: rec.Type, action: action})
 	return store.InsertAudit(ctx, t.tx, tenant, store.AuditRow{
 		RecordID: rec.ID, Version: rec.Version, Action: action, Actor: ch.Actor, Rationale: ch.Rationale, Evidence: ch.Evidence,

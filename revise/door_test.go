@@ -29,6 +29,10 @@ var storeWrites = []string{
 	"InsertFlags", "ClearFlags",
 	"InsertReview", "LockReview", "DecideReview", "EscalateReviews",
 	"AddReputation", "AddOutcomes",
+	// Leases (write-path RFC §12.8.3): granted, renewed and released only
+	// through the write path, which fences writes with them.
+	"LockLeaseResource", "LockLease", "LockLeaseByID", "NextFencingToken",
+	"InsertLease", "ReplaceLease", "ExtendLease", "ReleaseLease",
 }
 
 // doorViolations lists the calls to store's writing statements in a Go

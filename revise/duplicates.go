@@ -96,7 +96,7 @@ func (t *Tx) MergeInto(ctx context.Context, tenant string, into uuid.UUID, dups 
 		if err := t.revise(ctx, tenant, &merged); err != nil {
 			return err
 		}
-		if err := t.audit(ctx, tenant, merged, ActionMergeInto, Change{Actor: ch.Actor, Rationale: ch.Rationale, Evidence: evidence}); err != nil {
+		if err := t.audit(ctx, tenant, merged, ActionMergeInto, Change{Actor: ch.Actor, Rationale: ch.Rationale, Evidence: evidence, Fence: ch.Fence}); err != nil {
 			return err
 		}
 		survivor, err = store.Get(ctx, t.tx, tenant, into)

@@ -341,7 +341,7 @@ func (t *Tx) SubmitForReview(ctx context.Context, tenant string, rec memory.Reco
 	if len(rv.Reasons) > 0 {
 		why += ": " + strings.Join(rv.Reasons, "; ")
 	}
-	if err := t.audit(ctx, tenant, rec, ActionSubmitForReview, Change{Actor: ch.Actor, Rationale: why}); err != nil {
+	if err := t.audit(ctx, tenant, rec, ActionSubmitForReview, Change{Actor: ch.Actor, Rationale: why, Fence: ch.Fence}); err != nil {
 		return memory.Record{}, Review{}, err
 	}
 	return rec, rv, nil

@@ -76,6 +76,11 @@ func (t *Tx) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, add
 		if rec.Type != memory.Episodic {
 			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only episodic records have a timeline to append to")
 		}
+		// Timeline entries are audited in bulk, not by audit: the leases
+		// hold the append here.
+		if err := t.checkFence(ctx, tenant, rec, ch); err != nil {
+			return err
+		}
 		if len(add.Artifacts) > 0 || add.Outcome != "" {
 			var p map[string]json.RawMessage
 			if err := json.Unmarshal(rec.Payload, &p); err != nil {
@@ -560,7 +565,7 @@ func (t *Tx) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) 
 			return err
 		}
 		rec.Version++
-		return t.audit(ctx, tenant, rec, ActionPurge, Change{Actor: ch.Actor, Rationale: ch.Rationale})
+		return t.audit(ctx, tenant, rec, ActionPurge, Change{Actor: ch.Actor, Rationale: ch.Rationale, Fence: ch.Fence})
 	}()
 }
 

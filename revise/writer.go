@@ -55,6 +55,9 @@ type Config struct {
 	Gates Gates
 	// Registry receives the write path's metrics; nil registers none.
 	Registry prometheus.Registerer
+	// Leases bounds the leases' TTLs (see [LeaseConfig]); zero fields are
+	// defaults.
+	Leases LeaseConfig
 }
 
 // Writer is the write path over a database.
@@ -62,6 +65,7 @@ type Writer struct {
 	db      pg.DBTX
 	cfg     Config
 	metrics *metrics
+	leases  *leaseMetrics
 }
 
 // New returns the write path over db (a pool; or a transaction, in which
@@ -77,7 +81,8 @@ func New(db pg.DBTX, cfg Config) *Writer {
 		cfg.Now = time.Now
 	}
 	cfg.Gates = cfg.Gates.withDefaults()
-	return &Writer{db: db, cfg: cfg, metrics: newMetrics(cfg.Registry)}
+	cfg.Leases = cfg.Leases.withDefaults()
+	return &Writer{db: db, cfg: cfg, metrics: newMetrics(cfg.Registry), leases: newLeaseMetrics(cfg.Registry)}
 }
 
 // MaxPayloadBytes is the payload limit in force.
@@ -170,6 +175,10 @@ type Change struct {
 	Actor     string          `json:"actor"`
 	Rationale string          `json:"rationale,omitempty"`
 	Evidence  []memory.Source `json:"evidence,omitempty"`
+	// Fence holds an agent's write to the leases on what it writes
+	// (write-path RFC §12.8.3; see [Fence]); nil for the daemon's own
+	// writes.
+	Fence *Fence `json:"-"`
 }
 
 // Audit actions, one per revision operation.
