@@ -79,6 +79,9 @@ func (s *Server) toProblem(r *http.Request, err error) *Problem {
 }
 
 func (s *Server) problemOf(r *http.Request, err error) *Problem {
+	if p := leaseProblem(err); p != nil {
+		return p
+	}
 	var (
 		p        *Problem
 		ve       *schemas.ValidationError

@@ -27,7 +27,10 @@ func (s *Server) createRecord(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ch := rd.change(r, r.URL.Query().Get("rationale"))
+	ch, err := rd.fencedChange(r, r.URL.Query().Get("rationale"))
+	if err != nil {
+		return err
+	}
 	if err := rd.check(); err != nil {
 		return err
 	}
@@ -178,7 +181,10 @@ func (s *Server) updateRecord(w http.ResponseWriter, r *http.Request) error {
 	if err := rd.decode(r, &req); err != nil {
 		return err
 	}
-	ch := rd.change(r, req.Rationale)
+	ch, err := rd.fencedChange(r, req.Rationale)
+	if err != nil {
+		return err
+	}
 	if err := rd.check(); err != nil {
 		return err
 	}
@@ -219,7 +225,10 @@ func (s *Server) deleteRecord(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rd := s.redaction()
-	ch := rd.change(r, r.URL.Query().Get("rationale"))
+	ch, err := rd.fencedChange(r, r.URL.Query().Get("rationale"))
+	if err != nil {
+		return err
+	}
 	if err := rd.check(); err != nil {
 		return err
 	}
@@ -244,7 +253,10 @@ func (s *Server) decodeRevision(r *http.Request, req *reviseRequest) (*redaction
 			return nil, revise.Change{}, err
 		}
 	}
-	ch := rd.change(r, req.Rationale)
+	ch, err := rd.fencedChange(r, req.Rationale)
+	if err != nil {
+		return nil, ch, err
+	}
 	ch.Evidence = req.Evidence
 	return rd, ch, rd.check()
 }

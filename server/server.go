@@ -222,6 +222,12 @@ func (s *Server) routes() []route {
 		{"POST /v1/jobs/{nameop}", s.runJob, operatorRoles, false},
 		// The write path's metrics are this daemon's, over every tenant.
 		{"GET /v1/stats/writes", s.writeStats, operatorRoles, false},
+		// Leases with fencing tokens (write-path RFC §12.8.3): a tenant's
+		// agents lock its records and scopes.
+		{"POST /v1/leases", s.acquireLease, tenantRoles, false},
+		{"GET /v1/leases/{id}", s.getLease, tenantRoles, false},
+		{"DELETE /v1/leases/{id}", s.releaseLease, tenantRoles, false},
+		{"POST /v1/leases/{idop}", s.leaseMethod, tenantRoles, false},
 	}
 }
 

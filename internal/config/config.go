@@ -97,6 +97,10 @@ type Config struct {
 	// Embedding chooses the embedder of the advisory vector index. yaml
 	// embedding.
 	Embedding Embedding `yaml:"embedding"`
+	// Leases bounds the TTL of the write locks of POST /v1/leases
+	// (write-path RFC §12.8.3): default_ttl (60s), min_ttl (30s), max_ttl
+	// (120s) (see [revise.LeaseConfig]). yaml leases.
+	Leases revise.LeaseConfig `yaml:"leases"`
 }
 
 // Embedding chooses the embedder (yaml embedding.*): the built-in lexical
@@ -355,6 +359,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.WritePath.Validate(); err != nil {
+		return err
+	}
+	if err := c.Leases.Validate(); err != nil {
 		return err
 	}
 	if err := c.Retrieve.Validate(); err != nil {
