@@ -102,6 +102,9 @@ func (rt route) documented() []string {
 	if rt.pattern == "POST /v1/reviews/{idop}" {
 		return []string{"POST /v1/reviews/{id}:approve", "POST /v1/reviews/{id}:reject"}
 	}
+	if rt.pattern == "POST /v1/leases/{idop}" {
+		return []string{"POST /v1/leases/{id}:renew", "POST /v1/leases/{id}:release"}
+	}
 	if prefix, ok := strings.CutSuffix(rt.pattern, "/{idop}"); ok {
 		var ops []string
 		for _, op := range revisionOps {
@@ -298,6 +301,8 @@ func TestOpenAPIDescribesTheAnswerTypes(t *testing.T) {
 		"Why":            reflect.TypeFor[api.Why](),
 		"RetrievalItem":  reflect.TypeFor[api.Item](),
 		"RetrieveResult": reflect.TypeFor[api.RetrieveResult](),
+		"Lease":          reflect.TypeFor[api.Lease](),
+		"LeaseRequest":   reflect.TypeFor[api.LeaseRequest](),
 	} {
 		raw, ok := d.Components.Schemas[name]
 		require.True(t, ok, "components.schemas has no %s", name)
