@@ -20,6 +20,8 @@ type client struct {
 	key   string
 	actor string
 	http  *http.Client
+	// fence, when set, is sent as X-Engram-Fencing-Token.
+	fence string
 }
 
 func newClient(base, key, actor string) *client {
@@ -67,6 +69,9 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	if c.actor != "" {
 		req.Header.Set("X-Engram-Actor", c.actor)
+	}
+	if c.fence != "" {
+		req.Header.Set(api.FencingTokenHeader, c.fence)
 	}
 	res, err := c.http.Do(req)
 	if err != nil {

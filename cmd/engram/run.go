@@ -103,6 +103,17 @@ Review (the approval gate's queue of drafts; a tenant's key):
                                           retract the draft; R is factual_error, policy_violation,
                                           duplicate, insufficient_evidence, contradiction or other
 
+Leases (write locks with fencing tokens, write-path RFC §12.8.3; a tenant's key):
+  leases acquire --record ID | --scope S [--agent A] [--ttl 60s]
+                                          lease a record, or every record of a scope, to agent A
+                                          (default: --actor); prints the lease and its fencing token.
+                                          Acquiring again as A renews it, with the same token
+  leases renew ID [--agent A] [--ttl 60s] extend A's lease from now, keeping its token
+  leases release ID [--agent A]           release A's lease at once
+  leases get ID                           a lease and its status
+  Writes under a lease carry its token: --fencing-token N on records commands
+  (ENGRAM_FENCING_TOKEN). A stale token, or another agent's active lease, refuses the write.
+
 Events and policy:
   policy explain FILE|-                   what the policy in force would do with the event in FILE:
                                           the decision, the rules that made it, what was redacted
@@ -130,6 +141,8 @@ Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
   --api-key KEY   the API key (ENGRAM_API_KEY): a tenant's, or for jobs and stats writes an operator's
   --actor NAME    the agent you act for, kept in the audit trail (ENGRAM_ACTOR)
+  --fencing-token N
+                  the fencing token of your lease, sent with every write (ENGRAM_FENCING_TOKEN)
   --json          print the API's JSON as it comes; list --all prints one page of every record
 
 Exit status: 0 on success, 1 when a request fails, 2 on a usage error.
@@ -168,6 +181,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		url:    getenv("ENGRAM_URL"),
 		key:    getenv("ENGRAM_API_KEY"),
 		actor:  getenv("ENGRAM_ACTOR"),
+		fence:  getenv("ENGRAM_FENCING_TOKEN"),
 	}
 	if c.url == "" {
 		c.url = DefaultURL
@@ -190,6 +204,9 @@ type cli struct {
 
 	url, key, actor string
 	json            bool
+	// fence is the fencing token of a lease, sent with every request as
+	// X-Engram-Fencing-Token.
+	fence string
 }
 
 func (c *cli) run(ctx context.Context, args []string) error {
@@ -240,6 +257,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return statsCommand(c, ctx, args)
 	case "procedures":
 		return procedures(c, ctx, args)
+	case "leases":
+		return leasesCommand(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}
@@ -255,6 +274,7 @@ func (c *cli) flags(name string) *flag.FlagSet {
 	fs.StringVar(&c.key, "api-key", c.key, "")
 	fs.StringVar(&c.actor, "actor", c.actor, "")
 	fs.BoolVar(&c.json, "json", c.json, "")
+	fs.StringVar(&c.fence, "fencing-token", c.fence, "")
 	return fs
 }
 
@@ -308,7 +328,9 @@ func (c *cli) client() (*client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, usageErrorf("%q is not an engramd URL such as %s", c.url, DefaultURL)
 	}
-	return newClient(strings.TrimSuffix(u.String(), "/"), c.key, c.actor), nil
+	cl := newClient(strings.TrimSuffix(u.String(), "/"), c.key, c.actor)
+	cl.fence = c.fence
+	return cl, nil
 }
 
 // report writes err for a person: an API problem with its details, a usage
