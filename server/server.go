@@ -222,6 +222,9 @@ func (s *Server) routes() []route {
 		{"POST /v1/jobs/{nameop}", s.runJob, operatorRoles, false},
 		// The write path's metrics are this daemon's, over every tenant.
 		{"GET /v1/stats/writes", s.writeStats, operatorRoles, false},
+		// The compliance report covers every tenant (write-path RFC
+		// §12.10.5).
+		{"GET /v1/compliance", s.getCompliance, operatorRoles, false},
 	}
 }
 

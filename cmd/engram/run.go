@@ -117,7 +117,7 @@ Decay and jobs:
                                           and at the horizon, and how many records would be pruned
   decay stats                             salience of the active set by type, now
   jobs list                               the periodic jobs, their schedules and last runs
-  jobs run NAME [--wait]                  run a job now (decay_sweep, decay_purge); --wait follows it
+  jobs run NAME [--wait]                  run a job now (decay_sweep, retention, …); --wait follows it
                                           (jobs work across every tenant: they take an operator key)
 
 Write-path metrics (an operator key):
@@ -126,9 +126,14 @@ Write-path metrics (an operator key):
                                           gate and reason; each gate's latency p50/p95/p99; the review
                                           queue of its tenants
 
+Retention and compliance (an operator key):
+  compliance                              the latest compliance report: records past their class's
+                                          retention by class and tenant, violations, erasures not
+                                          yet complete (jobs run compliance --wait makes a new one)
+
 Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
-  --api-key KEY   the API key (ENGRAM_API_KEY): a tenant's, or for jobs and stats writes an operator's
+  --api-key KEY   the API key (ENGRAM_API_KEY): a tenant's, or for jobs, stats writes and compliance an operator's
   --actor NAME    the agent you act for, kept in the audit trail (ENGRAM_ACTOR)
   --json          print the API's JSON as it comes; list --all prints one page of every record
 
@@ -240,6 +245,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return statsCommand(c, ctx, args)
 	case "procedures":
 		return procedures(c, ctx, args)
+	case "compliance":
+		return complianceCommand(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}
