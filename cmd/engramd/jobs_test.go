@@ -114,7 +114,7 @@ func TestUnknownJobRefusedAtStart(t *testing.T) {
 	ret, err := newRetrieval(cfg, db.Pool, nil, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = startPeriodic(context.Background(), cfg, nil, db.Pool, writer, settings, ret, nil, slog.New(slog.DiscardHandler))
-	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are audit_provenance, consolidate, decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retrieval_stats, review_escalation)")
+	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are audit_provenance, compliance, consolidate, decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retention, retrieval_stats, review_escalation)")
 }
 
 // With embedding.provider none engramd has no embedding jobs, and its
@@ -133,7 +133,7 @@ func TestProviderNoneHasNoEmbeddingJobs(t *testing.T) {
 	p, err := startPeriodic(context.Background(), cfg, nil, db.Pool, writer, settings, ret, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() { p.stop(context.Background(), 10*time.Second) })
-	require.Equal(t, []string{"audit_provenance", "consolidate", "decay_purge", "decay_sweep", "retrieval_stats", "review_escalation"}, p.scheduler.Names())
+	require.Equal(t, []string{"audit_provenance", "compliance", "consolidate", "decay_purge", "decay_sweep", "retention", "retrieval_stats", "review_escalation"}, p.scheduler.Names())
 }
 
 // engramd starts with embedding.provider none and retrieves lexically.
