@@ -343,7 +343,7 @@ func report(w io.Writer, err error) {
 			fmt.Fprintf(w, "  records: %s\n", strings.Join(ids, ", "))
 		}
 		if p.Type == problemForbidden {
-			fmt.Fprintln(w, "  ENGRAM_API_KEY (or --api-key) picks the key: engram jobs takes an operator key, as does engram stats writes; the other commands a tenant's key")
+			fmt.Fprintln(w, "  ENGRAM_API_KEY (or --api-key) picks the key: engram jobs takes an operator key, as does engram stats writes; the other commands a tenant's key, but engram compliance an operator's")
 		}
 	case errors.As(err, &u):
 		fmt.Fprintf(w, "engram: %s\nRun 'engram help' for usage.\n", u.msg)
