@@ -176,10 +176,11 @@ type TenantCount struct {
 }
 
 // unmarkedPIISQL finds records tagged PII-bearing whose sensitivity is
-// below $1: personal data marked public or low.
+// below $1: personal data marked public or low. The containment reads the
+// records_by_tag index.
 const unmarkedPIISQL = `
 SELECT tenant_id, count(*), (array_agg(id::text ORDER BY created_at, id))[1:5] FROM records
-WHERE 'pii' = ANY(tags) AND sensitivity_rank < $1
+WHERE tags @> '{pii}' AND sensitivity_rank < $1
 GROUP BY tenant_id
 ORDER BY tenant_id`
 
@@ -190,10 +191,11 @@ func UnmarkedPII(ctx context.Context, db pg.DBTX, min memory.Sensitivity) ([]Ten
 }
 
 // futureCreatedSQL finds records created after $1: a creation time in the
-// future puts a record out of retention's reach until then.
+// future puts a record out of retention's reach until then. Naming every
+// class lets it read the records_retention index.
 const futureCreatedSQL = `
 SELECT tenant_id, count(*), (array_agg(id::text ORDER BY created_at, id))[1:5] FROM records
-WHERE created_at > $1
+WHERE engram_retention_class(tags, sensitivity) IN ('pii', 'business_sensitive', 'general', 'public') AND created_at > $1
 GROUP BY tenant_id
 ORDER BY tenant_id`
 
