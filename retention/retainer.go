@@ -28,7 +28,7 @@ const (
 	DefaultBatchTimeout = time.Minute
 )
 
-// Progress is where a job run counts what it did: a [jobs.Run], or a
+// Progress is where a job run counts what it did: the scheduler's run, or
 // jobstest.Run in tests.
 type Progress interface {
 	Add(name string, n int64)

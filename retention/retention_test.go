@@ -282,7 +282,7 @@ func TestRetentionSoftDeletes(t *testing.T) {
 func TestComplianceViolations(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *retention.Config) { c.OverdueAfter = decay.Duration(24 * time.Hour) })
-	old := b.create(t, "acme", fact("alice", memory.Medium, memory.PIITag))
+	b.create(t, "acme", fact("alice", memory.Medium, memory.PIITag))
 	unmarked := b.create(t, "acme", fact("bob", memory.Low, memory.PIITag))
 	future := fact("carol", memory.Low)
 	future.CreatedAt = b.clock.Now().Add(400 * 24 * time.Hour)
@@ -304,7 +304,6 @@ func TestComplianceViolations(t *testing.T) {
 	require.Equal(t, []string{unmarked.ID.String()}, kinds[api.ViolationPIIUnmarked].RecordIDs)
 	require.Equal(t, []string{future.ID.String()}, kinds[api.ViolationCreatedInFuture].RecordIDs)
 	require.Equal(t, "other", kinds[api.ViolationCreatedInFuture].Tenant)
-	_ = old
 }
 
 // The compliance report's erasure section says what the erasure check
