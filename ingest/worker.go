@@ -428,6 +428,12 @@ func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Pol
 		ref := "evt://" + c.ID.String()
 		a.Entries = append(a.Entries, memory.TimelineEntry{T: ev.Time, EventKind: string(ev.Kind), Ref: ref, Summary: ev.Summary()})
 		a.Texts = append(a.Texts, ev.SearchText())
+		if policy.AnyPersonalLabel(c.Redactions) && !slices.Contains(a.Tags, memory.PIITag) {
+			// Redaction found personal data in the event: its episode is
+			// PII-bearing (write-path RFC §12.10.4), the tag first, so the
+			// episode's bound on tags keeps it before the event's own.
+			a.Tags = slices.Insert(a.Tags, 0, memory.PIITag)
+		}
 		a.Tags = append(a.Tags, ev.Tags...)
 		if ev.Tool != nil {
 			a.ToolGraph = append(a.ToolGraph, map[string]any{"ref": ref, "kind": string(ev.Kind), "tool": ev.Tool.Name, "call_id": ev.Tool.CallID})
@@ -553,7 +559,7 @@ func learnFact(ctx context.Context, tx *revise.Tx, tenant string, ev memory.Even
 	}
 	rec := memory.Record{
 		Type: memory.Semantic, Sensitivity: d.Sensitivity, Confidence: d.Confidence, Salience: memory.DefaultSalience,
-		Scope: d.Scope, Tags: ev.Tags, Payload: payload,
+		Scope: d.Scope, Tags: ev.Tags, Payload: payload, PersonalData: policy.AnyPersonalLabel(c.Redactions),
 		Visibility: memory.Visibility(d.Visibility), AgentID: ev.AgentID, ThreadID: ev.ThreadID,
 		// The evidence the event cites is the fact's provenance too: its
 		// confidence and weight follow it (substrate RFC §7).
@@ -587,7 +593,7 @@ func newEpisode(ev memory.Event, c store.Candidate, d policy.Decision) memory.Re
 	}
 	return memory.Record{
 		Type: memory.Episodic, Sensitivity: d.Sensitivity, Confidence: 1, Salience: memory.DefaultSalience,
-		Scope: d.Scope, Tags: tags, Payload: payload,
+		Scope: d.Scope, Tags: tags, Payload: payload, PersonalData: policy.AnyPersonalLabel(c.Redactions),
 		Visibility: memory.Visibility(d.Visibility), AgentID: ev.AgentID, ThreadID: ev.ThreadID,
 		Provenance: memory.Provenance{Sources: []memory.Source{{Kind: "event", Ref: "evt://" + c.ID.String()}}, CreatedBy: "policy:" + policy.ClassifierVersion},
 	}

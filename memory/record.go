@@ -37,6 +37,11 @@ type Record struct {
 	// is read by id or listed; never written with a record. The canonical
 	// schema admits the property (it closes no record's properties).
 	Flags []Flag `json:"flags,omitempty"`
+	// PersonalData tells the write path that what the record is made from
+	// held personal data (the policy's redactor found some): it stores the
+	// record with [PIITag], which makes it PII-bearing for retention
+	// (write-path RFC §12.10.4). Never stored or shown itself.
+	PersonalData bool `json:"-"`
 }
 
 // Lifecycle is when a record was last reinforced, how it decays and whether

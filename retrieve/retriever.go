@@ -68,6 +68,8 @@ type Retriever struct {
 	logger   *slog.Logger
 	metrics  *metrics
 	now      func() time.Time
+	// past reports a record past its retention, never returned.
+	past func(memory.Record, time.Time) bool
 }
 
 // Option configures a [Retriever].
@@ -83,6 +85,13 @@ func WithEmbedder(e embedding.Embedder) Option { return func(r *Retriever) { r.e
 // (SR-1). Without it, the built-in secret and personal-data detectors
 // alone redact.
 func WithRedactor(rd func() *policy.Redactor) Option { return func(r *Retriever) { r.redactor = rd } }
+
+// WithRetention sets what tells a record past its retention (write-path
+// RFC §12.10.4): such a record is never returned, even before the
+// retention job has expired or deleted it.
+func WithRetention(past func(rec memory.Record, now time.Time) bool) Option {
+	return func(r *Retriever) { r.past = past }
+}
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(r *Retriever) { r.logger = l } }
@@ -170,6 +179,11 @@ func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (R
 		res.Withheld += found[i].Withheld
 		limit := budget.layers[layer]
 		for _, c := range ranked {
+			if r.past != nil && r.past(c.rec, now) {
+				// Past its retention: gone for every reader, whatever the
+				// retention job has done yet (§12.10.4).
+				continue
+			}
 			if len(out.Items) >= limit || res.Budget.Items >= budget.items {
 				out.Omitted++
 				continue

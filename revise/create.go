@@ -420,6 +420,11 @@ func (w *Writer) prepare(rec *memory.Record, status memory.Status, pointer strin
 	if rec.Tags == nil {
 		rec.Tags = []string{}
 	}
+	if rec.PersonalData && !slices.Contains(rec.Tags, memory.PIITag) {
+		// Personal data was found in what the record is made from: it is
+		// PII-bearing (write-path RFC §12.10.4), whatever tags it names.
+		rec.Tags = append(slices.Clip(rec.Tags), memory.PIITag)
+	}
 	if rec.Visibility == "" {
 		rec.Visibility = memory.VisibilityTenant
 	}

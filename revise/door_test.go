@@ -25,6 +25,7 @@ var storeWrites = []string{
 	"InsertEntries", "ReviseEpisodes", "CompressEpisode",
 	"RecordFeedback", "Reinforce", "ReviseFeedback",
 	"Expire", "PurgeExpired", "PurgeRecord", "StampProfiles",
+	"ExpirePastRetention", "PurgePastRetention",
 	"PutArtifact", "InsertProvenance", "MarkTampered",
 	"InsertFlags", "ClearFlags",
 	"InsertReview", "LockReview", "DecideReview", "EscalateReviews",

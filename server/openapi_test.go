@@ -303,6 +303,13 @@ func TestOpenAPIDescribesTheAnswerTypes(t *testing.T) {
 		"RetrieveResult": reflect.TypeFor[api.RetrieveResult](),
 		"Lease":          reflect.TypeFor[api.Lease](),
 		"LeaseRequest":   reflect.TypeFor[api.LeaseRequest](),
+		// Compliance (write-path RFC §12.10.5).
+		"ComplianceReport":     reflect.TypeFor[api.ComplianceReport](),
+		"RetentionClassReport": reflect.TypeFor[api.RetentionClassReport](),
+		"RetentionTenant":      reflect.TypeFor[api.RetentionTenant](),
+		"ComplianceViolation":  reflect.TypeFor[api.ComplianceViolation](),
+		"ErasureReport":        reflect.TypeFor[api.ErasureReport](),
+		"PendingErasure":       reflect.TypeFor[api.PendingErasure](),
 	} {
 		raw, ok := d.Components.Schemas[name]
 		require.True(t, ok, "components.schemas has no %s", name)

@@ -81,6 +81,9 @@ func (rd *redaction) check() error {
 // raise raises a record's sensitivity to what redaction found in the
 // request, as the policy plane does for an event's records.
 func (rd *redaction) raise(rec *memory.Record) {
+	// Personal data makes the record PII-bearing (write-path RFC
+	// §12.10.4): the write path tags it.
+	rec.PersonalData = rec.PersonalData || policy.AnyPersonal(rd.found)
 	found := policy.MaxSensitivity(rd.found)
 	if found == "" {
 		return

@@ -228,6 +228,9 @@ func (s *Server) routes() []route {
 		{"GET /v1/leases/{id}", s.getLease, tenantRoles, false},
 		{"DELETE /v1/leases/{id}", s.releaseLease, tenantRoles, false},
 		{"POST /v1/leases/{idop}", s.leaseMethod, tenantRoles, false},
+		// The compliance report covers every tenant (write-path RFC
+		// §12.10.5).
+		{"GET /v1/compliance", s.getCompliance, operatorRoles, false},
 	}
 }
 

@@ -128,7 +128,7 @@ Decay and jobs:
                                           and at the horizon, and how many records would be pruned
   decay stats                             salience of the active set by type, now
   jobs list                               the periodic jobs, their schedules and last runs
-  jobs run NAME [--wait]                  run a job now (decay_sweep, decay_purge); --wait follows it
+  jobs run NAME [--wait]                  run a job now (decay_sweep, retention, …); --wait follows it
                                           (jobs work across every tenant: they take an operator key)
 
 Write-path metrics (an operator key):
@@ -137,9 +137,14 @@ Write-path metrics (an operator key):
                                           gate and reason; each gate's latency p50/p95/p99; the review
                                           queue of its tenants
 
+Retention and compliance (an operator key):
+  compliance                              the latest compliance report: records past their class's
+                                          retention by class and tenant, violations, erasures not
+                                          yet complete (jobs run compliance --wait makes a new one)
+
 Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
-  --api-key KEY   the API key (ENGRAM_API_KEY): a tenant's, or for jobs and stats writes an operator's
+  --api-key KEY   the API key (ENGRAM_API_KEY): a tenant's, or for jobs, stats writes and compliance an operator's
   --actor NAME    the agent you act for, kept in the audit trail (ENGRAM_ACTOR)
   --fencing-token N
                   the fencing token of your lease, sent with every write (ENGRAM_FENCING_TOKEN)
@@ -259,6 +264,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return procedures(c, ctx, args)
 	case "leases":
 		return leasesCommand(c, ctx, args)
+	case "compliance":
+		return complianceCommand(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}
@@ -358,7 +365,7 @@ func report(w io.Writer, err error) {
 			fmt.Fprintf(w, "  records: %s\n", strings.Join(ids, ", "))
 		}
 		if p.Type == problemForbidden {
-			fmt.Fprintln(w, "  ENGRAM_API_KEY (or --api-key) picks the key: engram jobs takes an operator key, as does engram stats writes; the other commands a tenant's key")
+			fmt.Fprintln(w, "  ENGRAM_API_KEY (or --api-key) picks the key: engram jobs takes an operator key, as does engram stats writes; the other commands a tenant's key, but engram compliance an operator's")
 		}
 	case errors.As(err, &u):
 		fmt.Fprintf(w, "engram: %s\nRun 'engram help' for usage.\n", u.msg)

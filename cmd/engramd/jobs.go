@@ -22,6 +22,7 @@ import (
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/jobs"
+	"github.com/engram-dev/engram/retention"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
 )
@@ -44,6 +45,7 @@ func newWriter(pool *pgxpool.Pool, cfg config.Config, reg prometheus.Registerer)
 type periodic struct {
 	settings  *decay.Settings
 	retrieve  *retrieve.Settings
+	retention *retention.Settings
 	decayer   *decay.Decayer
 	scheduler *jobs.Scheduler
 	load      func() (config.Config, error)
@@ -70,6 +72,9 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 		Support: cfg.Consolidate.Support, Probes: cfg.Consolidate.Probes, Lifecycle: cfg.Consolidate.Lifecycle,
 		Duplicates: cfg.Consolidate.Duplicates, Compress: cfg.Consolidate.Compress,
 		Extractor: model, Redactor: ret.redactor})
+	// Erasures: the compliance report's erasure section is not checked
+	// until erasure requests are tracked (Options.Erasures).
+	keep := retention.New(retention.Options{DB: pool, Writer: writer, Settings: ret.retention, Logger: logger, Registry: reg})
 	all := []jobs.Job{
 		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},
 		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }},
@@ -77,6 +82,11 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 		{Name: revise.AuditProvenanceJob, Run: func(ctx context.Context, r *jobs.Run) error { return writer.RunProvenanceAudit(ctx, r) }},
 		{Name: revise.EscalationJob, Run: func(ctx context.Context, r *jobs.Run) error { return escalate(ctx, esc, r) }},
 		{Name: consolidate.Job, Run: func(ctx context.Context, r *jobs.Run) error { return cons.Consolidate(ctx, r) }},
+		{Name: retention.Job, Run: func(ctx context.Context, r *jobs.Run) error { return keep.Enforce(ctx, r) }},
+		{Name: retention.ComplianceJob, Run: func(ctx context.Context, r *jobs.Run) error {
+			_, err := keep.Check(ctx, r, r.ID)
+			return err
+		}},
 	}
 	if b := ret.backfiller; b != nil {
 		all = append(all,
@@ -95,7 +105,7 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 	if err := sched.Start(ctx); err != nil {
 		return nil, err
 	}
-	p := &periodic{settings: settings, retrieve: ret.settings, decayer: dec, scheduler: sched, load: load, logger: logger, cfg: cfg}
+	p := &periodic{settings: settings, retrieve: ret.settings, retention: ret.retention, decayer: dec, scheduler: sched, load: load, logger: logger, cfg: cfg}
 	var rctx context.Context
 	rctx, p.stopReload = context.WithCancel(ctx)
 	p.reloaded = make(chan struct{}, 1)
@@ -149,8 +159,8 @@ func (p *periodic) reloadOnHUP(ctx context.Context) {
 	}
 }
 
-// reload reads the configuration again and puts its decay and retrieve
-// sections and job schedules in force. A configuration that does not load or validate is
+// reload reads the configuration again and puts its decay, retrieve and
+// retention sections and job schedules in force. A configuration that does not load or validate is
 // refused whole, with the field named, and the one in force stays. Other
 // settings (listen address, database, keys) take a restart.
 func (p *periodic) reload(ctx context.Context) {
@@ -174,6 +184,7 @@ func (p *periodic) reload(ctx context.Context) {
 	}
 	// Validated with the whole configuration above: Set cannot refuse it.
 	_ = p.retrieve.Set(cfg.Retrieve)
+	_ = p.retention.Set(cfg.Retention)
 	for _, name := range p.scheduler.Names() {
 		if err := p.scheduler.SetSchedule(name, scheduleOf(cfg, name)); err != nil {
 			// Validated with the configuration: not expected.

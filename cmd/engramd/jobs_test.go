@@ -76,21 +76,24 @@ func TestReloadConfiguration(t *testing.T) {
 	t.Cleanup(func() { p.stop(ctx, 10*time.Second) })
 	require.Equal(t, decay.Duration(30*24*time.Hour), settings.Config().Profiles[memory.Semantic].HalfLife)
 
-	write("decay: {profiles: {semantic: {half_life: 10d}}}\njobs: {decay_sweep: \"@every 1m\", decay_purge: \"off\"}\n")
+	write("decay: {profiles: {semantic: {half_life: 10d}}}\njobs: {decay_sweep: \"@every 1m\", decay_purge: \"off\"}\nretention: {pii: {max_age: 30d}}\n")
 	p.reload(ctx)
 	require.Equal(t, decay.Duration(10*24*time.Hour), settings.Config().Profiles[memory.Semantic].HalfLife)
+	require.Equal(t, decay.Duration(30*24*time.Hour), ret.retention.Config().PII.MaxAge, "retention reloads too")
 	ov, err := p.scheduler.Jobs(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "audit_provenance", ov.Jobs[0].Name)
-	require.Equal(t, "@every 30s", ov.Jobs[1].Schedule, "consolidate keeps its default")
-	require.Equal(t, "off", ov.Jobs[2].Schedule)
-	require.Equal(t, "@every 1m", ov.Jobs[3].Schedule)
+	require.Equal(t, "compliance", ov.Jobs[1].Name)
+	require.Equal(t, "@every 30s", ov.Jobs[2].Schedule, "consolidate keeps its default")
+	require.Equal(t, "off", ov.Jobs[3].Schedule)
+	require.Equal(t, "@every 1m", ov.Jobs[4].Schedule)
 
 	for doc, field := range map[string]string{
 		"decay: {profiles: {semantic: {floor: 2}}}\n":   "decay.profiles.semantic.floor",
 		"decay: {profiles: {semantic: {curve: cubic}}}": "decay.profiles.semantic.curve",
 		"jobs: {decay_sweeep: \"@hourly\"}\n":           "jobs.decay_sweeep: no such job",
 		"decay: [not, a, mapping]\n":                    "decay: must be a mapping",
+		"retention: {pii: {action: archive}}\n":         "retention.pii.action",
 	} {
 		write(doc)
 		p.reload(ctx)
@@ -99,7 +102,8 @@ func TestReloadConfiguration(t *testing.T) {
 		require.Equal(t, decay.Duration(10*24*time.Hour), settings.Config().Profiles[memory.Semantic].HalfLife, "the configuration in force stays")
 		ov, err := p.scheduler.Jobs(ctx)
 		require.NoError(t, err)
-		require.Equal(t, "@every 1m", ov.Jobs[3].Schedule)
+		require.Equal(t, "@every 1m", ov.Jobs[4].Schedule)
+		require.Equal(t, decay.Duration(30*24*time.Hour), ret.retention.Config().PII.MaxAge)
 	}
 }
 
@@ -114,7 +118,7 @@ func TestUnknownJobRefusedAtStart(t *testing.T) {
 	ret, err := newRetrieval(cfg, db.Pool, nil, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	_, err = startPeriodic(context.Background(), cfg, nil, db.Pool, writer, settings, ret, nil, slog.New(slog.DiscardHandler))
-	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are audit_provenance, consolidate, decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retrieval_stats, review_escalation)")
+	require.EqualError(t, err, "configuration: jobs.compact: no such job (there are audit_provenance, compliance, consolidate, decay_purge, decay_sweep, embedding_backfill, embedding_reindex, retention, retrieval_stats, review_escalation)")
 }
 
 // With embedding.provider none engramd has no embedding jobs, and its
@@ -133,7 +137,7 @@ func TestProviderNoneHasNoEmbeddingJobs(t *testing.T) {
 	p, err := startPeriodic(context.Background(), cfg, nil, db.Pool, writer, settings, ret, nil, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(func() { p.stop(context.Background(), 10*time.Second) })
-	require.Equal(t, []string{"audit_provenance", "consolidate", "decay_purge", "decay_sweep", "retrieval_stats", "review_escalation"}, p.scheduler.Names())
+	require.Equal(t, []string{"audit_provenance", "compliance", "consolidate", "decay_purge", "decay_sweep", "retention", "retrieval_stats", "review_escalation"}, p.scheduler.Names())
 }
 
 // engramd starts with embedding.provider none and retrieves lexically.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,7 +15,9 @@ import (
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
+	"github.com/engram-dev/engram/retention"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
 )
@@ -80,6 +83,9 @@ type retrieval struct {
 	// redactor is the redactor of the policy in force (nil: the built-in
 	// one), which consolidation also applies to what a model says.
 	redactor func() *policy.Redactor
+	// retention is the retention configuration in force: the retriever
+	// never returns a record past it, and the retention job enforces it.
+	retention *retention.Settings
 }
 
 // newRetrieval builds the embedder the configuration names and the
@@ -100,8 +106,13 @@ func newRetrieval(cfg config.Config, db pg.DBTX, pol func() *policy.Policy, reg 
 			return nil, err
 		}
 	}
-	opts := []retrieve.Option{retrieve.WithLogger(logger), retrieve.WithRegistry(reg)}
-	out := &retrieval{settings: settings}
+	rs, err := retention.NewSettings(cfg.Retention)
+	if err != nil {
+		return nil, err
+	}
+	opts := []retrieve.Option{retrieve.WithLogger(logger), retrieve.WithRegistry(reg),
+		retrieve.WithRetention(func(rec memory.Record, now time.Time) bool { return rs.Config().Past(rec, now) })}
+	out := &retrieval{settings: settings, retention: rs}
 	if pol != nil {
 		out.redactor = func() *policy.Redactor { return pol().Redactor() }
 		opts = append(opts, retrieve.WithRedactor(out.redactor))

@@ -20,6 +20,7 @@ import (
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/jobs"
+	"github.com/engram-dev/engram/retention"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
 )
@@ -101,6 +102,12 @@ type Config struct {
 	// (write-path RFC §12.8.3): default_ttl (60s), min_ttl (30s), max_ttl
 	// (120s) (see [revise.LeaseConfig]). yaml leases.
 	Leases revise.LeaseConfig `yaml:"leases"`
+	// Retention is the maximum retention of each data classification and
+	// what becomes of a record past it, hard or soft delete (see
+	// [retention.Config]; write-path RFC §12.10.4). yaml retention; a class
+	// not named keeps its default, max_age 0 is no limit. Reloaded on
+	// SIGHUP.
+	Retention retention.Config `yaml:"retention"`
 }
 
 // Embedding chooses the embedder (yaml embedding.*): the built-in lexical
@@ -179,6 +186,7 @@ func Default() Config {
 		Jobs:      DefaultJobs(EmbeddingLexical),
 		Retrieve:  retrieve.DefaultConfig(),
 		Embedding: Embedding{Provider: EmbeddingLexical, BatchSize: embedding.DefaultBackfillBatch},
+		Retention: retention.DefaultConfig(),
 	}
 }
 
@@ -190,6 +198,7 @@ func DefaultJobs(provider string) map[string]string {
 		decay.SweepJob: decay.DefaultSweepSchedule, decay.PurgeJob: decay.DefaultPurgeSchedule,
 		retrieve.StatsJob: retrieve.DefaultStatsSchedule, revise.AuditProvenanceJob: revise.DefaultAuditProvenanceSchedule,
 		revise.EscalationJob: revise.DefaultEscalationSchedule, consolidate.Job: consolidate.DefaultSchedule,
+		retention.Job: retention.DefaultSchedule, retention.ComplianceJob: retention.DefaultComplianceSchedule,
 	}
 	if provider != EmbeddingNone {
 		j[embedding.BackfillJob] = embedding.DefaultBackfillSchedule
@@ -365,6 +374,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.Retrieve.Validate(); err != nil {
+		return err
+	}
+	if err := c.Retention.Validate(); err != nil {
 		return err
 	}
 	switch c.Embedding.Provider {

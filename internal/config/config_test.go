@@ -118,6 +118,7 @@ func TestEmbeddingProviderNone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{
 		"audit_provenance": "@daily", "decay_sweep": "*/15 * * * *", "decay_purge": "17 * * * *", "retrieval_stats": "@every 5m", "review_escalation": "@every 5m", "consolidate": "@every 30s",
+		"retention": "23 * * * *", "compliance": "53 * * * *",
 	}, c.Jobs)
 
 	c, err = loadFile(t, "embedding: {provider: lexical}\njobs: {decay_sweep: \"@hourly\"}\n")

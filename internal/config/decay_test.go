@@ -27,7 +27,8 @@ func TestDecayAndJobsConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, decay.DefaultConfig(), c.Decay)
 	require.Equal(t, map[string]string{"audit_provenance": "@daily", "decay_sweep": "*/15 * * * *", "decay_purge": "17 * * * *",
-		"retrieval_stats": "@every 5m", "embedding_backfill": "@every 1m", "embedding_reindex": "off", "review_escalation": "@every 5m", "consolidate": "@every 30s"}, c.Jobs)
+		"retrieval_stats": "@every 5m", "embedding_backfill": "@every 1m", "embedding_reindex": "off", "review_escalation": "@every 5m", "consolidate": "@every 30s",
+		"retention": "23 * * * *", "compliance": "53 * * * *"}, c.Jobs)
 
 	c, err = loadFile(t, `
 decay:
@@ -44,7 +45,8 @@ jobs:
 	require.Equal(t, decay.Duration(48*time.Hour), c.Decay.Profiles[memory.Episodic].HalfLife)
 	require.Equal(t, decay.DefaultProfile(memory.Semantic), c.Decay.Profiles[memory.Semantic])
 	require.Equal(t, map[string]string{"audit_provenance": "@daily", "decay_sweep": "@every 5m", "decay_purge": "17 * * * *",
-		"retrieval_stats": "@every 5m", "embedding_backfill": "@every 1m", "embedding_reindex": "off", "review_escalation": "@every 5m", "consolidate": "@every 30s"}, c.Jobs)
+		"retrieval_stats": "@every 5m", "embedding_backfill": "@every 1m", "embedding_reindex": "off", "review_escalation": "@every 5m", "consolidate": "@every 30s",
+		"retention": "23 * * * *", "compliance": "53 * * * *"}, c.Jobs)
 }
 
 // An invalid decay section or schedule is refused, naming the field.
