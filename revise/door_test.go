@@ -29,6 +29,8 @@ var storeWrites = []string{
 	"InsertFlags", "ClearFlags",
 	"InsertReview", "LockReview", "DecideReview", "EscalateReviews",
 	"AddReputation", "AddOutcomes",
+	"InsertErasure", "UpdateErasure", "EraseRecords", "DeleteCandidates", "DeleteAuditEntries",
+	"DeleteArtifacts", "ScrubRetrievals", "DeleteReputation", "ReplaceProvenance", "InsertTenantAudit",
 }
 
 // doorViolations lists the calls to store's writing statements in a Go
