@@ -367,16 +367,16 @@ func TestErasureBadInput(t *testing.T) {
 		body     string
 		pointers []string
 	}{
-		"no identifiers":   {`{}`, []string{""}},
-		"empty lists":      {`{"emails": [], "names": []}`, []string{""}},
-		"malformed email":  {`{"emails": ["jane.roe-at-example"]}`, []string{"/emails/0"}},
-		"short user id":    {`{"user_ids": ["u1"], "names": ["Jane Roe"]}`, []string{"/user_ids/0"}},
-		"phone":            {`{"phone_numbers": ["12-34", "call me 5551234567"]}`, []string{"/phone_numbers/0", "/phone_numbers/1"}},
-		"name not a name":  {`{"names": ["1234"]}`, []string{"/names/0"}},
-		"several at once":  {`{"emails": ["ok@example.com", "bad@"], "names": [" "]}`, []string{"/emails/1", "/names/0"}},
-		"unknown field":    {`{"email": ["jane.roe@example.com"]}`, nil},
-		"not a list":       {`{"emails": "jane.roe@example.com"}`, nil},
-		"not even json":    {`{"emails": [`, nil},
+		"no identifiers":  {`{}`, []string{""}},
+		"empty lists":     {`{"emails": [], "names": []}`, []string{""}},
+		"malformed email": {`{"emails": ["jane.roe-at-example"]}`, []string{"/emails/0"}},
+		"short user id":   {`{"user_ids": ["u1"], "names": ["Jane Roe"]}`, []string{"/user_ids/0"}},
+		"phone":           {`{"phone_numbers": ["12-34", "call me 5551234567"]}`, []string{"/phone_numbers/0", "/phone_numbers/1"}},
+		"name not a name": {`{"names": ["1234"]}`, []string{"/names/0"}},
+		"several at once": {`{"emails": ["ok@example.com", "bad@"], "names": [" "]}`, []string{"/emails/1", "/names/0"}},
+		"unknown field":   {`{"email": ["jane.roe@example.com"]}`, nil},
+		"not a list":      {`{"emails": "jane.roe@example.com"}`, nil},
+		"not even json":   {`{"emails": [`, nil},
 	} {
 		res := e.do("POST", "/v1/erasures", acmeKey, tc.body)
 		require.Equal(t, http.StatusBadRequest, res.status, "%s: %s", name, res.body)

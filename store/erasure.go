@@ -306,8 +306,8 @@ type Erased struct {
 }
 
 const (
-	allowEraseSQL    = `SET LOCAL engram.erase = 'on'`
-	countTracesSQL   = `
+	allowEraseSQL  = `SET LOCAL engram.erase = 'on'`
+	countTracesSQL = `
 SELECT (SELECT count(*) FROM record_versions WHERE tenant_id = $1 AND record_id = ANY($2)),
 	(SELECT count(*) FROM episode_entries WHERE tenant_id = $1 AND record_id = ANY($2)),
 	(SELECT count(*) FROM record_vectors WHERE tenant_id = $1 AND record_id = ANY($2)),
