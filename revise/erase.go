@@ -542,7 +542,8 @@ func dropEvidence(payload json.RawMessage, gone map[string]bool) (json.RawMessag
 }
 
 // scrub deletes what else names the subject: audit entries (of records
-// that remain, or of none), retrieval log entries, agents' reputation; it
+// that remain, or of none, such as a rebuild's rationale), retrieval log
+// entries, agents' reputation; it
 // takes the erased records out of the retrieval log and recomputes the
 // lexical statistics, whose terms came from the erased text too.
 func (w *Writer) scrub(ctx context.Context, st *eraseState) error {
@@ -554,7 +555,9 @@ func (w *Writer) scrub(ctx context.Context, st *eraseState) error {
 		}
 		var doomed []int64
 		for _, r := range rows {
-			if _, erased := st.erased[r.ID]; erased || w.mentions(st.s, r.Row) {
+			// The erased records' own entries went with them; their erase
+			// entries name no data and stay.
+			if w.mentions(st.s, r.Row) {
 				doomed = append(doomed, r.Seq)
 			}
 			after = r.Seq

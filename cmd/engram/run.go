@@ -126,6 +126,16 @@ Write-path metrics (an operator key):
                                           gate and reason; each gate's latency p50/p95/p99; the review
                                           queue of its tenants
 
+Erasure (write-path RFC §12.10.2; a tenant's key for now):
+  erase [--email E] [--name N] [--user-id U] [--phone P] [--wait]
+                                          forget a data subject: every record, staged event, timeline
+                                          entry, version, vector, artifact, audit and retrieval-log entry
+                                          naming them, and what derives from them (rebuilt without them
+                                          where it has other sources); each flag repeatable, one at least.
+                                          --wait shows the progress and prints the certificate: counts
+                                          per layer, rebuilt records and the verification scan's result
+  erase status ID                         an erasure's status, or its certificate once completed
+
 Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
   --api-key KEY   the API key (ENGRAM_API_KEY): a tenant's, or for jobs and stats writes an operator's
@@ -240,6 +250,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return statsCommand(c, ctx, args)
 	case "procedures":
 		return procedures(c, ctx, args)
+	case "erase":
+		return erase(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}
