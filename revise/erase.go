@@ -109,6 +109,7 @@ type eraseState struct {
 // message that names no data). What an interrupted or failed erasure
 // erased stays erased: run it again to finish.
 func (w *Writer) Erase(ctx context.Context, tenant string, e api.Erasure, s Subject, actor string) (api.Erasure, error) {
+	e.Status, e.Error, e.CompletedAt, e.Counts, e.Rebuilt = api.ErasureRunning, "", nil, api.ErasureCounts{}, []uuid.UUID{}
 	st := &eraseState{tenant: tenant, s: s, e: &e, actor: actor,
 		erased: map[uuid.UUID]memory.Type{}, events: map[uuid.UUID]bool{}, artifacts: map[string]bool{},
 		gone: map[string]bool{}, rebuild: map[uuid.UUID]store.Dependent{}}
