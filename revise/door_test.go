@@ -34,6 +34,8 @@ var storeWrites = []string{
 	// through the write path, which fences writes with them.
 	"LockLeaseResource", "LockLease", "LockLeaseByID", "NextFencingToken",
 	"InsertLease", "ReplaceLease", "ExtendLease", "ReleaseLease",
+	"InsertErasure", "UpdateErasure", "EraseRecords", "DeleteCandidates", "DeleteAuditEntries",
+	"DeleteArtifacts", "ScrubRetrievals", "DeleteReputation", "ReplaceProvenance", "InsertTenantAudit",
 }
 
 // doorViolations lists the calls to store's writing statements in a Go

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,6 +99,11 @@ type Server struct {
 	// when the server was made: GET /v1/stats/writes.
 	gatherer prometheus.Gatherer
 	started  time.Time
+	// background is the context of work that outlives its request
+	// (erasures), ended by Close; erasing counts that work.
+	background     context.Context
+	stopBackground context.CancelFunc
+	erasing        sync.WaitGroup
 }
 
 // principal is who a request's key speaks for.
@@ -125,6 +131,7 @@ func New(cfg Config) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.background, s.stopBackground = context.WithCancel(context.Background())
 	if s.writer == nil {
 		s.writer = revise.New(cfg.DB, revise.Config{Now: cfg.Now})
 	}
@@ -231,6 +238,10 @@ func (s *Server) routes() []route {
 		// The compliance report covers every tenant (write-path RFC
 		// §12.10.5).
 		{"GET /v1/compliance", s.getCompliance, operatorRoles, false},
+		// Erasure on demand (write-path RFC §12.10.2). A tenant's keys for
+		// now; once keys have roles, a curator's or an operator's only.
+		{"POST /v1/erasures", s.startErasure, tenantRoles, false},
+		{"GET /v1/erasures/{id}", s.getErasure, tenantRoles, false},
 	}
 }
 

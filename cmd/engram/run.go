@@ -141,6 +141,15 @@ Retention and compliance (an operator key):
   compliance                              the latest compliance report: records past their class's
                                           retention by class and tenant, violations, erasures not
                                           yet complete (jobs run compliance --wait makes a new one)
+Erasure (write-path RFC §12.10.2; a tenant's key for now):
+  erase [--email E] [--name N] [--user-id U] [--phone P] [--wait]
+                                          forget a data subject: every record, staged event, timeline
+                                          entry, version, vector, artifact, audit and retrieval-log entry
+                                          naming them, and what derives from them (rebuilt without them
+                                          where it has other sources); each flag repeatable, one at least.
+                                          --wait shows the progress and prints the certificate: counts
+                                          per layer, rebuilt records and the verification scan's result
+  erase status ID                         an erasure's status, or its certificate once completed
 
 Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
@@ -266,6 +275,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return leasesCommand(c, ctx, args)
 	case "compliance":
 		return complianceCommand(c, ctx, args)
+	case "erase":
+		return erase(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}

@@ -223,6 +223,10 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if err := httpServer.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	// Erasures still running are interrupted and say so.
+	if err := srv.Close(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
 	logger.Info("engramd stopped")
 	return nil
 }
