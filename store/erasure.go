@@ -573,3 +573,29 @@ func InsertTenantAudit(ctx context.Context, db pg.DBTX, tenant, action, actor, r
 	}
 	return nil
 }
+
+const unfinishedErasuresSQL = `
+SELECT id, tenant_id, status, phase, requested_at FROM erasures
+WHERE status <> 'completed' ORDER BY requested_at, tenant_id, id LIMIT $1`
+
+// UnfinishedErasures lists up to limit erasure requests of every tenant
+// that have not completed (running, failed or interrupted), oldest first:
+// the compliance report's question (write-path RFC §12.10.5). It is the
+// operator's, like the jobs, and reads ids and states, never a subject.
+func UnfinishedErasures(ctx context.Context, db pg.DBTX, limit int) ([]api.PendingErasure, error) {
+	rows, err := db.Query(ctx, unfinishedErasuresSQL, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished erasures: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (api.PendingErasure, error) {
+		var p api.PendingErasure
+		var id uuid.UUID
+		var tenant, phase string
+		if err := row.Scan(&id, &tenant, &p.Status, &phase, &p.RequestedAt); err != nil {
+			return p, err
+		}
+		p.ID, p.RequestedAt = id.String(), p.RequestedAt.UTC()
+		p.Detail = "tenant " + tenant + ", phase " + phase
+		return p, nil
+	})
+}

@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
@@ -47,4 +50,36 @@ func TestAuditLogDeletedOnlyByAnErasure(t *testing.T) {
 	require.False(t, tables["record_vectors_0.model"], "partitions are scanned through their parent")
 	require.True(t, tables["record_vectors.model"])
 	require.False(t, tables["job_runs.error"], "job runs hold no tenant's rows")
+}
+
+// TestUnfinishedErasures: the compliance report's erasures are those not
+// completed, of every tenant, oldest first, named by id and state only.
+func TestUnfinishedErasures(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	sha := strings.Repeat("ab", 32)
+	for i, e := range []struct {
+		tenant, status string
+	}{{"acme", "completed"}, {"acme", "interrupted"}, {"globex", "running"}} {
+		require.NoError(t, store.EnsureTenant(ctx, db.Pool, e.tenant))
+		row := store.Erasure{ID: uuid.New(), SubjectSHA256: sha, Identifiers: map[string]int{"email": 1}, Status: "running",
+			Phase: "matching", Rebuilt: []uuid.UUID{}, RequestedAt: at.Add(time.Duration(i) * time.Hour)}
+		require.NoError(t, store.InsertErasure(ctx, db.Pool, e.tenant, row))
+		if e.status != "running" {
+			// A run ends, completed or not, with its end time.
+			end := at.Add(5 * time.Hour)
+			row.Status, row.CompletedAt, row.UpdatedAt = e.status, &end, end
+			require.NoError(t, store.UpdateErasure(ctx, db.Pool, e.tenant, row))
+		}
+	}
+	got, err := store.UnfinishedErasures(ctx, db.Pool, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, "interrupted", got[0].Status)
+	require.Equal(t, "tenant acme, phase matching", got[0].Detail)
+	require.Equal(t, at.Add(time.Hour), got[0].RequestedAt)
+	require.Equal(t, "running", got[1].Status)
+	require.Equal(t, "tenant globex, phase matching", got[1].Detail)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/engram-dev/engram/retention"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/store"
 )
 
 // newWriter returns the write path, whose new records take their decay
@@ -72,9 +73,13 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 		Support: cfg.Consolidate.Support, Probes: cfg.Consolidate.Probes, Lifecycle: cfg.Consolidate.Lifecycle,
 		Duplicates: cfg.Consolidate.Duplicates, Compress: cfg.Consolidate.Compress,
 		Extractor: model, Redactor: ret.redactor})
-	// Erasures: the compliance report's erasure section is not checked
-	// until erasure requests are tracked (Options.Erasures).
-	keep := retention.New(retention.Options{DB: pool, Writer: writer, Settings: ret.retention, Logger: logger, Registry: reg})
+	// The compliance report lists the erasures not yet complete (write-path
+	// RFC §12.10.5), at most a thousand, oldest first.
+	unfinished := func(ctx context.Context) ([]retention.PendingErasure, error) {
+		return store.UnfinishedErasures(ctx, pool, 1000)
+	}
+	keep := retention.New(retention.Options{DB: pool, Writer: writer, Settings: ret.retention, Logger: logger, Registry: reg,
+		Erasures: unfinished})
 	all := []jobs.Job{
 		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},
 		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }},

@@ -117,6 +117,9 @@ retention:
 	require.Equal(t, "30d", rep.Retention[0].MaxAge)
 	require.Equal(t, []api.RetentionTenant{{Tenant: "acme", PastRetention: 1, Retrievable: 1, OldestCreatedAt: personal.CreatedAt}}, rep.Retention[0].Tenants)
 	require.NotContains(t, string(body), "alice@example.com")
+	// engramd tracks erasures, so the report checks them: none is pending.
+	require.True(t, rep.Erasures.Checked, rep.Erasures.Detail)
+	require.Empty(t, rep.Erasures.Incomplete)
 
 	// Retrieval does not return it, before the job has run.
 	retrieved := func() []string {
