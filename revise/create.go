@@ -93,6 +93,9 @@ func (t *Tx) CreateMany(ctx context.Context, tenant string, recs []memory.Record
 		if err != nil {
 			return nil, err
 		}
+		if err := t.authorize(tenant, n.Record, ActionCreate, ch); err != nil {
+			return nil, err
+		}
 		out[i], news = n.Record, append(news, n)
 	}
 	if err := store.InsertNew(ctx, t.tx, tenant, news); err != nil {
@@ -204,6 +207,9 @@ func (w *Writer) noteRefusal(ctx context.Context, db pg.DBTX, tenant string, rec
 
 func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Change) (Admission, error) {
 	if err := checkChange(ch); err != nil {
+		return Admission{}, err
+	}
+	if err := precheck(rec, ch); err != nil {
 		return Admission{}, err
 	}
 	w, g := t.w, t.w.cfg.Gates
@@ -586,6 +592,9 @@ func checkDecayPoints(points []memory.DecayPoint, pointer string) []schemas.Viol
 
 // audit writes the audit entry of an operation on rec at its version.
 func (t *Tx) audit(ctx context.Context, tenant string, rec memory.Record, action string, ch Change) error {
+	if err := t.authorize(tenant, rec, action, ch); err != nil {
+		return err
+	}
 	t.audited = append(t.audited, audited{layer: rec.Type, action: action})
 	return store.InsertAudit(ctx, t.tx, tenant, store.AuditRow{
 		RecordID: rec.ID, Version: rec.Version, Action: action, Actor: ch.Actor, Rationale: ch.Rationale, Evidence: ch.Evidence,

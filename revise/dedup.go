@@ -65,7 +65,7 @@ func (t *Tx) dedup(ctx context.Context, tenant string, rec memory.Record, ch Cha
 	if err := t.revise(ctx, tenant, &merged); err != nil {
 		return a, false, nil, err
 	}
-	if err := t.audit(ctx, tenant, merged, ActionAbsorb, Change{Actor: ch.Actor,
+	if err := t.audit(ctx, tenant, merged, ActionAbsorb, Change{Principal: ch.Principal, Rules: ch.Rules, Actor: ch.Actor,
 		Rationale: "a duplicate write brought new evidence, tags or confidence", Evidence: rec.Provenance.Sources}); err != nil {
 		return a, false, nil, err
 	}
@@ -73,7 +73,7 @@ func (t *Tx) dedup(ctx context.Context, tenant string, rec memory.Record, ch Cha
 	if res.why == "" {
 		return a, true, nil, nil
 	}
-	if err := t.audit(ctx, tenant, merged, ActionResolve, Change{Actor: ch.Actor, Rationale: res.why, Evidence: rec.Provenance.Sources}); err != nil {
+	if err := t.audit(ctx, tenant, merged, ActionResolve, Change{Principal: ch.Principal, Rules: ch.Rules, Actor: ch.Actor, Rationale: res.why, Evidence: rec.Provenance.Sources}); err != nil {
 		return a, false, nil, err
 	}
 	for _, id := range res.superseded {
@@ -135,7 +135,7 @@ func (t *Tx) resolveContest(ctx context.Context, tenant string, rec *memory.Reco
 		if rivals[i].Payload, err = setRevision(rivals[i].Payload, func(r *memory.Revision) { r.SupersededBy = rec.ID.String() }); err != nil {
 			return res, err
 		}
-		if err := t.leave(ctx, tenant, &rivals[i], memory.Superseded, ActionSupersede, Change{Actor: ch.Actor, Rationale: res.why, Evidence: rec.Provenance.Sources}); err != nil {
+		if err := t.leave(ctx, tenant, &rivals[i], memory.Superseded, ActionSupersede, Change{Principal: ch.Principal, Rules: ch.Rules, Actor: ch.Actor, Rationale: res.why, Evidence: rec.Provenance.Sources}); err != nil {
 			return res, err
 		}
 		res.superseded = append(res.superseded, rivals[i].ID)

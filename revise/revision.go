@@ -560,7 +560,7 @@ func (t *Tx) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) 
 			return err
 		}
 		rec.Version++
-		return t.audit(ctx, tenant, rec, ActionPurge, Change{Actor: ch.Actor, Rationale: ch.Rationale})
+		return t.audit(ctx, tenant, rec, ActionPurge, Change{Principal: ch.Principal, Rules: ch.Rules, Actor: ch.Actor, Rationale: ch.Rationale})
 	}()
 }
 

@@ -37,6 +37,9 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 			return fieldProblem("", "send at least one event")
 		}
 	}
+	if err := s.authorizeEvents(r, raws); err != nil {
+		return err
+	}
 	staged, err := s.ingest.Ingest(r.Context(), principalOf(r).tenant, raws)
 	if err != nil {
 		return ingestProblem(err, single)
@@ -188,7 +191,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 					fmt.Sprintf("the line is over the limit of %d bytes", max))}
 			default:
 				cand, perr := s.ingest.Prepare(line, raw)
-				if perr != nil {
+				if aerr := authorizeEvent(r, raw); perr == nil && aerr != nil {
+					it.refused = &api.StreamAck{Line: line, Error: s.toProblem(r, aerr)}
+				} else if perr != nil {
 					it.refused = &api.StreamAck{Line: line, Error: s.toProblem(r, ingestProblem(perr, true))}
 				} else {
 					it.cand = cand
@@ -255,7 +260,11 @@ func (s *Server) commitBatch(r *http.Request, rc *http.ResponseController, enc *
 		}
 	}
 	acks := make([]api.StreamAck, 0, len(batch))
-	staged, err := s.ingest.Stage(r.Context(), tenant, cands)
+	var staged []store.Staged
+	err := s.writer.ChargeBudget(r.Context(), principalOf(r).access(), len(cands))
+	if err == nil {
+		staged, err = s.ingest.Stage(r.Context(), tenant, cands)
+	}
 	var p *Problem
 	if err != nil {
 		p = s.toProblem(r, ingestProblem(err, true))
@@ -361,6 +370,9 @@ func (s *Server) listCandidates(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
 	t, err := store.LatestThread(r.Context(), s.db, principalOf(r).tenant, r.PathValue("thread_id"))
 	if err != nil {
+		return err
+	}
+	if err := seeThread(r, t.AgentID); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, t)

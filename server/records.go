@@ -32,6 +32,7 @@ func (s *Server) createRecord(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rd.raise(&rec)
+	ownRecord(r, &rec)
 	a, err := s.writer.Admit(r.Context(), principalOf(r).tenant, rec, ch)
 	if err != nil {
 		return err
@@ -75,6 +76,9 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
 		rec, err = store.Get(r.Context(), s.db, tenant, id)
 	}
 	if err != nil {
+		return err
+	}
+	if err := canSee(r, rec); err != nil {
 		return err
 	}
 	if asOf == nil {
@@ -148,11 +152,13 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		return badParam("flag", "cannot be combined with as_of: flags are current state, with no history")
 	}
 	f.AsOf = asOf
+	f.Visible = visibility(r)
 	tenant := principalOf(r).tenant
 	page, err := store.List(r.Context(), s.db, tenant, f)
 	if err != nil {
 		return err
 	}
+	page.Records = keepVisible(r, page.Records)
 	if asOf == nil {
 		if err := store.AttachFlags(r.Context(), s.db, tenant, page.Records); err != nil {
 			return err
@@ -391,6 +397,9 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.seeRecord(r, id); err != nil {
+		return err
+	}
 	versions, err := store.History(r.Context(), s.db, principalOf(r).tenant, id)
 	if err != nil {
 		return err
@@ -402,6 +411,9 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) recordAudit(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r.PathValue("id"))
 	if err != nil {
+		return err
+	}
+	if err := s.seeRecord(r, id); err != nil {
 		return err
 	}
 	entries, err := store.Audit(r.Context(), s.db, principalOf(r).tenant, id)
@@ -417,8 +429,14 @@ func (s *Server) recordRelations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.seeRecord(r, id); err != nil {
+		return err
+	}
 	edges, err := store.Relations(r.Context(), s.db, principalOf(r).tenant, id)
 	if err != nil {
+		return err
+	}
+	if edges, err = s.visibleEdges(r, id, edges); err != nil {
 		return err
 	}
 	if edges == nil {

@@ -89,7 +89,8 @@ func (s *Server) decideReview(w http.ResponseWriter, r *http.Request) error {
 	if err := rd.check(); err != nil {
 		return err
 	}
-	d := revise.Decision{Approver: ch.Actor, Justification: ch.Rationale, Reason: revise.RejectionReason(req.Reason)}
+	d := revise.Decision{Approver: ch.Actor, Justification: ch.Rationale, Reason: revise.RejectionReason(req.Reason),
+		Principal: ch.Principal, Rules: ch.Rules}
 	tenant := principalOf(r).tenant
 	var rv api.Review
 	if op == "approve" {
