@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/access"
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
