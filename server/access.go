@@ -176,3 +176,34 @@ func (s *Server) authorizeEvents(r *http.Request, raws []json.RawMessage) error 
 	}
 	return s.writer.ChargeBudget(r.Context(), principalOf(r).access(), len(raws))
 }
+
+// revisionAccess are the operations the revisions of POST
+// /v1/records/{id}:{op} are (write-path RFC §12.8.2), as the write path
+// audits them.
+var revisionAccess = map[string]access.Op{
+	"supersede": access.OpWrite, "fork": access.OpWrite, "contest": access.OpWrite, "retract": access.OpWrite,
+	"append": access.OpWrite, "restore": access.OpDelete, "purge": access.OpPurge,
+	"rollback": access.OpAdmin, "quarantine": access.OpAdmin, "release": access.OpAdmin,
+}
+
+// mayRevise refuses, before the write path runs, an operation the
+// request's key may not do to record id as it is now: the write path
+// decides again as it audits each revision, but a refusal first tells a
+// key nothing of the record's state (that it is active, say, or has
+// changed). A record not found is left to the write path's own answer.
+func (s *Server) mayRevise(r *http.Request, id uuid.UUID, op access.Op) error {
+	p := principalOf(r)
+	rec, err := store.Get(r.Context(), s.db, p.tenant, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t := access.TargetOf(rec)
+	d := access.Decide(p.access(), op, t, p.rules)
+	if d.Allowed {
+		d = access.Clear(p.access(), t)
+	}
+	return d.Err()
+}

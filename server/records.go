@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
@@ -196,6 +197,9 @@ func (s *Server) updateRecord(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Payload) == 0 {
 		return fieldProblem("/payload", "is required")
 	}
+	if err := s.mayRevise(r, id, access.OpWrite); err != nil {
+		return err
+	}
 	out, err := s.writer.Update(r.Context(), principalOf(r).tenant, id, req.Version, req.Payload, req.Tags, ch)
 	if err != nil {
 		return err
@@ -222,6 +226,9 @@ func ifMatch(r *http.Request) (int, error) {
 func (s *Server) deleteRecord(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r.PathValue("id"))
 	if err != nil {
+		return err
+	}
+	if err := s.mayRevise(r, id, access.OpDelete); err != nil {
 		return err
 	}
 	rd := s.redaction()
@@ -276,6 +283,11 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(idText)
 	if err != nil {
 		return err
+	}
+	if aop, ok := revisionAccess[op]; ok {
+		if err := s.mayRevise(r, id, aop); err != nil {
+			return err
+		}
 	}
 	var req reviseRequest
 	rd, ch, err := s.decodeRevision(r, &req)
