@@ -126,6 +126,14 @@ Write-path metrics (an operator key):
                                           gate and reason; each gate's latency p50/p95/p99; the review
                                           queue of its tenants
 
+API keys (an operator key; write-path RFC §12.8.2):
+  keys create NAME --role ROLE [--tenant T] [--agent A] [--domains D,…] [--clearance C]
+                                          make a key kept in the database and print its secret, once;
+                                          ROLE is executor (needs --agent), verifier, orchestrator,
+                                          curator, or operator (no --tenant)
+  keys list [--tenant T]                  the keys kept in the database, never a secret
+  keys revoke NAME                        revoke a key: every daemon refuses it from the next request
+
 Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
   --api-key KEY   the API key (ENGRAM_API_KEY): a tenant's, or for jobs and stats writes an operator's
@@ -240,6 +248,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return statsCommand(c, ctx, args)
 	case "procedures":
 		return procedures(c, ctx, args)
+	case "keys":
+		return keysCommand(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}
