@@ -3,12 +3,15 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -42,6 +45,10 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	staged, err := s.ingest.Ingest(r.Context(), principalOf(r).tenant, raws)
 	if err != nil {
+		// Nothing was staged: the budget gets its writes back.
+		if rerr := s.writer.ChargeBudget(context.WithoutCancel(r.Context()), principalOf(r).access(), -len(raws)); rerr != nil {
+			s.logger.WarnContext(r.Context(), "refund write budget", slog.String("error", rerr.Error()))
+		}
 		return ingestProblem(err, single)
 	}
 	writeJSON(w, http.StatusAccepted, api.StagedEvents{Events: staged})
@@ -357,6 +364,10 @@ func (s *Server) listCandidates(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// Staged events are raw: none above the key's clearance is shown
+	// (write-path RFC §12.8.5).
+	ceiling := principalOf(r).access().Ceiling()
+	cands = slices.DeleteFunc(cands, func(c store.Candidate) bool { return c.Sensitivity.Rank() > ceiling.Rank() })
 	if cands == nil {
 		cands = []store.Candidate{}
 	}

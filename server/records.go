@@ -459,6 +459,13 @@ func (s *Server) recordRelations(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
+	// An artifact belongs to an episode: storing one is a write to the
+	// key's own session (write-path RFC §12.8.2).
+	p := principalOf(r)
+	t := access.Target{Layer: memory.Episodic, Agent: p.agent}
+	if err := access.Decide(p.access(), access.OpWrite, t, p.rules).Err(); err != nil {
+		return err
+	}
 	body, err := readAll(r)
 	if err != nil {
 		return err

@@ -57,6 +57,11 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if rv.Record != nil {
+		if err := canSee(r, *rv.Record); err != nil {
+			return err
+		}
+	}
 	writeJSON(w, http.StatusOK, rv)
 	return nil
 }

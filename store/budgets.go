@@ -10,10 +10,10 @@ import (
 
 const chargeBudgetSQL = `
 INSERT INTO write_budgets AS b (tenant_id, agent_id, session_id, window_start, writes)
-VALUES ($1, $2, $3, $4, $5)
+VALUES ($1, $2, $3, $4, GREATEST(0, $5))
 ON CONFLICT (tenant_id, agent_id, session_id) DO UPDATE SET
 	window_start = CASE WHEN b.window_start <= $4 - $6::interval THEN $4 ELSE b.window_start END,
-	writes       = CASE WHEN b.window_start <= $4 - $6::interval THEN $5 ELSE b.writes + $5 END
+	writes       = GREATEST(0, CASE WHEN b.window_start <= $4 - $6::interval THEN $5 ELSE b.writes + $5 END)
 RETURNING writes, window_start`
 
 // ChargeBudget adds n writes to an agent's session in its budget window
