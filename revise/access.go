@@ -101,6 +101,9 @@ func (t *Tx) chargeBudgets(ctx context.Context) error {
 // transaction of its own, and refuses them with an
 // [*access.OverBudgetError] when the budget cannot hold them.
 func (w *Writer) ChargeBudget(ctx context.Context, p access.Principal, n int) error {
+	if w.cfg.Budgets.Limit(p.Role) <= 0 || n == 0 {
+		return nil // unbudgeted: no transaction to count in
+	}
 	return w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
 		tx.charges = map[charge]int{{tenant: p.Tenant, agent: p.BudgetAgent(), session: p.Session, role: p.Role}: n}
 		return nil

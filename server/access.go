@@ -73,6 +73,9 @@ func visible(r *http.Request, rec memory.Record) bool { return canSee(r, rec) ==
 func visibility(r *http.Request) *store.Visibility {
 	p := principalOf(r)
 	layers, own, ceiling, domains := p.access().Filter()
+	if len(layers) == len(memory.Types) && ceiling == memory.Hyper && len(domains) == 0 {
+		return nil // reads every record: the listing as it was before roles
+	}
 	return &store.Visibility{Layers: layers, Own: own, Agent: p.agent, MaxSensitivity: ceiling, Domains: domains}
 }
 
