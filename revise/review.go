@@ -418,9 +418,18 @@ func (t *Tx) Approve(ctx context.Context, tenant string, id uuid.UUID, d Decisio
 				return rv, memory.Record{}, err
 			}
 		}
+		// Carrying out the proposal is part of the decision, a
+		// validation annotation (write-path RFC §12.8.2): the approver
+		// needs the right to decide on the record it replaces, not to
+		// write it.
+		if err := t.authorize(tenant, o, ActionApprove, ch); err != nil {
+			return rv, memory.Record{}, err
+		}
+		carried := ch
+		carried.Principal = nil
 		// The old record leaves the active set first: a fact it replaces
 		// must not collide with the draft's activation.
-		if err := t.leave(ctx, tenant, &o, memory.Superseded, ActionSupersede, ch); err != nil {
+		if err := t.leave(ctx, tenant, &o, memory.Superseded, ActionSupersede, carried); err != nil {
 			return rv, memory.Record{}, err
 		}
 		old = &o

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -46,6 +47,7 @@ var roleKeys = map[access.Role]string{
 type rolesEnv struct {
 	*env
 	reg *prometheus.Registry
+	w   *revise.Writer
 	seq atomic.Int64
 }
 
@@ -77,7 +79,7 @@ func setupRoles(t *testing.T, rules string, budgets access.Budgets) *rolesEnv {
 		Keys: keys,
 	}))
 	t.Cleanup(srv.Close)
-	return &rolesEnv{env: &env{t: t, url: srv.URL, db: db}, reg: reg}
+	return &rolesEnv{env: &env{t: t, url: srv.URL, db: db}, reg: reg, w: wr}
 }
 
 // body is a new, valid record of a layer, unique in the test (so that no
@@ -265,4 +267,37 @@ func TestRoleMatrix(t *testing.T) {
 	// Denials are counted by reason.
 	res = e.do("GET", "/metrics", "", nil)
 	require.Regexp(t, `engram_access_denials_total\{reason="role"\} [1-9]`, string(res.body))
+}
+
+// Review decisions are validation annotations: a verifier approves a draft
+// and carries out its proposal (superseding the record it replaces),
+// though it may write no fact itself; an executor may not decide, nor read
+// the queue.
+func TestReviewDecisionsAreAnnotations(t *testing.T) {
+	t.Parallel()
+	e := setupRoles(t, "", access.Budgets{})
+	active := e.fixture(memory.Semantic, "")
+	var payload map[string]any
+	e.do("GET", "/v1/records/"+active.ID.String(), curatorKey, nil).decode(t, &struct {
+		Payload *map[string]any `json:"payload"`
+	}{&payload})
+	payload["object"] = "nomad"
+	b, err := json.Marshal(payload)
+	require.NoError(t, err)
+	_, rv, err := e.w.SubmitForReview(context.Background(), "acme", memory.Record{Type: memory.Semantic, Confidence: 0.6, Payload: b},
+		revise.Change{Actor: "agent-7"}, revise.ReviewRequest{Tier: revise.TierAsync, Risk: 0.5,
+			Factors: map[string]float64{"contradiction": 1}, Reasons: []string{"contradicts"}, Proposal: &revise.Proposal{Supersedes: active.ID}})
+	require.NoError(t, err)
+
+	res := e.do("GET", "/v1/reviews", executorKey, nil)
+	require.Equal(t, http.StatusForbidden, res.status, string(res.body))
+	require.Equal(t, "urn:engram:problem:forbidden", res.problem(t).Type)
+	require.Equal(t, http.StatusOK, e.do("GET", "/v1/reviews/"+rv.ID.String(), verifierKey, nil).status)
+
+	denied(t, e.do("POST", "/v1/reviews/"+rv.ID.String()+":approve", executorKey, map[string]any{"justification": "looks right"}), "role:executor:annotate:semantic")
+	res = e.do("POST", "/v1/reviews/"+rv.ID.String()+":approve", verifierKey, map[string]any{"justification": "confirmed"})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var old memory.Record
+	e.do("GET", "/v1/records/"+active.ID.String(), curatorKey, nil).decode(t, &old)
+	require.Equal(t, memory.Superseded, old.Status)
 }
