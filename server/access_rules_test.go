@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"testing"
@@ -67,6 +68,15 @@ func TestAccessRuleAllow(t *testing.T) {
 	require.Equal(t, staged, e.count("SELECT count(*) FROM candidates"), "a refused batch stages nothing")
 	res = e.do("POST", "/v1/events", medicalKey, []any{medical})
 	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+
+	// On a stream, each line is decided on its own.
+	line := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	acks := e.streamAs(medicalKey, line(medical), line(plain))
+	require.Nil(t, acks[1].Error)
+	require.NotEmpty(t, acks[1].ID)
+	require.NotNil(t, acks[2].Error)
+	require.Equal(t, "urn:engram:problem:access-denied", acks[2].Error.Type)
+	require.Equal(t, "medical-writes-medical", acks[2].Error.Rule)
 
 	// Another agent's events are not the medical executor's to send.
 	res = e.do("POST", "/v1/events", medicalKey, event("observation", "t-x", map[string]any{"agent_id": "exec-2", "text": "x", "tags": []string{"domain:medical"}}))
