@@ -114,6 +114,26 @@ func (s *Server) seeRecord(r *http.Request, id uuid.UUID) error {
 	return canSee(r, rec)
 }
 
+// seeAudit refuses the audit trail of record id to a key that may not read
+// the record. The trail outlives a purged record (it names no content):
+// a purged record's trail is for keys that read every record of the
+// tenant, whose role, clearance and domains restrict nothing — the
+// record's layer and classification are gone with it.
+func (s *Server) seeAudit(r *http.Request, id uuid.UUID) error {
+	err := s.seeRecord(r, id)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if visibility(r) == nil {
+		return nil // the store answers 404 when there is no trail either
+	}
+	if _, err := store.Audit(r.Context(), s.db, principalOf(r).tenant, id); err != nil {
+		return err // no trail: not found
+	}
+	return &access.DeniedError{Rule: "purged", Reason: access.ReasonRole,
+		Detail: "the record is purged: its audit trail is for keys that read every record of the tenant"}
+}
+
 // visibleEdges keeps the relations of record id whose other end the
 // request's key may read: a relation shows no key the id of a record it
 // may not read.

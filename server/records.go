@@ -425,7 +425,7 @@ func (s *Server) recordAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.seeRecord(r, id); err != nil {
+	if err := s.seeAudit(r, id); err != nil {
 		return err
 	}
 	entries, err := store.Audit(r.Context(), s.db, principalOf(r).tenant, id)
