@@ -49,6 +49,9 @@ var (
 	// reviewerRoles read the review queue and the staged events: every
 	// tenant role but the executor's, whose reads are its own session.
 	reviewerRoles = []Role{RoleVerifier, RoleOrchestrator, RoleCurator}
+	// curatorRoles are a tenant's people: for what only a curator may
+	// call, route by route (hard deletion across layers, say).
+	curatorRoles = []Role{RoleCurator}
 )
 
 // forbidden is the refusal of a key whose role is not among roles, saying
