@@ -23,6 +23,11 @@ type Problem struct {
 	// and its structured reason (write-rejected problems).
 	Gate   string `json:"gate,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Rule names the access rule that refused a request (access-denied
+	// problems, write-path RFC §12.8.2); Budget the write budget a
+	// request would overspend (budget-exceeded problems, §12.11.2).
+	Rule   string `json:"rule,omitempty"`
+	Budget string `json:"budget,omitempty"`
 	// RetryAfter is the Retry-After header of a 429 or 503, not part of
 	// the body.
 	RetryAfter time.Duration `json:"-"`

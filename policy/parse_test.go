@@ -30,3 +30,21 @@ func TestParseRefusesWhatNoRecordCouldCarry(t *testing.T) {
 		require.NoError(t, err, ok)
 	}
 }
+
+// The access section holds the operator's access rules, validated with the
+// rest of the file and named when wrong.
+func TestParseAccessRules(t *testing.T) {
+	t.Parallel()
+	p, err := policy.Parse([]byte(`
+access:
+  - {name: medical-writes-medical, effect: allow, ops: [write], principal: {domains: [medical]}, record: {tags: ["domain:medical"]}}
+`), "test")
+	require.NoError(t, err)
+	require.Len(t, p.AccessRules(), 1)
+	require.Equal(t, "medical-writes-medical", p.AccessRules()[0].Name)
+	_, err = policy.Parse([]byte("access: [{name: x, effect: permit}]"), "test")
+	require.ErrorContains(t, err, `policy test: access[0] (x).effect: "permit" is not allow or deny`)
+	_, err = policy.Parse([]byte("access: [{name: x, effect: deny, who: me}]"), "test")
+	require.ErrorContains(t, err, "field who not found")
+	require.Empty(t, policy.Default().AccessRules())
+}

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/memory"
 )
 
@@ -40,6 +41,10 @@ type File struct {
 		OnSecret string `yaml:"on_secret"`
 	} `yaml:"secrets"`
 	Rules []Rule `yaml:"rules"`
+	// Access are the operator's attribute-based access rules (write-path
+	// RFC §12.8.2), checked on every read and write after the key's role;
+	// see [access.Rule].
+	Access []access.Rule `yaml:"access"`
 }
 
 // Rule sets classification fields of, or drops, the events it matches.
@@ -144,6 +149,9 @@ func (f *File) validate() error {
 	default:
 		return fmt.Errorf("secrets.on_secret: %q is not redact or reject", f.Secrets.OnSecret)
 	}
+	if err := access.Validate(f.Access); err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	kinds := []memory.EventKind{memory.UserInput, memory.ToolCall, memory.ToolOutput, memory.Observation, memory.ErrorEvent, memory.Outcome, memory.FactEvent}
 	for i := range f.Rules {
@@ -226,6 +234,10 @@ func (p *Policy) Source() string { return p.source }
 // RejectSecrets reports whether events with secrets are refused rather
 // than redacted.
 func (p *Policy) RejectSecrets() bool { return p.file.Secrets.OnSecret == OnSecretReject }
+
+// AccessRules are the policy's access rules, in file order. The slice is
+// the policy's own: do not change it.
+func (p *Policy) AccessRules() []access.Rule { return p.file.Access }
 
 // Redactor is the policy's redactor: the built-in detectors plus the
 // operator's literal secrets.

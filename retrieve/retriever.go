@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -123,6 +124,25 @@ func New(db pg.DBTX, settings *Settings, opts ...Option) *Retriever {
 // Retrieve answers req for a tenant: layer by layer, hybrid-ranked,
 // trust-gated, within budget, and logged under a new retrieval id.
 func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (Result, error) {
+	return r.RetrieveFor(ctx, tenant, req, Reader{})
+}
+
+// Reader is who retrieves, as access control sees it (write-path RFC
+// §12.8.5): the clearance ceiling of its key, which caps the request's
+// trust context, and which records it may read. The zero value restricts
+// nothing.
+type Reader struct {
+	// Ceiling caps the answer's clearance; empty caps nothing.
+	Ceiling memory.Sensitivity
+	// Visible reports whether the reader may read a record; nil means
+	// every record. A record it may not read is left out before ranking,
+	// and not counted as withheld: the answer does not say it exists.
+	Visible func(memory.Record) bool
+}
+
+// RetrieveFor is [Retriever.Retrieve] for a reader whose key limits what
+// it may read.
+func (r *Retriever) RetrieveFor(ctx context.Context, tenant string, req Request, reader Reader) (Result, error) {
 	start := time.Now()
 	if err := check(req); err != nil {
 		return Result{}, err
@@ -134,6 +154,9 @@ func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (R
 		return Result{}, fmt.Errorf("retrieval id: %w", err)
 	}
 	res := Result{RetrievalID: id, Clearance: clearance(cfg.Trust, req.Trust)}
+	if reader.Ceiling != "" {
+		res.Clearance = minSensitivity(res.Clearance, reader.Ceiling)
+	}
 	budget := budgetOf(cfg, req.Budget)
 	res.Budget = Usage{ItemsLimit: budget.items, TokensLimit: budget.tokens}
 
@@ -172,6 +195,9 @@ func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (R
 	for i, q := range queries {
 		layer := layerOf(q.Type)
 		ranked := r.rank(cfg, layer, req.Task, found[i].Hits, !res.LexicalOnly, now)
+		if reader.Visible != nil {
+			ranked = slices.DeleteFunc(ranked, func(c candidate) bool { return !reader.Visible(c.rec) })
+		}
 		out := Layer{Name: layer}
 		if layer == LayerCompetence || layer == LayerPlan {
 			out.NeedsDisambiguation, out.SeparatingKeys = disambiguate(ranked, cfg.DisambiguationMargin, req.Task.Conditions)

@@ -238,7 +238,7 @@ func (t *Tx) Compress(ctx context.Context, tenant string, id uuid.UUID, version 
 	if ch.Rationale != "" {
 		rationale += ": " + ch.Rationale
 	}
-	if err := t.audit(ctx, tenant, rec, ActionCompress, Change{Actor: ch.Actor, Rationale: rationale, Evidence: ch.Evidence}); err != nil {
+	if err := t.audit(ctx, tenant, rec, ActionCompress, ch.because(rationale, ch.Evidence)); err != nil {
 		return out, err
 	}
 	out.Record, err = store.Get(ctx, t.tx, tenant, id)

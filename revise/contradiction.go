@@ -151,7 +151,7 @@ func (t *Tx) replace(ctx context.Context, tenant string, rec memory.Record, inhe
 			return Admission{}, err
 		}
 		if err := t.leave(ctx, tenant, &olds[i], memory.Superseded, ActionSupersede,
-			Change{Actor: ch.Actor, Rationale: why, Evidence: ch.Evidence}); err != nil {
+			ch.because(why, ch.Evidence)); err != nil {
 			return Admission{}, err
 		}
 	}
@@ -177,7 +177,7 @@ func (t *Tx) replace(ctx context.Context, tenant string, rec memory.Record, inhe
 // contestWith admits rec contested, with the facts it contradicts
 // (contradiction policies contest, fork and evidence), audited with why.
 func (t *Tx) contestWith(ctx context.Context, tenant string, rec memory.Record, ch Change, c contradiction, why string) (Admission, error) {
-	recs, err := t.Contest(ctx, tenant, c.ids(), &rec, Change{Actor: ch.Actor, Rationale: why, Evidence: ch.Evidence})
+	recs, err := t.Contest(ctx, tenant, c.ids(), &rec, ch.because(why, ch.Evidence))
 	if err != nil {
 		return Admission{}, err
 	}

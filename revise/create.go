@@ -93,6 +93,9 @@ func (t *Tx) CreateMany(ctx context.Context, tenant string, recs []memory.Record
 		if err != nil {
 			return nil, err
 		}
+		if err := t.authorize(tenant, n.Record, ActionCreate, ch); err != nil {
+			return nil, err
+		}
 		out[i], news = n.Record, append(news, n)
 	}
 	if err := store.InsertNew(ctx, t.tx, tenant, news); err != nil {
@@ -204,6 +207,9 @@ func (w *Writer) noteRefusal(ctx context.Context, db pg.DBTX, tenant string, rec
 
 func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Change) (Admission, error) {
 	if err := checkChange(ch); err != nil {
+		return Admission{}, err
+	}
+	if err := precheck(rec, ch); err != nil {
 		return Admission{}, err
 	}
 	w, g := t.w, t.w.cfg.Gates
@@ -591,8 +597,12 @@ func checkDecayPoints(points []memory.DecayPoint, pointer string) []schemas.Viol
 
 // audit writes the audit entry of an operation on rec at its version.
 func (t *Tx) audit(ctx context.Context, tenant string, rec memory.Record, action string, ch Change) error {
-	// Every revision is audited, so the leases hold every revision here,
-	// in its transaction, before it commits (write-path RFC §12.8.3).
+	// Every revision is audited, so every revision is authorized here
+	// (write-path RFC §12.8.2), and held to the leases on what it writes,
+	// in its transaction, before it commits (§12.8.3).
+	if err := t.authorize(tenant, rec, action, ch); err != nil {
+		return err
+	}
 	if err := t.checkFence(ctx, tenant, rec, ch); err != nil {
 		return err
 	}

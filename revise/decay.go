@@ -139,6 +139,10 @@ func (t *Tx) Reinforce(ctx context.Context, tenant string, recs []memory.Record,
 		if !ok {
 			return nil, fmt.Errorf("reinforce: record %s was not asked for", rf.ID)
 		}
+		// Feedback is a validation annotation (write-path RFC §12.8.2).
+		if err := t.authorize(tenant, recs[i], ActionFeedback, ch); err != nil {
+			return nil, err
+		}
 		out[i].Salience, out[i].Lifecycle.LastReinforcedAt = rf.Salience, at
 		if rf.Field == "" {
 			ids, sal = append(ids, rf.ID), append(sal, rf.Salience)

@@ -65,15 +65,14 @@ func (t *Tx) dedup(ctx context.Context, tenant string, rec memory.Record, ch Cha
 	if err := t.revise(ctx, tenant, &merged); err != nil {
 		return a, false, nil, err
 	}
-	if err := t.audit(ctx, tenant, merged, ActionAbsorb, Change{Actor: ch.Actor,
-		Rationale: "a duplicate write brought new evidence, tags or confidence", Evidence: rec.Provenance.Sources, Fence: ch.Fence}); err != nil {
+	if err := t.audit(ctx, tenant, merged, ActionAbsorb, ch.because("a duplicate write brought new evidence, tags or confidence", rec.Provenance.Sources)); err != nil {
 		return a, false, nil, err
 	}
 	a = Admission{Record: merged, Outcome: Merged, Reasons: []string{"duplicates record " + existing.ID.String()}}
 	if res.why == "" {
 		return a, true, nil, nil
 	}
-	if err := t.audit(ctx, tenant, merged, ActionResolve, Change{Actor: ch.Actor, Rationale: res.why, Evidence: rec.Provenance.Sources, Fence: ch.Fence}); err != nil {
+	if err := t.audit(ctx, tenant, merged, ActionResolve, ch.because(res.why, rec.Provenance.Sources)); err != nil {
 		return a, false, nil, err
 	}
 	for _, id := range res.superseded {
@@ -135,7 +134,7 @@ func (t *Tx) resolveContest(ctx context.Context, tenant string, rec *memory.Reco
 		if rivals[i].Payload, err = setRevision(rivals[i].Payload, func(r *memory.Revision) { r.SupersededBy = rec.ID.String() }); err != nil {
 			return res, err
 		}
-		if err := t.leave(ctx, tenant, &rivals[i], memory.Superseded, ActionSupersede, Change{Actor: ch.Actor, Rationale: res.why, Evidence: rec.Provenance.Sources, Fence: ch.Fence}); err != nil {
+		if err := t.leave(ctx, tenant, &rivals[i], memory.Superseded, ActionSupersede, ch.because(res.why, rec.Provenance.Sources)); err != nil {
 			return res, err
 		}
 		res.superseded = append(res.superseded, rivals[i].ID)

@@ -96,7 +96,7 @@ func (t *Tx) MergeInto(ctx context.Context, tenant string, into uuid.UUID, dups 
 		if err := t.revise(ctx, tenant, &merged); err != nil {
 			return err
 		}
-		if err := t.audit(ctx, tenant, merged, ActionMergeInto, Change{Actor: ch.Actor, Rationale: ch.Rationale, Evidence: evidence, Fence: ch.Fence}); err != nil {
+		if err := t.audit(ctx, tenant, merged, ActionMergeInto, ch.because(ch.Rationale, evidence)); err != nil {
 			return err
 		}
 		survivor, err = store.Get(ctx, t.tx, tenant, into)
@@ -170,7 +170,7 @@ func (t *Tx) unmerge(ctx context.Context, tenant string, id uuid.UUID, version i
 	if err := t.audit(ctx, tenant, restored, ActionRollback, ch); err != nil {
 		return out, err
 	}
-	react := Change{Actor: ch.Actor, Rationale: fmt.Sprintf("reactivated after rollback of the merge into %s", id), Evidence: ch.Evidence}
+	react := ch.because(fmt.Sprintf("reactivated after rollback of the merge into %s", id), ch.Evidence)
 	for i := range absorbed {
 		if err := t.reactivate(ctx, tenant, &absorbed[i], react); err != nil {
 			return out, err

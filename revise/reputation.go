@@ -124,6 +124,12 @@ func (t *Tx) noteLater(tenant string, rec memory.Record, d store.ReputationDelta
 
 // mergeReputation adds the counts a savepoint's transaction noted to t's.
 func (t *Tx) mergeReputation(inner *Tx) {
+	for c, n := range inner.charges {
+		if t.charges == nil {
+			t.charges = map[charge]int{}
+		}
+		t.charges[c] += n
+	}
 	for k, d := range inner.reputation {
 		if t.reputation == nil {
 			t.reputation = map[agentKey]store.ReputationDelta{}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/schemas"
@@ -226,6 +227,11 @@ type Decision struct {
 	Justification string
 	// Reason is a rejection's reason; an approval has none.
 	Reason RejectionReason
+	// Principal and Rules are the key that decides, and the access rules
+	// in force: a review decision is a validation annotation
+	// ([access.OpAnnotate]). A nil Principal is the system's decision.
+	Principal *access.Principal
+	Rules     []access.Rule
 }
 
 // maxJustification bounds a decision's justification, in bytes.
@@ -341,7 +347,7 @@ func (t *Tx) SubmitForReview(ctx context.Context, tenant string, rec memory.Reco
 	if len(rv.Reasons) > 0 {
 		why += ": " + strings.Join(rv.Reasons, "; ")
 	}
-	if err := t.audit(ctx, tenant, rec, ActionSubmitForReview, Change{Actor: ch.Actor, Rationale: why, Fence: ch.Fence}); err != nil {
+	if err := t.audit(ctx, tenant, rec, ActionSubmitForReview, ch.because(why, nil)); err != nil {
 		return memory.Record{}, Review{}, err
 	}
 	return rec, rv, nil
@@ -397,7 +403,7 @@ func (t *Tx) Approve(ctx context.Context, tenant string, id uuid.UUID, d Decisio
 	if rec.Status != memory.Draft {
 		return rv, memory.Record{}, conflict(CodeNotLive, []uuid.UUID{rec.ID}, "record %s is %s, no longer a draft to approve", rec.ID, rec.Status)
 	}
-	ch := Change{Actor: d.Approver, Rationale: d.Justification}
+	ch := Change{Actor: d.Approver, Rationale: d.Justification, Principal: d.Principal, Rules: d.Rules}
 	var old *memory.Record
 	if p := rv.Proposal; p != nil {
 		o, err := t.lockRevisable(ctx, tenant, p.Supersedes, 0)
@@ -412,9 +418,18 @@ func (t *Tx) Approve(ctx context.Context, tenant string, id uuid.UUID, d Decisio
 				return rv, memory.Record{}, err
 			}
 		}
+		// Carrying out the proposal is part of the decision, a
+		// validation annotation (write-path RFC §12.8.2): the approver
+		// needs the right to decide on the record it replaces, not to
+		// write it.
+		if err := t.authorize(tenant, o, ActionApprove, ch); err != nil {
+			return rv, memory.Record{}, err
+		}
+		carried := ch
+		carried.Principal = nil
 		// The old record leaves the active set first: a fact it replaces
 		// must not collide with the draft's activation.
-		if err := t.leave(ctx, tenant, &o, memory.Superseded, ActionSupersede, ch); err != nil {
+		if err := t.leave(ctx, tenant, &o, memory.Superseded, ActionSupersede, carried); err != nil {
 			return rv, memory.Record{}, err
 		}
 		old = &o
@@ -474,7 +489,7 @@ func (t *Tx) Reject(ctx context.Context, tenant string, id uuid.UUID, d Decision
 	if err != nil {
 		return rv, memory.Record{}, err
 	}
-	ch := Change{Actor: d.Approver, Rationale: string(d.Reason) + ": " + d.Justification}
+	ch := Change{Actor: d.Approver, Rationale: string(d.Reason) + ": " + d.Justification, Principal: d.Principal, Rules: d.Rules}
 	rec, err := t.refuse(ctx, tenant, rv, ActionReject, ch)
 	if err != nil {
 		return rv, rec, err

@@ -565,7 +565,7 @@ func (t *Tx) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) 
 			return err
 		}
 		rec.Version++
-		return t.audit(ctx, tenant, rec, ActionPurge, Change{Actor: ch.Actor, Rationale: ch.Rationale, Fence: ch.Fence})
+		return t.audit(ctx, tenant, rec, ActionPurge, ch.because(ch.Rationale, nil))
 	}()
 }
 

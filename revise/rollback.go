@@ -189,7 +189,7 @@ func (t *Tx) Rollback(ctx context.Context, tenant string, id uuid.UUID, version 
 				return err
 			}
 		}
-		react := Change{Actor: ch.Actor, Rationale: fmt.Sprintf("reactivated after rollback of %s", id), Evidence: ch.Evidence}
+		react := ch.because(fmt.Sprintf("reactivated after rollback of %s", id), ch.Evidence)
 		for i := range prior {
 			if err := t.reactivate(ctx, tenant, &prior[i], react); err != nil {
 				return err

@@ -31,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/store"
@@ -58,6 +59,10 @@ type Config struct {
 	// Leases bounds the leases' TTLs (see [LeaseConfig]); zero fields are
 	// defaults.
 	Leases LeaseConfig
+	// Budgets are the write budgets per role and session (write-path RFC
+	// §12.11.2) that changes made by a key ([Change.Principal]) count
+	// against; the zero value is [access.DefaultBudgets].
+	Budgets access.Budgets
 }
 
 // Writer is the write path over a database.
@@ -106,6 +111,9 @@ type Tx struct {
 	// reputation are the agents' reputation counts the transaction's
 	// writes add, written just before it commits (see [Tx.noteLater]).
 	reputation map[agentKey]store.ReputationDelta
+	// charges are the revisions the transaction made for keys, by whose
+	// write budget they count against, charged just before it commits.
+	charges map[charge]int
 }
 
 // audited is one revision of a transaction: a record's layer and the
@@ -131,6 +139,9 @@ func (w *Writer) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) 
 		err = pg.WithTx(ctx, w.db, func(ctx context.Context, tx pgx.Tx) error {
 			t = &Tx{w: w, tx: tx}
 			if err := fn(ctx, t); err != nil {
+				return err
+			}
+			if err := t.chargeBudgets(ctx); err != nil {
 				return err
 			}
 			return t.writeReputation(ctx)
@@ -179,6 +190,23 @@ type Change struct {
 	// (write-path RFC §12.8.3; see [Fence]); nil for the daemon's own
 	// writes.
 	Fence *Fence `json:"-"`
+	// Principal is the key the change is made with (write-path RFC
+	// §12.8.2): every revision it makes is authorized for it and counted
+	// against its write budget. Nil is the system's own change (the policy
+	// plane, decay, consolidation), which is neither.
+	Principal *access.Principal `json:"-"`
+	// Rules are the operator's access rules in force for the change.
+	Rules []access.Rule `json:"-"`
+}
+
+// because is the change a revision caused by ch is made under: the same
+// actor, key, access rules and lease fence — a revision a change causes
+// (an absorbed duplicate, a superseded rival, a reactivated original) is
+// held to the same rules as the change itself — with its own rationale and
+// evidence.
+func (ch Change) because(rationale string, evidence []memory.Source) Change {
+	ch.Rationale, ch.Evidence = rationale, evidence
+	return ch
 }
 
 // Audit actions, one per revision operation.

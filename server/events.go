@@ -3,12 +3,15 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -37,8 +40,15 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 			return fieldProblem("", "send at least one event")
 		}
 	}
+	if err := s.authorizeEvents(r, raws); err != nil {
+		return err
+	}
 	staged, err := s.ingest.Ingest(r.Context(), principalOf(r).tenant, raws)
 	if err != nil {
+		// Nothing was staged: the budget gets its writes back.
+		if rerr := s.writer.ChargeBudget(context.WithoutCancel(r.Context()), principalOf(r).access(), -len(raws)); rerr != nil {
+			s.logger.WarnContext(r.Context(), "refund write budget", slog.String("error", rerr.Error()))
+		}
 		return ingestProblem(err, single)
 	}
 	writeJSON(w, http.StatusAccepted, api.StagedEvents{Events: staged})
@@ -188,7 +198,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 					fmt.Sprintf("the line is over the limit of %d bytes", max))}
 			default:
 				cand, perr := s.ingest.Prepare(line, raw)
-				if perr != nil {
+				if aerr := authorizeEvent(r, raw); perr == nil && aerr != nil {
+					it.refused = &api.StreamAck{Line: line, Error: s.toProblem(r, aerr)}
+				} else if perr != nil {
 					it.refused = &api.StreamAck{Line: line, Error: s.toProblem(r, ingestProblem(perr, true))}
 				} else {
 					it.cand = cand
@@ -255,7 +267,11 @@ func (s *Server) commitBatch(r *http.Request, rc *http.ResponseController, enc *
 		}
 	}
 	acks := make([]api.StreamAck, 0, len(batch))
-	staged, err := s.ingest.Stage(r.Context(), tenant, cands)
+	var staged []store.Staged
+	err := s.writer.ChargeBudget(r.Context(), principalOf(r).access(), len(cands))
+	if err == nil {
+		staged, err = s.ingest.Stage(r.Context(), tenant, cands)
+	}
 	var p *Problem
 	if err != nil {
 		p = s.toProblem(r, ingestProblem(err, true))
@@ -348,6 +364,10 @@ func (s *Server) listCandidates(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// Staged events are raw: none above the key's clearance is shown
+	// (write-path RFC §12.8.5).
+	ceiling := principalOf(r).access().Ceiling()
+	cands = slices.DeleteFunc(cands, func(c store.Candidate) bool { return c.Sensitivity.Rank() > ceiling.Rank() })
 	if cands == nil {
 		cands = []store.Candidate{}
 	}
@@ -361,6 +381,9 @@ func (s *Server) listCandidates(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
 	t, err := store.LatestThread(r.Context(), s.db, principalOf(r).tenant, r.PathValue("thread_id"))
 	if err != nil {
+		return err
+	}
+	if err := seeThread(r, t.AgentID); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, t)

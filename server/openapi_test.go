@@ -112,6 +112,9 @@ func (rt route) documented() []string {
 		}
 		return ops
 	}
+	if rt.pattern == "POST /v1/keys/{nameop}" {
+		return []string{"POST /v1/keys/{name}:revoke"}
+	}
 	if prefix, ok := strings.CutSuffix(rt.pattern, "/{nameop}"); ok {
 		return []string{prefix + "/{name}:run"}
 	}

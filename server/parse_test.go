@@ -75,9 +75,15 @@ func (e *env) create(body any) memory.Record {
 // acknowledgements by line.
 func (e *env) stream(lines ...string) map[int]ackLine {
 	e.t.Helper()
+	return e.streamAs(acmeKey, lines...)
+}
+
+// streamAs is stream with key.
+func (e *env) streamAs(key string, lines ...string) map[int]ackLine {
+	e.t.Helper()
 	req, err := http.NewRequest("POST", e.url+"/v1/events:stream", strings.NewReader(strings.Join(lines, "\n")+"\n"))
 	require.NoError(e.t, err)
-	req.Header.Set("Authorization", "Bearer "+acmeKey)
+	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/x-ndjson")
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(e.t, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
@@ -91,11 +92,27 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		timeout  *revise.ApprovalTimeoutError
 		rejected *revise.ReviewRejectedError
 		maxBytes *http.MaxBytesError
+		denied   *access.DeniedError
+		over     *access.OverBudgetError
 	)
 	switch {
 	case errors.As(err, &p):
 		cp := *p
 		return &cp
+	case errors.As(err, &denied):
+		// Access control refused (write-path RFC §12.8.2, §12.8.5): the
+		// rule that decided, never the record's content.
+		s.metrics.denials.WithLabelValues(denied.Reason).Inc()
+		p := problem(http.StatusForbidden, "access-denied", "Access denied", denied.Detail)
+		p.Rule, p.Reason = denied.Rule, denied.Reason
+		return p
+	case errors.As(err, &over):
+		// The agent's session spent its write budget (§12.11.2): nothing
+		// of this request was written.
+		s.metrics.denials.WithLabelValues(access.ReasonBudget).Inc()
+		p := problem(http.StatusTooManyRequests, "budget-exceeded", "Write budget exceeded", over.Error())
+		p.Budget, p.Reason, p.RetryAfter = over.Budget, access.ReasonBudget, over.RetryAfter
+		return p
 	case errors.As(err, &ve):
 		p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed",
 			fmt.Sprintf("%d invalid field(s); see errors", len(ve.Violations)))

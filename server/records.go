@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
@@ -35,6 +36,7 @@ func (s *Server) createRecord(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rd.raise(&rec)
+	ownRecord(r, &rec)
 	a, err := s.writer.Admit(r.Context(), principalOf(r).tenant, rec, ch)
 	if err != nil {
 		return err
@@ -78,6 +80,9 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
 		rec, err = store.Get(r.Context(), s.db, tenant, id)
 	}
 	if err != nil {
+		return err
+	}
+	if err := canSee(r, rec); err != nil {
 		return err
 	}
 	if asOf == nil {
@@ -151,11 +156,13 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		return badParam("flag", "cannot be combined with as_of: flags are current state, with no history")
 	}
 	f.AsOf = asOf
+	f.Visible = visibility(r)
 	tenant := principalOf(r).tenant
 	page, err := store.List(r.Context(), s.db, tenant, f)
 	if err != nil {
 		return err
 	}
+	page.Records = keepVisible(r, page.Records)
 	if asOf == nil {
 		if err := store.AttachFlags(r.Context(), s.db, tenant, page.Records); err != nil {
 			return err
@@ -196,6 +203,9 @@ func (s *Server) updateRecord(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Payload) == 0 {
 		return fieldProblem("/payload", "is required")
 	}
+	if err := s.mayRevise(r, id, access.OpWrite); err != nil {
+		return err
+	}
 	out, err := s.writer.Update(r.Context(), principalOf(r).tenant, id, req.Version, req.Payload, req.Tags, ch)
 	if err != nil {
 		return err
@@ -222,6 +232,9 @@ func ifMatch(r *http.Request) (int, error) {
 func (s *Server) deleteRecord(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r.PathValue("id"))
 	if err != nil {
+		return err
+	}
+	if err := s.mayRevise(r, id, access.OpDelete); err != nil {
 		return err
 	}
 	rd := s.redaction()
@@ -282,6 +295,11 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(idText)
 	if err != nil {
 		return err
+	}
+	if aop, ok := revisionAccess[op]; ok {
+		if err := s.mayRevise(r, id, aop); err != nil {
+			return err
+		}
 	}
 	var req reviseRequest
 	rd, ch, err := s.decodeRevision(r, &req)
@@ -403,6 +421,9 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.seeRecord(r, id); err != nil {
+		return err
+	}
 	versions, err := store.History(r.Context(), s.db, principalOf(r).tenant, id)
 	if err != nil {
 		return err
@@ -414,6 +435,9 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) recordAudit(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r.PathValue("id"))
 	if err != nil {
+		return err
+	}
+	if err := s.seeAudit(r, id); err != nil {
 		return err
 	}
 	entries, err := store.Audit(r.Context(), s.db, principalOf(r).tenant, id)
@@ -429,8 +453,14 @@ func (s *Server) recordRelations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.seeRecord(r, id); err != nil {
+		return err
+	}
 	edges, err := store.Relations(r.Context(), s.db, principalOf(r).tenant, id)
 	if err != nil {
+		return err
+	}
+	if edges, err = s.visibleEdges(r, id, edges); err != nil {
 		return err
 	}
 	if edges == nil {
@@ -441,6 +471,13 @@ func (s *Server) recordRelations(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
+	// An artifact belongs to an episode: storing one is a write to the
+	// key's own session (write-path RFC §12.8.2).
+	p := principalOf(r)
+	t := access.Target{Layer: memory.Episodic, Agent: p.agent}
+	if err := access.Decide(p.access(), access.OpWrite, t, p.rules).Err(); err != nil {
+		return err
+	}
 	body, err := readAll(r)
 	if err != nil {
 		return err

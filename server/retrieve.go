@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
 )
 
@@ -23,7 +24,11 @@ func (s *Server) retrieveMemory(w http.ResponseWriter, r *http.Request) error {
 	if err := s.redaction().decode(r, &req); err != nil {
 		return err
 	}
-	res, err := s.retrieve.Retrieve(r.Context(), principalOf(r).tenant, req)
+	p := principalOf(r)
+	res, err := s.retrieve.RetrieveFor(r.Context(), p.tenant, req, retrieve.Reader{
+		Ceiling: p.access().Ceiling(),
+		Visible: func(rec memory.Record) bool { return visible(r, rec) },
+	})
 	if err != nil {
 		return err
 	}

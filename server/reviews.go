@@ -57,6 +57,11 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if rv.Record != nil {
+		if err := canSee(r, *rv.Record); err != nil {
+			return err
+		}
+	}
 	writeJSON(w, http.StatusOK, rv)
 	return nil
 }
@@ -89,7 +94,8 @@ func (s *Server) decideReview(w http.ResponseWriter, r *http.Request) error {
 	if err := rd.check(); err != nil {
 		return err
 	}
-	d := revise.Decision{Approver: ch.Actor, Justification: ch.Rationale, Reason: revise.RejectionReason(req.Reason)}
+	d := revise.Decision{Approver: ch.Actor, Justification: ch.Rationale, Reason: revise.RejectionReason(req.Reason),
+		Principal: ch.Principal, Rules: ch.Rules}
 	tenant := principalOf(r).tenant
 	var rv api.Review
 	if op == "approve" {

@@ -3,32 +3,55 @@ package server
 import (
 	"net/http"
 	"slices"
+
+	"github.com/engram-dev/engram/access"
 )
 
-// Role is what a key may call. Each route names the roles it admits; a key
-// of another role is refused with 403 before the handler runs, so the
-// refusal tells it nothing about any tenant.
-//
-// Two roles for now: a later issue splits [RoleTenant] into the roles of a
-// tenant's agents (executor, verifier, orchestrator, curator).
-type Role string
+// Role is what a key may call (write-path RFC §12.8.2; see [access.Role]).
+// Each route names the roles it admits; a key of another role is refused
+// with 403 before the handler runs, so the refusal tells it nothing about
+// any tenant. Within a tenant's routes, what each role may do to each
+// layer is decided per record by package access.
+type Role = access.Role
 
 const (
-	// RoleTenant reads and writes its own tenant's memory, and nothing of
-	// any other tenant's.
+	// RoleTenant is the role of a tenant key configured without one, as
+	// every tenant key was before roles: it is read as [RoleCurator], all
+	// of its tenant.
 	RoleTenant Role = "tenant"
+	// RoleExecutor, RoleVerifier, RoleOrchestrator and RoleCurator are a
+	// tenant's roles (see package access).
+	RoleExecutor     = access.Executor
+	RoleVerifier     = access.Verifier
+	RoleOrchestrator = access.Orchestrator
+	RoleCurator      = access.Curator
 	// RoleOperator runs the daemon: it lists and runs the periodic jobs,
-	// which work across every tenant, and reads the write path's metrics,
-	// which count every tenant's writes. It reads and writes no tenant's
-	// memory.
-	RoleOperator Role = "operator"
+	// which work across every tenant, reads the write path's metrics,
+	// which count every tenant's writes, and manages keys. It reads and
+	// writes no tenant's memory.
+	RoleOperator = access.Operator
 )
+
+// normalRole is the role a configured key has: a tenant key with none, or
+// "tenant", is a curator.
+func normalRole(r Role) Role {
+	if r == "" || r == RoleTenant {
+		return RoleCurator
+	}
+	return r
+}
 
 // The roles routes admit.
 var (
-	tenantRoles   = []Role{RoleTenant}
+	tenantRoles   = []Role{RoleExecutor, RoleVerifier, RoleOrchestrator, RoleCurator}
 	operatorRoles = []Role{RoleOperator}
-	anyRole       = []Role{RoleTenant, RoleOperator}
+	anyRole       = []Role{RoleExecutor, RoleVerifier, RoleOrchestrator, RoleCurator, RoleOperator}
+	// reviewerRoles read the review queue and the staged events: every
+	// tenant role but the executor's, whose reads are its own session.
+	reviewerRoles = []Role{RoleVerifier, RoleOrchestrator, RoleCurator}
+	// curatorRoles are a tenant's people: for what only a curator may
+	// call, route by route (hard deletion across layers, say).
+	curatorRoles = []Role{RoleCurator}
 )
 
 // forbidden is the refusal of a key whose role is not among roles, saying
@@ -37,6 +60,10 @@ func forbidden(roles []Role) *Problem {
 	if slices.Contains(roles, RoleOperator) {
 		return problem(http.StatusForbidden, "forbidden", "Forbidden",
 			"this operation works across every tenant and needs an operator key (api_keys with role: operator)")
+	}
+	if !slices.Contains(roles, RoleExecutor) {
+		return problem(http.StatusForbidden, "forbidden", "Forbidden",
+			"this operation needs a tenant's key of role verifier, orchestrator or curator: an operator key reads no tenant's memory, and an executor reads its own session")
 	}
 	return problem(http.StatusForbidden, "forbidden", "Forbidden",
 		"an operator key reads and writes no tenant's memory: call this with a tenant's key")

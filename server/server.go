@@ -5,7 +5,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	_ "embed"
@@ -20,10 +19,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/jobs"
+	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -35,15 +36,22 @@ import (
 var OpenAPI []byte
 
 // Key is one API key the server accepts: a tenant's, resolved to its
-// tenant, or an operator's, which has none.
+// tenant, or an operator's, which has none. Keys kept in the database
+// (POST /v1/keys) are accepted as well.
 type Key struct {
 	// Tenant is the tenant a tenant key reads and writes; empty for an
 	// operator key.
 	Tenant string
 	Name   string
 	Secret string
-	// Role is what the key may call; empty means [RoleTenant].
+	// Role is what the key may call; empty (or [RoleTenant]) means
+	// [RoleCurator], the role of every tenant key before roles.
 	Role Role
+	// Agent, Domains and Clearance are the key's attributes (see
+	// [access.Principal]); zero values restrict nothing.
+	Agent     string
+	Domains   []string
+	Clearance memory.Sensitivity
 }
 
 // Config is what a [Server] needs.
@@ -106,10 +114,20 @@ type Server struct {
 	erasing        sync.WaitGroup
 }
 
-// principal is who a request's key speaks for.
+// principal is who a request's key speaks for: its tenant, name and role,
+// and the attributes access decisions read (see [principal.access]).
 type principal struct {
 	tenant, name string
 	role         Role
+	agent        string
+	domains      []string
+	clearance    memory.Sensitivity
+	// session is the request's X-Engram-Session: whose write budget its
+	// writes count against.
+	session string
+	// rules are the access rules of the policy in force when the request
+	// arrived.
+	rules []access.Rule
 }
 
 // New returns a server for cfg.
@@ -148,7 +166,8 @@ func New(cfg Config) *Server {
 	for _, k := range cfg.Keys {
 		// Keys are held only as hashes, so a heap dump or a debug print of
 		// the server does not show them.
-		s.keys[sha256.Sum256([]byte(k.Secret))] = principal{tenant: k.Tenant, name: k.Name, role: cmp.Or(k.Role, RoleTenant)}
+		s.keys[sha256.Sum256([]byte(k.Secret))] = principal{tenant: k.Tenant, name: k.Name, role: normalRole(k.Role),
+			agent: k.Agent, domains: k.Domains, clearance: k.Clearance}
 	}
 	reg := cfg.Registry
 	if reg == nil {
@@ -207,7 +226,7 @@ func (s *Server) routes() []route {
 		{"GET /v1/artifacts/{sha256}", s.getArtifact, tenantRoles, false},
 		{"POST /v1/events", s.postEvents, tenantRoles, false},
 		{"POST /v1/events:stream", s.streamEvents, tenantRoles, true},
-		{"GET /v1/candidates", s.listCandidates, tenantRoles, false},
+		{"GET /v1/candidates", s.listCandidates, reviewerRoles, false},
 		{"GET /v1/threads/{thread_id}", s.getThread, tenantRoles, false},
 		// The policy is the operator's and explaining it reads no tenant's
 		// data.
@@ -220,8 +239,8 @@ func (s *Server) routes() []route {
 		// The review queue (write-path RFC §12.6): a tenant's keys review
 		// its drafts, until reviewers get a role of their own.
 		{"GET /v1/agents", s.listAgents, tenantRoles, false},
-		{"GET /v1/reviews", s.listReviews, tenantRoles, false},
-		{"GET /v1/reviews/{id}", s.getReview, tenantRoles, false},
+		{"GET /v1/reviews", s.listReviews, reviewerRoles, false},
+		{"GET /v1/reviews/{id}", s.getReview, reviewerRoles, false},
 		{"POST /v1/reviews/{idop}", s.decideReview, tenantRoles, false},
 		// Jobs walk every tenant, and their runs' counts are every
 		// tenant's.
@@ -238,10 +257,15 @@ func (s *Server) routes() []route {
 		// The compliance report covers every tenant (write-path RFC
 		// §12.10.5).
 		{"GET /v1/compliance", s.getCompliance, operatorRoles, false},
-		// Erasure on demand (write-path RFC §12.10.2). A tenant's keys for
-		// now; once keys have roles, a curator's or an operator's only.
-		{"POST /v1/erasures", s.startErasure, tenantRoles, false},
-		{"GET /v1/erasures/{id}", s.getErasure, tenantRoles, false},
+		// Erasure on demand (write-path RFC §12.10.2) hard-deletes: a
+		// curator's keys only (§12.8.2: hard delete is the curator's).
+		{"POST /v1/erasures", s.startErasure, curatorRoles, false},
+		{"GET /v1/erasures/{id}", s.getErasure, curatorRoles, false},
+		// Keys kept in the database (write-path RFC §12.8.2): the
+		// operator's, across every tenant.
+		{"POST /v1/keys", s.createKey, operatorRoles, false},
+		{"GET /v1/keys", s.listKeys, operatorRoles, false},
+		{"POST /v1/keys/{nameop}", s.revokeKey, operatorRoles, false},
 	}
 }
 
@@ -270,11 +294,17 @@ type principalKey struct{}
 func (s *Server) authenticated(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		p, known := s.keys[sha256.Sum256([]byte(strings.TrimSpace(token)))]
-		if !ok || !known {
+		if !ok {
 			s.writeProblem(w, r, errUnauthorized)
 			return
 		}
+		p, err := s.lookupKey(r.Context(), sha256.Sum256([]byte(strings.TrimSpace(token))))
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		p.session = sessionOf(r)
+		p.rules = s.policy().AccessRules()
 		if !slices.Contains(rt.roles, p.role) {
 			s.writeProblem(w, r, forbidden(rt.roles))
 			return
@@ -308,7 +338,9 @@ func change(r *http.Request, rationale string) revise.Change {
 		}
 		actor = a + " via " + actor
 	}
-	return revise.Change{Actor: actor, Rationale: rationale}
+	p := principalOf(r)
+	ap := p.access()
+	return revise.Change{Actor: actor, Rationale: rationale, Principal: &ap, Rules: p.rules}
 }
 
 // problemOnMiss answers requests no route matches with a problem, 404 or
@@ -384,6 +416,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 // (revise.MetricRevisions), whoever made them.
 type metrics struct {
 	requests *prometheus.HistogramVec
+	// denials counts refusals by access control and budgets, by reason
+	// (access.Reason*).
+	denials *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -394,6 +429,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "code"}),
 	}
-	reg.MustRegister(m.requests)
+	m.denials = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "engram_access_denials_total",
+		Help: "Requests refused by access control (403) or a write budget (429), by reason: role, rule, clearance, domain or budget.",
+	}, []string{"reason"})
+	reg.MustRegister(m.requests, m.denials)
 	return m
 }

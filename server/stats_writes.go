@@ -65,7 +65,7 @@ func (s *Server) writeStats(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) tenants() []string {
 	var ts []string
 	for _, p := range s.keys {
-		if p.role == RoleTenant && !slices.Contains(ts, p.tenant) {
+		if p.role != RoleOperator && !slices.Contains(ts, p.tenant) {
 			ts = append(ts, p.tenant)
 		}
 	}

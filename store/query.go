@@ -32,6 +32,24 @@ type Filter struct {
 	AsOf   *time.Time
 	Limit  int
 	Cursor string
+	// Visible, when set, keeps the records a key may read (write-path RFC
+	// §12.8.5); nil lists everything of the tenant.
+	Visible *Visibility
+}
+
+// Visibility is what a key may read, as a listing selects it: the layers
+// it reads whole, the layers it reads only for its own agent, its
+// clearance and its domains.
+type Visibility struct {
+	Layers []memory.Type
+	// Own are read only where agent_id is Agent (never when Agent is empty).
+	Own   []memory.Type
+	Agent string
+	// MaxSensitivity is the clearance: nothing more sensitive is listed.
+	MaxSensitivity memory.Sensitivity
+	// Domains, when not empty, keeps the records each of whose domain:X
+	// tags names one of them.
+	Domains []string
 }
 
 // Page is one page of a listing. NextCursor is empty on the last page.
@@ -54,22 +72,52 @@ const listWhere = `
 	AND ($8::text IS NULL OR predicate = $8)
 	AND ($11::text IS NULL OR id IN (SELECT f.record_id FROM record_flags f WHERE f.tenant_id = $1 AND f.flag = $11))
 	AND ($9::uuid IS NULL OR id > $9)
+	AND ($12::text[] IS NULL OR type = ANY($12) OR (type = ANY($13) AND $14 <> '' AND agent_id = $14))
+	AND ($15::int IS NULL OR array_position('{public,low,medium,high,hyper}'::text[], sensitivity) - 1 <= $15)
+	AND ($16::text[] IS NULL OR NOT EXISTS (
+		SELECT 1 FROM unnest(tags) t WHERE t LIKE 'domain:_%' AND substr(t, 8) <> ALL ($16)))
 ORDER BY id
 LIMIT $10`
 
 const listSQL = `SELECT ` + recordColumns + ` FROM records WHERE tenant_id = $1 AND ` + listWhere
 
-// versionsAsOf is each record of a tenant as it was at $12: the last
+// versionsAsOf is each record of a tenant as it was at $17: the last
 // snapshot recorded by then.
 const versionsAsOf = `
 WITH r AS (
 	SELECT DISTINCT ON (v.record_id) s.*
 	FROM record_versions v, jsonb_populate_record(NULL::records, v.snapshot) s
-	WHERE v.tenant_id = $1 AND v.recorded_at <= $12
+	WHERE v.tenant_id = $1 AND v.recorded_at <= $17
 	ORDER BY v.record_id, v.version DESC
 )`
 
 const listAsOfSQL = versionsAsOf + ` SELECT ` + recordColumns + ` FROM r WHERE ` + listWhere
+
+// args are the listing's parameters $12 to $16: all NULL without a
+// visibility, which match every record.
+func (v *Visibility) args() []any {
+	if v == nil {
+		return []any{nil, nil, nil, nil, nil}
+	}
+	layers := strs(v.Layers)
+	if layers == nil {
+		layers = []string{} // reads no layer whole: not NULL, which is all
+	}
+	own := strs(v.Own)
+	if own == nil {
+		own = []string{}
+	}
+	var rank *int
+	if v.MaxSensitivity != "" {
+		r := v.MaxSensitivity.Rank()
+		rank = &r
+	}
+	var domains []string
+	if len(v.Domains) > 0 {
+		domains = v.Domains
+	}
+	return []any{layers, own, v.Agent, rank, domains}
+}
 
 // List returns one page of a tenant's records, in id (creation) order.
 func List(ctx context.Context, db pg.DBTX, tenant string, f Filter) (Page, error) {
@@ -95,6 +143,7 @@ func List(ctx context.Context, db pg.DBTX, tenant string, f Filter) (Page, error
 	// to a sequential scan.
 	args := []any{pgx.QueryExecModeExec, tenant, strs(f.Types), strs(statuses), f.Scope, strs(f.Tags), strs(f.Sensitivities),
 		nilIfZero(f.Subject), nilIfZero(f.Predicate), after, limit + 1, nilIfZero(string(f.Flag))}
+	args = append(args, f.Visible.args()...)
 	query := listSQL
 	if f.AsOf != nil {
 		query, args = listAsOfSQL, append(args, *f.AsOf)

@@ -141,7 +141,7 @@ Retention and compliance (an operator key):
   compliance                              the latest compliance report: records past their class's
                                           retention by class and tenant, violations, erasures not
                                           yet complete (jobs run compliance --wait makes a new one)
-Erasure (write-path RFC §12.10.2; a tenant's key for now):
+Erasure (write-path RFC §12.10.2; a curator's key):
   erase [--email E] [--name N] [--user-id U] [--phone P] [--wait]
                                           forget a data subject: every record, staged event, timeline
                                           entry, version, vector, artifact, audit and retrieval-log entry
@@ -150,6 +150,14 @@ Erasure (write-path RFC §12.10.2; a tenant's key for now):
                                           --wait shows the progress and prints the certificate: counts
                                           per layer, rebuilt records and the verification scan's result
   erase status ID                         an erasure's status, or its certificate once completed
+
+API keys (an operator key; write-path RFC §12.8.2):
+  keys create NAME --role ROLE [--tenant T] [--agent A] [--domains D,…] [--clearance C]
+                                          make a key kept in the database and print its secret, once;
+                                          ROLE is executor (needs --agent), verifier, orchestrator,
+                                          curator, or operator (no --tenant)
+  keys list [--tenant T]                  the keys kept in the database, never a secret
+  keys revoke NAME                        revoke a key: every daemon refuses it from the next request
 
 Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
@@ -277,6 +285,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return complianceCommand(c, ctx, args)
 	case "erase":
 		return erase(c, ctx, args)
+	case "keys":
+		return keysCommand(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}

@@ -36,7 +36,8 @@ func newWriter(pool *pgxpool.Pool, cfg config.Config, reg prometheus.Registerer)
 	if err != nil {
 		return nil, nil, err
 	}
-	w := revise.New(pool, revise.Config{MaxPayloadBytes: cfg.MaxPayloadBytes, Defaults: settings.Defaults, Gates: cfg.WritePath, Registry: reg, Leases: cfg.Leases})
+	w := revise.New(pool, revise.Config{MaxPayloadBytes: cfg.MaxPayloadBytes, Defaults: settings.Defaults, Gates: cfg.WritePath,
+		Registry: reg, Leases: cfg.Leases, Budgets: cfg.Budgets})
 	return w, settings, nil
 }
 

@@ -148,7 +148,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return err
 	}
 	for _, k := range keys {
-		if k.Role != server.RoleTenant {
+		if k.Role == server.RoleOperator {
 			continue // an operator key has no tenant
 		}
 		if err := store.EnsureTenant(ctx, pool, k.Tenant); err != nil {
@@ -237,12 +237,10 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 func apiKeys(cfg config.Config, stdout io.Writer) ([]server.Key, error) {
 	var keys []server.Key
 	for _, k := range cfg.APIKeys {
-		role := server.RoleTenant
-		if k.Role == config.RoleOperator {
-			role = server.RoleOperator
-		}
+		role := server.Role(cmp.Or(k.Role, config.RoleTenant))
 		name := cmp.Or(k.Name, k.Tenant, string(role))
-		keys = append(keys, server.Key{Tenant: k.Tenant, Name: name, Secret: k.Key, Role: role})
+		keys = append(keys, server.Key{Tenant: k.Tenant, Name: name, Secret: k.Key, Role: role,
+			Agent: k.AgentID, Domains: k.Domains, Clearance: k.Clearance})
 	}
 	if len(keys) > 0 {
 		return keys, nil

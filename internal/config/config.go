@@ -16,10 +16,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/jobs"
+	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retention"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -108,6 +110,10 @@ type Config struct {
 	// not named keeps its default, max_age 0 is no limit. Reloaded on
 	// SIGHUP.
 	Retention retention.Config `yaml:"retention"`
+	// Budgets are the write budgets per role and session (write-path RFC
+	// §12.11.2; see [access.Budgets]): yaml budgets.writes.<role>, the
+	// writes an agent's session may make in budgets.window.
+	Budgets access.Budgets `yaml:"budgets"`
 }
 
 // Embedding chooses the embedder (yaml embedding.*): the built-in lexical
@@ -155,8 +161,17 @@ type APIKey struct {
 	Tenant string `yaml:"tenant"`
 	Key    string `yaml:"key"`
 	Name   string `yaml:"name"`
-	// Role is tenant or operator; empty means tenant.
+	// Role is executor, verifier, orchestrator, curator or operator
+	// (write-path RFC §12.8.2); empty or tenant means curator, the whole
+	// of its tenant, as every tenant key was before roles.
 	Role string `yaml:"role"`
+	// AgentID, Domains and Clearance are the key's attributes (see
+	// [access.Principal]): an executor's own agent, the domains whose
+	// records it may read (none: every domain), its clearance ceiling
+	// (empty: hyper).
+	AgentID   string             `yaml:"agent_id"`
+	Domains   []string           `yaml:"domains"`
+	Clearance memory.Sensitivity `yaml:"clearance"`
 }
 
 // Key roles (yaml api_keys[].role).
@@ -403,11 +418,18 @@ func (c Config) Validate() error {
 			return fmt.Errorf("jobs.%s: %w", name, err)
 		}
 	}
+	if err := c.Budgets.Validate(); err != nil {
+		return fmt.Errorf("budgets.%w", err)
+	}
 	seen := map[string]bool{}
 	for i, k := range c.APIKeys {
 		switch {
-		case k.Role != "" && k.Role != RoleTenant && k.Role != RoleOperator:
-			return fmt.Errorf("api_keys[%d].role: %q is not tenant or operator", i, k.Role)
+		case k.Role != "" && k.Role != RoleTenant && !access.Role(k.Role).Valid():
+			return fmt.Errorf("api_keys[%d].role: %q is not executor, verifier, orchestrator, curator or operator", i, k.Role)
+		case k.Role == string(access.Executor) && k.AgentID == "":
+			return fmt.Errorf("api_keys[%d].agent_id: an executor key names its agent", i)
+		case k.Clearance != "" && !k.Clearance.Valid():
+			return fmt.Errorf("api_keys[%d].clearance: %q is not public, low, medium, high or hyper", i, k.Clearance)
 		case k.Role == RoleOperator && k.Tenant != "":
 			return fmt.Errorf("api_keys[%d].tenant: an operator key has no tenant: it works across every tenant", i)
 		case k.Role != RoleOperator && k.Tenant == "":

@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/memory"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -63,12 +65,15 @@ func TestValidateNamesTheBadField(t *testing.T) {
 		"api_keys[0].tenant": {file: "api_keys: [{tenant: Acme!, key: long-enough-key-0123}]\n"},
 		"ENGRAM_API_KEYS":    {env: map[string]string{"ENGRAM_API_KEYS": "no-colon"}},
 		"api_keys[1].role":   {file: "api_keys: [{tenant: acme, key: long-enough-key-0123}, {key: long-enough-key-4567, role: admin}]\n"},
-		"api_keys[0].tenant: an operator key has no tenant": {file: "api_keys: [{tenant: acme, key: long-enough-key-0123, role: operator}]\n"},
-		"api_keys[0].tenant: a tenant key needs a tenant":   {file: "api_keys: [{key: long-enough-key-0123}]\n"},
-		"api_keys[1].key: must be at least 16":              {env: map[string]string{"ENGRAM_API_KEYS": "acme:long-enough-key-0123,*:short"}},
-		"field nope not found":                              {file: "nope: 1\n"},
-		"shutdown_timeout":                                  {file: "shutdown_timeout: -1s\n"},
-		"write_path.contradiction.evidence_ratio":           {file: "write_path: {contradiction: {policy: evidence, evidence_ratio: 0.5}}\n"},
+		"api_keys[0].tenant: an operator key has no tenant":     {file: "api_keys: [{tenant: acme, key: long-enough-key-0123, role: operator}]\n"},
+		"api_keys[0].tenant: a tenant key needs a tenant":       {file: "api_keys: [{key: long-enough-key-0123}]\n"},
+		"api_keys[1].key: must be at least 16":                  {env: map[string]string{"ENGRAM_API_KEYS": "acme:long-enough-key-0123,*:short"}},
+		"field nope not found":                                  {file: "nope: 1\n"},
+		"shutdown_timeout":                                      {file: "shutdown_timeout: -1s\n"},
+		"write_path.contradiction.evidence_ratio":               {file: "write_path: {contradiction: {policy: evidence, evidence_ratio: 0.5}}\n"},
+		"api_keys[0].agent_id: an executor key names its agent": {file: "api_keys: [{tenant: acme, key: long-enough-key-0123, role: executor}]\n"},
+		"api_keys[0].clearance":                                 {file: "api_keys: [{tenant: acme, key: long-enough-key-0123, clearance: secret}]\n"},
+		"budgets.writes.operator":                               {file: "budgets: {writes: {operator: 5}}\n"},
 	}
 	for want, c := range cases {
 		args := c.args
@@ -107,6 +112,26 @@ api_keys:
 		{Tenant: "acme", Key: "env-key-0123456789", Name: "acme-env-1"},
 		{Key: "ops-key-0123456789", Name: "operator-env-2", Role: config.RoleOperator},
 	}, c.APIKeys)
+}
+
+// A key carries its role and attributes; budgets come from the file.
+func TestKeyRolesAndBudgets(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "engram.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+api_keys:
+  - {tenant: acme, key: exec-key-0123456789, name: planner, role: executor, agent_id: planner-7, domains: [medical], clearance: medium}
+budgets:
+  window: 30m
+  writes: {executor: 100}
+`), 0o600))
+	c, err := config.Load([]string{"--config", path}, env(nil))
+	require.NoError(t, err)
+	require.Equal(t, []config.APIKey{{Tenant: "acme", Key: "exec-key-0123456789", Name: "planner", Role: "executor",
+		AgentID: "planner-7", Domains: []string{"medical"}, Clearance: memory.Medium}}, c.APIKeys)
+	require.Equal(t, 30*time.Minute, c.Budgets.WindowOrDefault())
+	require.Equal(t, 100, c.Budgets.Limit(access.Executor))
+	require.Equal(t, 5_000, c.Budgets.Limit(access.Verifier))
 }
 
 // With embedding.provider none there are no embedding jobs: the defaults

@@ -1,0 +1,232 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/access"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/store"
+)
+
+// lookupKey resolves a key's hash to its principal: a configured key, or
+// one kept in the database. The database is asked on every request for a
+// key not configured — one indexed lookup by hash (BenchmarkKeyLookup) —
+// so that a key revoked through any daemon sharing the database fails at
+// once on every one, with no cache to invalidate.
+func (s *Server) lookupKey(ctx context.Context, hash [sha256.Size]byte) (principal, error) {
+	if p, ok := s.keys[hash]; ok {
+		return p, nil
+	}
+	if s.db == nil {
+		return principal{}, errUnauthorized
+	}
+	k, err := store.KeyByHash(ctx, s.db, hash[:])
+	if errors.Is(err, store.ErrNotFound) {
+		return principal{}, errUnauthorized
+	}
+	if err != nil {
+		return principal{}, err
+	}
+	return principal{tenant: k.Tenant, name: k.Name, role: Role(k.Role), agent: k.AgentID, domains: k.Domains, clearance: k.Clearance}, nil
+}
+
+// sessionOf is the session a request's writes count against: its
+// X-Engram-Session header, at most 200 bytes.
+func sessionOf(r *http.Request) string {
+	s := strings.TrimSpace(r.Header.Get("X-Engram-Session"))
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// access is the principal as package access sees it.
+func (p principal) access() access.Principal {
+	return access.Principal{Tenant: p.tenant, Key: p.name, Role: p.role, Agent: p.agent,
+		Domains: p.domains, Clearance: p.clearance, Session: p.session}
+}
+
+// canSee refuses, with a [*access.DeniedError] naming the rule, a record
+// the request's key may not read (write-path RFC §12.8.5). A direct read of
+// such a record is a 403, never its content: record ids are random and no
+// listing, retrieval or relation shows a key the id of a record it may not
+// read, so the refusal tells the caller nothing it did not hold already,
+// and says which rule to take up with the operator.
+func canSee(r *http.Request, rec memory.Record) error {
+	p := principalOf(r)
+	return access.Visible(p.access(), access.TargetOf(rec), p.rules).Err()
+}
+
+// visible reports whether the request's key may read rec.
+func visible(r *http.Request, rec memory.Record) bool { return canSee(r, rec) == nil }
+
+// visibility is what a listing for the request's key selects in SQL; the
+// access rules, when some govern the key's reads, are checked record by
+// record after ([access.Hides]).
+func visibility(r *http.Request) *store.Visibility {
+	p := principalOf(r)
+	layers, own, ceiling, domains := p.access().Filter()
+	if len(layers) == len(memory.Types) && ceiling == memory.Hyper && len(domains) == 0 {
+		return nil // reads every record: the listing as it was before roles
+	}
+	return &store.Visibility{Layers: layers, Own: own, Agent: p.agent, MaxSensitivity: ceiling, Domains: domains}
+}
+
+// keepVisible keeps the records of recs the request's key may read, when
+// access rules govern its reads (the SQL filter has done the rest).
+func keepVisible(r *http.Request, recs []memory.Record) []memory.Record {
+	p := principalOf(r)
+	if !access.Hides(p.access(), p.rules) {
+		return recs
+	}
+	out := recs[:0]
+	for _, rec := range recs {
+		if visible(r, rec) {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// ownRecord makes a record a key with an agent writes its agent's, when it
+// names no agent of its own.
+func ownRecord(r *http.Request, rec *memory.Record) {
+	if rec.AgentID == "" {
+		rec.AgentID = principalOf(r).agent
+	}
+}
+
+// seeRecord refuses a read about record id (its history, audit trail,
+// relations) when the request's key may not read the record as it is now.
+// A record that is gone (purged, or never the tenant's) is not found.
+func (s *Server) seeRecord(r *http.Request, id uuid.UUID) error {
+	rec, err := store.Get(r.Context(), s.db, principalOf(r).tenant, id)
+	if err != nil {
+		return err
+	}
+	return canSee(r, rec)
+}
+
+// seeAudit refuses the audit trail of record id to a key that may not read
+// the record. The trail outlives a purged record (it names no content):
+// a purged record's trail is for keys that read every record of the
+// tenant, whose role, clearance and domains restrict nothing — the
+// record's layer and classification are gone with it.
+func (s *Server) seeAudit(r *http.Request, id uuid.UUID) error {
+	err := s.seeRecord(r, id)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if visibility(r) == nil {
+		return nil // the store answers 404 when there is no trail either
+	}
+	if _, err := store.Audit(r.Context(), s.db, principalOf(r).tenant, id); err != nil {
+		return err // no trail: not found
+	}
+	return &access.DeniedError{Rule: "purged", Reason: access.ReasonRole,
+		Detail: "the record is purged: its audit trail is for keys that read every record of the tenant"}
+}
+
+// visibleEdges keeps the relations of record id whose other end the
+// request's key may read: a relation shows no key the id of a record it
+// may not read.
+func (s *Server) visibleEdges(r *http.Request, id uuid.UUID, edges []store.Edge) ([]store.Edge, error) {
+	out := edges[:0]
+	for _, e := range edges {
+		other := e.TargetID
+		if other == id {
+			other = e.SourceID
+		}
+		rec, err := store.Get(r.Context(), s.db, principalOf(r).tenant, other)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if visible(r, rec) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// seeThread refuses a thread the request's key may not read: a thread is
+// its agent's session (write-path RFC §12.8.2).
+func seeThread(r *http.Request, agent string) error {
+	p := principalOf(r)
+	return access.Decide(p.access(), access.OpRead, access.Target{Layer: memory.Episodic, Agent: agent}, p.rules).Err()
+}
+
+// eventAttrs reads what an access decision needs of a raw event: its agent
+// and tags. A malformed event yields nothing here and is refused by the
+// ingester with its precise problem.
+func eventAttrs(raw json.RawMessage) (agent string, tags []string) {
+	var ev struct {
+		AgentID string   `json:"agent_id"`
+		Tags    []string `json:"tags"`
+	}
+	_ = json.Unmarshal(raw, &ev)
+	return ev.AgentID, ev.Tags
+}
+
+// authorizeEvent refuses an event the request's key may not write.
+// Events are staged outside the write path, so this is their door: an
+// event is a write to its agent's session, its episode (write-path RFC
+// §12.8.2); an executor's events name its own agent.
+func authorizeEvent(r *http.Request, raw json.RawMessage) error {
+	p := principalOf(r)
+	agent, tags := eventAttrs(raw)
+	t := access.Target{Layer: memory.Episodic, Agent: agent, Tags: tags}
+	return access.Decide(p.access(), access.OpWrite, t, p.rules).Err()
+}
+
+// authorizeEvents refuses a batch of events when the key may not write
+// one of them, and counts the batch against the key's write budget
+// (write-path RFC §12.11.2).
+func (s *Server) authorizeEvents(r *http.Request, raws []json.RawMessage) error {
+	for _, raw := range raws {
+		if err := authorizeEvent(r, raw); err != nil {
+			return err
+		}
+	}
+	return s.writer.ChargeBudget(r.Context(), principalOf(r).access(), len(raws))
+}
+
+// revisionAccess are the operations the revisions of POST
+// /v1/records/{id}:{op} are (write-path RFC §12.8.2), as the write path
+// audits them.
+var revisionAccess = map[string]access.Op{
+	"supersede": access.OpWrite, "fork": access.OpWrite, "contest": access.OpWrite, "retract": access.OpWrite,
+	"append": access.OpWrite, "restore": access.OpDelete, "purge": access.OpPurge,
+	"rollback": access.OpAdmin, "quarantine": access.OpAdmin, "release": access.OpAdmin,
+}
+
+// mayRevise refuses, before the write path runs, an operation the
+// request's key may not do to record id as it is now: the write path
+// decides again as it audits each revision, but a refusal first tells a
+// key nothing of the record's state (that it is active, say, or has
+// changed). A record not found is left to the write path's own answer.
+func (s *Server) mayRevise(r *http.Request, id uuid.UUID, op access.Op) error {
+	p := principalOf(r)
+	rec, err := store.Get(r.Context(), s.db, p.tenant, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t := access.TargetOf(rec)
+	d := access.Decide(p.access(), op, t, p.rules)
+	if d.Allowed {
+		d = access.Clear(p.access(), t)
+	}
+	return d.Err()
+}
