@@ -109,7 +109,7 @@ func (t *Tx) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, add
 	if err != nil {
 		return memory.Record{}, err
 	}
-	return store.Get(ctx, t.tx, tenant, id)
+	return t.get(ctx, tenant, id)
 }
 
 // checkTimeline refuses timeline entries with a field left out: an episode
@@ -305,7 +305,7 @@ func (t *Tx) Contest(ctx context.Context, tenant string, ids []uuid.UUID, next *
 	}
 	var out []memory.Record
 	err := func() error {
-		recs, err := store.LockMany(ctx, t.tx, tenant, ids)
+		recs, err := t.lockMany(ctx, tenant, ids)
 		if err != nil {
 			return err
 		}
@@ -386,7 +386,7 @@ func (t *Tx) Reinstate(ctx context.Context, tenant string, id uuid.UUID, version
 	if err := checkChange(ch); err != nil {
 		return memory.Record{}, err
 	}
-	rec, err := store.Lock(ctx, t.tx, tenant, id)
+	rec, err := t.lock(ctx, tenant, id)
 	if err != nil {
 		return memory.Record{}, err
 	}
@@ -407,7 +407,7 @@ func (t *Tx) Reinstate(ctx context.Context, tenant string, id uuid.UUID, version
 	if err := t.leave(ctx, tenant, &rec, status, ActionReactivate, ch); err != nil {
 		return memory.Record{}, err
 	}
-	return store.Get(ctx, t.tx, tenant, id)
+	return t.get(ctx, tenant, id)
 }
 
 // Merge folds duplicates into one new record (substrate RFC §15.7 duplicate
@@ -425,7 +425,7 @@ func (t *Tx) Merge(ctx context.Context, tenant string, ids []uuid.UUID, template
 	}
 	var merged memory.Record
 	err := func() error {
-		srcs, err := store.LockMany(ctx, t.tx, tenant, ids)
+		srcs, err := t.lockMany(ctx, tenant, ids)
 		if err != nil {
 			return err
 		}
@@ -527,7 +527,7 @@ func (t *Tx) Delete(ctx context.Context, tenant string, id uuid.UUID, ch Change)
 	var rec memory.Record
 	err := func() error {
 		var err error
-		if rec, err = store.Lock(ctx, t.tx, tenant, id); err != nil {
+		if rec, err = t.lock(ctx, tenant, id); err != nil {
 			return err
 		}
 		if rec.Status == memory.Deleted {
@@ -549,7 +549,7 @@ func (t *Tx) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) 
 		return err
 	}
 	return func() error {
-		rec, err := store.Lock(ctx, t.tx, tenant, id)
+		rec, err := t.lock(ctx, tenant, id)
 		if err != nil {
 			return err
 		}
@@ -567,7 +567,7 @@ func (t *Tx) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) 
 // lockLive locks a record that must be in the active set and, when version
 // is non-zero, at that version.
 func (t *Tx) lockLive(ctx context.Context, tenant string, id uuid.UUID, version int) (memory.Record, error) {
-	rec, err := store.Lock(ctx, t.tx, tenant, id)
+	rec, err := t.lock(ctx, tenant, id)
 	if err != nil {
 		return rec, err
 	}
@@ -584,7 +584,7 @@ func (t *Tx) lockLive(ctx context.Context, tenant string, id uuid.UUID, version 
 // records do not take (substrate RFC §15B: revisability of all non-episodic
 // memory).
 func (t *Tx) lockRevisable(ctx context.Context, tenant string, id uuid.UUID, version int) (memory.Record, error) {
-	rec, err := store.Lock(ctx, t.tx, tenant, id)
+	rec, err := t.lock(ctx, tenant, id)
 	if err != nil {
 		return rec, err
 	}

@@ -28,11 +28,13 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/seal"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -55,6 +57,10 @@ type Config struct {
 	Gates Gates
 	// Registry receives the write path's metrics; nil registers none.
 	Registry prometheus.Registerer
+	// Sealer seals the payloads of sensitive records at rest and opens
+	// every payload the write path reads (see sealing.go); nil: nothing
+	// is sealed.
+	Sealer *seal.Sealer
 }
 
 // Writer is the write path over a database.
@@ -101,6 +107,8 @@ type Tx struct {
 	// reputation are the agents' reputation counts the transaction's
 	// writes add, written just before it commits (see [Tx.noteLater]).
 	reputation map[agentKey]store.ReputationDelta
+	// opened are the sealed payloads the transaction read (sealing.go).
+	opened map[uuid.UUID]opened
 }
 
 // audited is one revision of a transaction: a record's layer and the

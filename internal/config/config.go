@@ -97,6 +97,9 @@ type Config struct {
 	// Embedding chooses the embedder of the advisory vector index. yaml
 	// embedding.
 	Embedding Embedding `yaml:"embedding"`
+	// Encryption configures encryption at rest (see [Encryption]). yaml
+	// encryption; the master keys also from ENGRAM_MASTER_KEY.
+	Encryption Encryption `yaml:"encryption"`
 }
 
 // Embedding chooses the embedder (yaml embedding.*): the built-in lexical
@@ -276,6 +279,9 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 		}
 		c.ShutdownTimeout = d
 	}
+	if v := getenv("ENGRAM_MASTER_KEY"); v != "" {
+		c.Encryption.MasterKeys = splitKeys(v)
+	}
 	if v := getenv("ENGRAM_PROVENANCE_KEYS"); v != "" {
 		c.WritePath.Provenance = revise.ProvenanceConfig{}
 		for i, pair := range strings.Split(v, ",") {
@@ -383,6 +389,9 @@ func (c Config) Validate() error {
 		if err := jobs.ParseSchedule(spec); err != nil {
 			return fmt.Errorf("jobs.%s: %w", name, err)
 		}
+	}
+	if err := c.Encryption.Validate(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, k := range c.APIKeys {
