@@ -391,6 +391,9 @@ func (c *Consolidator) applyPlan(ctx context.Context, tx *revise.Tx, tenant stri
 	page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
 		Types: []memory.Type{memory.PlanGraph}, Tags: []string{LearnedTag, planIDTag + p.Payload.PlanID}, Scope: &p.Scope,
 		Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft}, Limit: 1})
+	if err == nil {
+		err = c.cfg.Writer.Sealer().OpenRecords(ctx, tenant, page.Records)
+	}
 	if err != nil {
 		return written{}, err
 	}

@@ -84,6 +84,20 @@ func (t *Tx) sealEntries(ctx context.Context, tenant string, sens memory.Sensiti
 		if err != nil {
 			return err
 		}
+		var ref struct {
+			Ref string `json:"ref"`
+		}
+		if json.Unmarshal(entries[i].Entry, &ref) == nil && ref.Ref != "" {
+			// The reference stays in the clear (see package seal).
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal(v, &doc); err != nil {
+				return err
+			}
+			doc["ref"], _ = json.Marshal(ref.Ref)
+			if v, err = json.Marshal(doc); err != nil {
+				return err
+			}
+		}
 		entries[i].Entry, entries[i].Text = v, ""
 	}
 	return nil

@@ -17,6 +17,11 @@ import (
 // everything else are sealed.
 var clearFacts = []string{"subject", "predicate", "validity"}
 
+// A sealed episode's payload keeps in the clear the references of its
+// timeline's entries, as "refs": [{"ref": "evt://…"}], and a sealed entry
+// its "ref": references name events, not what they say, and consolidation
+// joins them to the staged events it learns from.
+
 // appended are the parts of an episode that grow by entries stored beside
 // its payload (episode_entries): the store merges them into the payload it
 // reads, sealed or not, and [Sealer.OpenPayload] opens each.
@@ -34,6 +39,25 @@ func (s *Sealer) SealPayload(ctx context.Context, tenant string, typ memory.Type
 		return nil, err
 	}
 	out := map[string]any{"kind": typ, "sealed": env}
+	if typ == memory.Episodic {
+		// The events an episode's timeline points to, by reference only
+		// (evt://<id>): consolidation joins them to their staged events.
+		var p struct {
+			Timeline []struct {
+				Ref string `json:"ref"`
+			} `json:"timeline"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return nil, fmt.Errorf("seal payload: %w", err)
+		}
+		refs := make([]map[string]string, 0, len(p.Timeline))
+		for _, e := range p.Timeline {
+			if e.Ref != "" {
+				refs = append(refs, map[string]string{"ref": e.Ref})
+			}
+		}
+		out["refs"] = refs
+	}
 	if typ == memory.Semantic {
 		var p map[string]json.RawMessage
 		if err := json.Unmarshal(payload, &p); err != nil {
@@ -77,7 +101,7 @@ func (s *Sealer) OpenPayload(ctx context.Context, tenant string, payload json.Ra
 		}
 		for k, v := range outer {
 			switch {
-			case k == "sealed":
+			case k == "sealed" || k == "refs":
 			case slices.Contains(appended, k):
 				var mine, added []json.RawMessage
 				if b, ok := base[k]; ok {

@@ -74,6 +74,9 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		rec, err = store.Get(r.Context(), s.db, tenant, id)
 	}
+	if err == nil {
+		err = s.open(r.Context(), tenant, &rec)
+	}
 	if err != nil {
 		return err
 	}
@@ -150,6 +153,9 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 	f.AsOf = asOf
 	tenant := principalOf(r).tenant
 	page, err := store.List(r.Context(), s.db, tenant, f)
+	if err == nil {
+		err = s.writer.Sealer().OpenRecords(r.Context(), tenant, page.Records)
+	}
 	if err != nil {
 		return err
 	}
@@ -392,6 +398,11 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	versions, err := store.History(r.Context(), s.db, principalOf(r).tenant, id)
+	for i := range versions {
+		if err == nil {
+			err = s.open(r.Context(), principalOf(r).tenant, &versions[i].Record)
+		}
+	}
 	if err != nil {
 		return err
 	}
