@@ -63,9 +63,9 @@ type Config struct {
 	MaxBacklog    int64 // pending candidates before ingestion answers 503
 	// Sealer seals the staged events the policy classifies at or above
 	// its sensitivity (substrate RFC §15.9); nil seals none.
-	Sealer *seal.Sealer
-	Registry      prometheus.Registerer
-	Now           func() time.Time
+	Sealer   *seal.Sealer
+	Registry prometheus.Registerer
+	Now      func() time.Time
 }
 
 // Ingester validates, redacts and stages events.

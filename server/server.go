@@ -222,6 +222,11 @@ func (s *Server) routes() []route {
 		{"POST /v1/jobs/{nameop}", s.runJob, operatorRoles, false},
 		// The write path's metrics are this daemon's, over every tenant.
 		{"GET /v1/stats/writes", s.writeStats, operatorRoles, false},
+		// Encryption at rest: the daemon holds the master keys; the
+		// operator asks it to re-wrap or re-seal, and no key travels.
+		{"GET /v1/encryption", s.encryptionStatus, operatorRoles, false},
+		{"POST /v1/encryption:rotate-master", s.rotateMaster, operatorRoles, false},
+		{"POST /v1/encryption:rotate-data", s.rotateData, operatorRoles, false},
 	}
 }
 

@@ -126,6 +126,16 @@ Write-path metrics (an operator key):
                                           gate and reason; each gate's latency p50/p95/p99; the review
                                           queue of its tenants
 
+Encryption at rest (an operator key; the daemon holds the master keys, none travels):
+  keys encryption                         whether payloads are sealed, from which sensitivity, and
+                                          the id of the master key that wraps
+  keys rotate-master                      re-wrap every tenant's data keys under the first configured
+                                          master key, without re-encrypting any payload
+  keys rotate-data --tenant T [--batch-size N] [--max-batches N]
+                                          re-seal a tenant's payloads under a new data key, N at a
+                                          time, showing progress; interrupted, run it again to go on
+  keys new-master                         print a new random master key (local; nothing is sent)
+
 Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
   --api-key KEY   the API key (ENGRAM_API_KEY): a tenant's, or for jobs and stats writes an operator's
@@ -240,6 +250,13 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return statsCommand(c, ctx, args)
 	case "procedures":
 		return procedures(c, ctx, args)
+	case "keys":
+		// Encryption at rest's commands (keys_rotate.go); the key
+		// commands (create, list, revoke) join this case.
+		if handled, err := keysRotate(c, ctx, args); handled {
+			return err
+		}
+		return usageErrorf("usage: engram keys rotate-master | rotate-data --tenant T | encryption | new-master")
 	default:
 		return usageErrorf("unknown command %s", cmd)
 	}
