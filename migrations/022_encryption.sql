@@ -108,25 +108,59 @@ BEGIN
        AND current_setting('engram.compress', true) = 'on' THEN
         RETURN OLD;
     END IF;
+    -- Nested: a condition naming a column of one table is not planned
+    -- for the other's rows.
     IF TG_OP = 'UPDATE' AND current_setting('engram.reseal', true) = 'on' THEN
-        IF TG_TABLE_NAME = 'record_versions'
-           AND OLD.snapshot -> 'payload' ? 'sealed' AND NEW.snapshot -> 'payload' ? 'sealed'
-           AND (NEW.snapshot -> 'payload') - 'sealed' = (OLD.snapshot -> 'payload') - 'sealed'
-           AND NEW.snapshot - 'payload' = OLD.snapshot - 'payload'
-           AND (NEW.tenant_id, NEW.record_id, NEW.version, NEW.recorded_at)
-               = (OLD.tenant_id, OLD.record_id, OLD.version, OLD.recorded_at) THEN
-            RETURN NEW;
-        END IF;
-        IF TG_TABLE_NAME = 'episode_entries'
-           AND OLD.entry ? 'sealed' AND NEW.entry ? 'sealed'
-           AND (NEW.tenant_id, NEW.record_id, NEW.seq, NEW.part, NEW.appended_at)
-               = (OLD.tenant_id, OLD.record_id, OLD.seq, OLD.part, OLD.appended_at) THEN
-            RETURN NEW;
+        IF TG_TABLE_NAME = 'record_versions' THEN
+            IF OLD.snapshot -> 'payload' ? 'sealed' AND NEW.snapshot -> 'payload' ? 'sealed'
+               AND (NEW.snapshot -> 'payload') - 'sealed' = (OLD.snapshot -> 'payload') - 'sealed'
+               AND NEW.snapshot - 'payload' = OLD.snapshot - 'payload'
+               AND (NEW.tenant_id, NEW.record_id, NEW.version, NEW.recorded_at)
+                   = (OLD.tenant_id, OLD.record_id, OLD.version, OLD.recorded_at) THEN
+                RETURN NEW;
+            END IF;
+        ELSIF TG_TABLE_NAME = 'episode_entries' THEN
+            IF OLD.entry ? 'sealed' AND NEW.entry ? 'sealed'
+               AND (NEW.entry - 'sealed') = (OLD.entry - 'sealed')
+               AND (NEW.tenant_id, NEW.record_id, NEW.seq, NEW.part, NEW.appended_at)
+                   = (OLD.tenant_id, OLD.record_id, OLD.seq, OLD.part, OLD.appended_at) THEN
+                RETURN NEW;
+            END IF;
         END IF;
     END IF;
     RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP
         USING ERRCODE = 'restrict_violation';
 END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- As migration 013, and a sealed payload's searchable text is what it keeps
+-- in the clear: a fact's subject and predicate, an episode's outcome, and
+-- every record's tags. Its sealed words are not searchable: a search index
+-- of them would hold them in the clear (see the README, "Encryption at
+-- rest").
+CREATE OR REPLACE FUNCTION engram_search_text(type text, payload jsonb, tags text[]) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT concat_ws(' ',
+        CASE
+        WHEN payload ? 'sealed' THEN concat_ws(' ', payload ->> 'subject', payload ->> 'predicate', payload ->> 'outcome')
+        ELSE CASE type
+        WHEN 'semantic' THEN concat_ws(' ', payload ->> 'subject', payload ->> 'predicate',
+            CASE jsonb_typeof(payload -> 'object') WHEN 'string' THEN payload ->> 'object' ELSE engram_path_text(payload, 'strict $.object.**') END)
+        WHEN 'competence' THEN concat_ws(' ', payload ->> 'skill_name',
+            engram_path_text(payload, '$.triggers[*].signal'),
+            engram_path_text(payload, '$.recipe[*].step'), engram_path_text(payload, '$.recipe[*].tool'),
+            engram_path_text(payload, '$.failure_modes[*]'), engram_path_text(payload, '$.fallbacks[*]'),
+            engram_path_text(payload, '$.required_tools[*]'))
+        WHEN 'plan_graph' THEN concat_ws(' ', payload ->> 'intent', payload ->> 'plan_id',
+            engram_path_text(payload, '$.nodes[*].op'))
+        WHEN 'working' THEN concat_ws(' ', payload ->> 'context_summary',
+            engram_path_text(payload, '$.next_actions[*]'), engram_path_text(payload, '$.open_questions[*]'))
+        WHEN 'episodic' THEN concat_ws(' ', payload ->> 'summary', engram_path_text(payload, '$.timeline[*].summary'),
+            payload ->> 'outcome', engram_path_text(payload, '$.tool_graph[*].tool'))
+        END END,
+        array_to_string(tags, ' '))
 $$;
 -- +goose StatementEnd
 

@@ -253,7 +253,7 @@ func (w *Writer) RotateDataKey(ctx context.Context, tenant string, batch int) (R
 				if err != nil {
 					return err
 				}
-				if rows[i].Value, err = reseal(ctx, s, tenant, table, rows[i].Value, plain); err != nil {
+				if rows[i].Value, err = reseal(ctx, s, tenant, rows[i].Value, plain); err != nil {
 					return err
 				}
 			}
@@ -281,14 +281,12 @@ func (w *Writer) RotateDataKey(ctx context.Context, tenant string, batch int) (R
 }
 
 // reseal seals plain again under the tenant's current key, keeping the
-// members a record's payload has in the clear beside its sealed member.
-func reseal(ctx context.Context, s *seal.Sealer, tenant string, table store.ResealTable, old, plain json.RawMessage) (json.RawMessage, error) {
+// members a value has in the clear beside its sealed member (a payload's
+// kind and a fact's identity, an entry's reference).
+func reseal(ctx context.Context, s *seal.Sealer, tenant string, old, plain json.RawMessage) (json.RawMessage, error) {
 	v, err := s.Seal(ctx, tenant, plain)
 	if err != nil {
 		return nil, err
-	}
-	if table != store.ResealRecords && table != store.ResealVersions {
-		return v, nil
 	}
 	var outer, fresh map[string]json.RawMessage
 	if err := json.Unmarshal(old, &outer); err != nil {
