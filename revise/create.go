@@ -14,6 +14,7 @@ import (
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/schemas"
+	"github.com/engram-dev/engram/seal"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -460,6 +461,11 @@ func (w *Writer) prepare(rec *memory.Record, status memory.Status, pointer strin
 func (w *Writer) validate(rec memory.Record, pointer string) error {
 	if len(rec.Payload) > w.cfg.MaxPayloadBytes {
 		return &TooLargeError{Pointer: pointer + "/payload", Size: len(rec.Payload), Limit: w.cfg.MaxPayloadBytes}
+	}
+	if seal.IsSealed(rec.Payload) {
+		// The member marks a payload sealed at rest (package seal): a
+		// writer's payload cannot pose as one.
+		return &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: pointer + "/payload/sealed", Message: "is reserved for encryption at rest"}}}
 	}
 	doc, err := json.Marshal(rec)
 	if err != nil {

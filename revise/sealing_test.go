@@ -11,6 +11,7 @@ import (
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/seal"
 	"github.com/engram-dev/engram/store"
 )
@@ -45,6 +46,14 @@ func TestRevisionsOfSealedRecords(t *testing.T) {
 	require.Contains(t, string(v1.Payload), "gryphonalpha", "the write's answer is in the clear")
 	require.NotContains(t, raw(v1.ID), "gryphonalpha")
 	require.Contains(t, raw(v1.ID), `"subject": "patient"`, "a fact's identity stays in the clear")
+
+	// A writer's payload cannot pose as a sealed one.
+	forged := fact("x")
+	forged.Payload = json.RawMessage(`{"kind":"semantic","subject":"s","predicate":"p","sealed":{"key":1,"data":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}}`)
+	_, err = w.Create(ctx, "acme", forged, ch)
+	var ve *schemas.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "/payload/sealed", ve.Violations[0].Pointer)
 
 	// The same fact again is absorbed by the dedup gate, on the plaintext.
 	again, err := w.Admit(ctx, "acme", fact("gryphonalpha"), ch)

@@ -85,8 +85,9 @@ func (s *Sealer) OpenPayload(ctx context.Context, tenant string, payload json.Ra
 	if err := json.Unmarshal(payload, &outer); err != nil {
 		return nil, fmt.Errorf("open payload: %w", err)
 	}
-	base := outer
+	base, opened := outer, false
 	if raw, ok := outer["sealed"]; ok {
+		opened = true
 		var env envelope
 		if err := json.Unmarshal(raw, &env); err != nil || env.Key < 1 {
 			return nil, errors.New("open payload: malformed sealed value")
@@ -142,8 +143,11 @@ func (s *Sealer) OpenPayload(ctx context.Context, tenant string, payload json.Ra
 			if err != nil {
 				return nil, err
 			}
-			base[part] = b
+			base[part], opened = b, true
 		}
+	}
+	if !opened {
+		return payload, nil // it only mentioned "sealed"
 	}
 	return json.Marshal(base)
 }

@@ -49,6 +49,12 @@ func TestSealOpenPayload(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(plain), string(got))
 
+	// A payload that only mentions the word comes back byte for byte.
+	mention := json.RawMessage(`{"kind":"semantic", "subject":"box","predicate":"state","object":"sealed"}`)
+	same0, err := s.OpenPayload(ctx, "acme", mention)
+	require.NoError(t, err)
+	require.Equal(t, string(mention), string(same0))
+
 	// Sealed for acme, it does not open as another tenant's.
 	_, err = s.OpenPayload(ctx, "globex", sealed)
 	require.Error(t, err)
