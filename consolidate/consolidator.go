@@ -558,12 +558,16 @@ func (c *Consolidator) write(ctx context.Context, tx *revise.Tx, tenant string, 
 		Provenance: memory.Provenance{Sources: sources, CreatedBy: actor},
 		Relations:  rels,
 	}
-	ch := revise.Change{Actor: actor, Rationale: p.Rationale, Evidence: sources}
+	ch := revise.Change{Actor: actor, Rationale: c.rationale(p.Sensitivity, p.Rationale, len(p.Support), len(p.Failed)), Evidence: sources}
 	w, err := c.apply(ctx, tx, tenant, p, rec, ch)
-	if err != nil {
-		return written{}, fmt.Errorf("write procedure %q: %w", p.Payload.SkillName, err)
+	name := p.Payload.SkillName
+	if c.cfg.Writer.Sealer().Applies(p.Sensitivity) {
+		name = p.Key // a sealed procedure's name is its payload's
 	}
-	c.cfg.Logger.Debug("procedure", slog.String("tenant", tenant), slog.String("skill", p.Payload.SkillName), slog.String("outcome", w.outcome))
+	if err != nil {
+		return written{}, fmt.Errorf("write procedure %q: %w", name, err)
+	}
+	c.cfg.Logger.Debug("procedure", slog.String("tenant", tenant), slog.String("skill", name), slog.String("outcome", w.outcome))
 	return w, nil
 }
 

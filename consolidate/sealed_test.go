@@ -78,6 +78,8 @@ func TestProcedureFromSealedEpisodes(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM records WHERE payload::text LIKE '%cache mismatch%' OR payload::text LIKE '%rm -rf%')
 		+ (SELECT count(*) FROM record_versions WHERE snapshot::text LIKE '%rm -rf%')
-		+ (SELECT count(*) FROM episode_entries WHERE entry::text LIKE '%cache mismatch%')`).Scan(&leaks))
+		+ (SELECT count(*) FROM episode_entries WHERE entry::text LIKE '%cache mismatch%')
+		+ (SELECT count(*) FROM audit_log WHERE rationale LIKE '%cache mismatch%' OR rationale LIKE '%rm -rf%' OR evidence::text LIKE '%cache mismatch%')
+		+ (SELECT count(*) FROM provenance WHERE stamp::text LIKE '%cache mismatch%')`).Scan(&leaks))
 	require.Zero(t, leaks, "nothing learned is in the clear")
 }
