@@ -165,4 +165,7 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+-- The functions keep their sealed-payload branches, which do nothing where
+-- no payload is sealed; a database with sealed payloads cannot go down
+-- without the keys this table holds.
 DROP TABLE tenant_data_keys;
