@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
 	"github.com/engram-dev/engram/api"
-	"github.com/engram-dev/engram/seal"
 )
 
 // keysRotateCommands are the `engram keys` commands of encryption at rest
@@ -134,12 +135,15 @@ func keysEncryption(c *cli, ctx context.Context, args []string) error {
 	})
 }
 
-// keysNewMaster prints a fresh random master key for the configuration.
-// It runs locally: the key is never sent anywhere.
+// keysNewMaster prints a fresh random master key for the configuration:
+// 32 random bytes in base64, as package seal reads them. It runs locally:
+// the key is never sent anywhere.
 func keysNewMaster(c *cli, _ context.Context, args []string) error {
 	if _, err := parse(c.flags("keys new-master"), args, 0, ""); err != nil {
 		return err
 	}
-	fmt.Fprintln(c.stdout, seal.NewMasterKey())
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	fmt.Fprintln(c.stdout, base64.StdEncoding.EncodeToString(b))
 	return nil
 }
