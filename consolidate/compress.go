@@ -116,7 +116,7 @@ func (c *Consolidator) compressAll(ctx context.Context, run Run, tenant string, 
 	for i, e := range eps {
 		ids[i] = e.ID
 	}
-	evs, err := store.EpisodeEvents(ctx, c.cfg.DB, tenant, ids)
+	evs, err := c.episodeEvents(ctx, tenant, ids)
 	if err != nil {
 		return err
 	}

@@ -259,7 +259,7 @@ func (c *Consolidator) history(ctx context.Context, tenant string, fresh []uuid.
 	for i, e := range h.closed {
 		ids[i] = e.ID
 	}
-	evs, err := store.EpisodeEvents(ctx, c.cfg.DB, tenant, ids)
+	evs, err := c.episodeEvents(ctx, tenant, ids)
 	if err != nil {
 		return h, err
 	}
@@ -558,12 +558,16 @@ func (c *Consolidator) write(ctx context.Context, tx *revise.Tx, tenant string, 
 		Provenance: memory.Provenance{Sources: sources, CreatedBy: actor},
 		Relations:  rels,
 	}
-	ch := revise.Change{Actor: actor, Rationale: p.Rationale, Evidence: sources}
+	ch := revise.Change{Actor: actor, Rationale: c.rationale(p.Sensitivity, p.Rationale, len(p.Support), len(p.Failed)), Evidence: sources}
 	w, err := c.apply(ctx, tx, tenant, p, rec, ch)
-	if err != nil {
-		return written{}, fmt.Errorf("write procedure %q: %w", p.Payload.SkillName, err)
+	name := p.Payload.SkillName
+	if c.cfg.Writer.Sealer().Applies(p.Sensitivity) {
+		name = p.Key // a sealed procedure's name is its payload's
 	}
-	c.cfg.Logger.Debug("procedure", slog.String("tenant", tenant), slog.String("skill", p.Payload.SkillName), slog.String("outcome", w.outcome))
+	if err != nil {
+		return written{}, fmt.Errorf("write procedure %q: %w", name, err)
+	}
+	c.cfg.Logger.Debug("procedure", slog.String("tenant", tenant), slog.String("skill", name), slog.String("outcome", w.outcome))
 	return w, nil
 }
 
@@ -662,6 +666,9 @@ func (c *Consolidator) existing(ctx context.Context, tx *revise.Tx, tenant, key 
 	if err != nil || len(page.Records) == 0 {
 		return memory.Record{}, false, err
 	}
+	if err := c.cfg.Writer.Sealer().OpenRecords(ctx, tenant, page.Records); err != nil {
+		return memory.Record{}, false, err
+	}
 	// A live record (one restored after its retraction) wins.
 	for _, r := range page.Records {
 		if r.Status != memory.Retracted {
@@ -740,4 +747,21 @@ func (s Settings) Validate() error {
 		return err
 	}
 	return s.Model.Validate()
+}
+
+// episodeEvents reads the staged events of a tenant's episodes, opened:
+// consolidation's one read of raw events (substrate RFC §15.9: sealed at
+// rest, learned from in memory).
+func (c *Consolidator) episodeEvents(ctx context.Context, tenant string, ids []uuid.UUID) ([]store.EpisodeEvent, error) {
+	evs, err := store.EpisodeEvents(ctx, c.cfg.DB, tenant, ids)
+	if err != nil {
+		return nil, err
+	}
+	s := c.cfg.Writer.Sealer()
+	for i := range evs {
+		if evs[i].Event, err = s.Open(ctx, tenant, evs[i].Event); err != nil {
+			return nil, fmt.Errorf("episode %s: %w", evs[i].Episode, err)
+		}
+	}
+	return evs, nil
 }

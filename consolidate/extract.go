@@ -145,6 +145,9 @@ func (c *Consolidator) writeFacts(ctx context.Context, run Run, tenant string, c
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // deleted since the pass read it
 		}
+		if err == nil {
+			err = c.cfg.Writer.Sealer().OpenRecord(ctx, tenant, &ep)
+		}
 		if err != nil {
 			return err
 		}

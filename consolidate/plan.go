@@ -387,10 +387,14 @@ func (c *Consolidator) applyPlan(ctx context.Context, tx *revise.Tx, tenant stri
 		sources[i] = memory.Source{Kind: "record", Ref: "record://" + tr.ID.String()}
 		rels[i] = memory.Relation{Predicate: memory.DerivedFrom, TargetID: tr.ID}
 	}
-	ch := revise.Change{Actor: actor, Rationale: p.Rationale, Evidence: sources}
+	ch := revise.Change{Actor: actor, Rationale: c.rationale(p.Sensitivity, p.Rationale, len(p.Support), len(p.Failed)), Evidence: sources}
+	idTag := c.planIDTag(p)
 	page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
-		Types: []memory.Type{memory.PlanGraph}, Tags: []string{LearnedTag, planIDTag + p.Payload.PlanID}, Scope: &p.Scope,
+		Types: []memory.Type{memory.PlanGraph}, Tags: []string{LearnedTag, idTag}, Scope: &p.Scope,
 		Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft}, Limit: 1})
+	if err == nil {
+		err = c.cfg.Writer.Sealer().OpenRecords(ctx, tenant, page.Records)
+	}
 	if err != nil {
 		return written{}, err
 	}
@@ -417,7 +421,7 @@ func (c *Consolidator) applyPlan(ctx context.Context, tx *revise.Tx, tenant stri
 	}
 	rec := memory.Record{
 		Type: memory.PlanGraph, Sensitivity: p.Sensitivity, Confidence: p.Confidence, Salience: memory.DefaultSalience,
-		Scope: p.Scope, Tags: []string{LearnedTag, planTag + p.Key, planIDTag + p.Payload.PlanID}, Payload: raw,
+		Scope: p.Scope, Tags: []string{LearnedTag, planTag + p.Key, idTag}, Payload: raw,
 		Visibility: memory.VisibilityTenant,
 		Provenance: memory.Provenance{Sources: sources, CreatedBy: actor},
 		Relations:  rels,

@@ -35,6 +35,7 @@ import (
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/schemas"
+	"github.com/engram-dev/engram/seal"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -60,8 +61,11 @@ type Config struct {
 	AgentRate     float64       // events a second per agent; <= 0 means unlimited
 	AgentBurst    int
 	MaxBacklog    int64 // pending candidates before ingestion answers 503
-	Registry      prometheus.Registerer
-	Now           func() time.Time
+	// Sealer seals the staged events the policy classifies at or above
+	// its sensitivity (substrate RFC §15.9); nil seals none.
+	Sealer   *seal.Sealer
+	Registry prometheus.Registerer
+	Now      func() time.Time
 }
 
 // Ingester validates, redacts and stages events.
@@ -279,6 +283,9 @@ func (in *Ingester) stage(ctx context.Context, tenant string, cands []store.Cand
 	if err := in.admit(ctx, tenant, cands); err != nil {
 		return nil, err
 	}
+	if err := in.seal(ctx, tenant, cands); err != nil {
+		return nil, err
+	}
 	staged, err := store.Stage(ctx, in.cfg.DB, tenant, cands)
 	if err != nil {
 		return nil, err
@@ -418,4 +425,32 @@ func (in *Ingester) Explain(raw []byte) (Explanation, error) {
 	}
 	pol := in.cfg.Policy()
 	return Explanation{Policy: pol.Source(), Event: c.Event, Redactions: c.Redactions, Decision: pol.Classify(ev, c.Sensitivity)}, nil
+}
+
+// seal seals, in place, the events of cands the policy in force classifies
+// at or above the sealer's sensitivity: a staged raw event carries its
+// payload's words and is sealed with it. The worker opens them when it
+// claims them (see [Worker]). The dedup key was computed on the
+// plaintext before: a SHA-256 that names no content.
+func (in *Ingester) seal(ctx context.Context, tenant string, cands []store.Candidate) error {
+	s := in.cfg.Sealer
+	if !s.Enabled() {
+		return nil
+	}
+	pol := in.cfg.Policy()
+	for i := range cands {
+		var ev memory.Event
+		if err := json.Unmarshal(cands[i].Event, &ev); err != nil {
+			return fmt.Errorf("decode event: %w", err)
+		}
+		if !s.Applies(pol.Classify(ev, cands[i].Sensitivity).Sensitivity) {
+			continue
+		}
+		v, err := s.Seal(ctx, tenant, cands[i].Event)
+		if err != nil {
+			return err
+		}
+		cands[i].Event = v
+	}
+	return nil
 }

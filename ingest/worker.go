@@ -326,6 +326,14 @@ func classify(pol *policy.Policy, cands []store.Candidate) ([]classifiedEvent, e
 // batch's transaction.
 func (w *Worker) apply(ctx context.Context, tx *revise.Tx, cands []store.Candidate) error {
 	pol := w.policy.Load()
+	// The one place the policy plane opens the events it claimed; they
+	// stay sealed in the table (substrate RFC §15.9).
+	for i := range cands {
+		var err error
+		if cands[i].Event, err = w.writer.Sealer().Open(ctx, cands[i].Tenant, cands[i].Event); err != nil {
+			return fmt.Errorf("candidate %s: %w", cands[i].ID, err)
+		}
+	}
 	byTenant := map[string][]store.Candidate{}
 	var tenants []string
 	for _, c := range cands {

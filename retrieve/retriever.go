@@ -19,6 +19,7 @@ import (
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
+	"github.com/engram-dev/engram/seal"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -62,6 +63,7 @@ func (s *Settings) Config() Config { return *s.cfg.Load() }
 
 // Retriever answers retrieval requests from the store.
 type Retriever struct {
+	sealer   *seal.Sealer
 	db       pg.DBTX
 	embedder embedding.Embedder
 	settings *Settings
@@ -93,6 +95,10 @@ func WithRedactor(rd func() *policy.Redactor) Option { return func(r *Retriever)
 func WithRetention(past func(rec memory.Record, now time.Time) bool) Option {
 	return func(r *Retriever) { r.past = past }
 }
+
+// WithSealer sets the sealer retrieval opens sealed payloads with
+// (substrate RFC §15.9); without one, a sealed payload found is an error.
+func WithSealer(s *seal.Sealer) Option { return func(r *Retriever) { r.sealer = s } }
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(r *Retriever) { r.logger = l } }
@@ -182,6 +188,9 @@ func (r *Retriever) RetrieveFor(ctx context.Context, tenant string, req Request,
 		}
 		sparse, dense = nil, nil
 		found, err = store.Search(ctx, r.db, tenant, queries)
+	}
+	if err == nil {
+		err = r.open(ctx, tenant, found)
 	}
 	if err != nil {
 		return Result{}, err
@@ -369,3 +378,18 @@ func minSensitivity(a, b memory.Sensitivity) memory.Sensitivity {
 // tokens estimates a record's size in tokens: about four bytes of payload
 // JSON each, plus the envelope.
 func tokens(rec memory.Record) int { return len(rec.Payload)/4 + 16 }
+
+// open opens the sealed payloads of what search found: retrieval's one
+// place of decryption. Search itself matched sealed records by their
+// metadata and tags only (see the README, "Encryption at rest"); ranking,
+// gating and redaction then work on the plaintext, in memory.
+func (r *Retriever) open(ctx context.Context, tenant string, found []store.SearchResult) error {
+	for i := range found {
+		for j := range found[i].Hits {
+			if err := r.sealer.OpenRecord(ctx, tenant, &found[i].Hits[j].Record); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -229,6 +229,9 @@ func (t *Tx) Compress(ctx context.Context, tenant string, id uuid.UUID, version 
 	}
 	rec.Version++
 	rec.UpdatedAt = now
+	if rec, err = t.sealed(ctx, tenant, rec); err != nil {
+		return out, err
+	}
 	n, err := store.CompressEpisode(ctx, t.tx, tenant, rec, seqs, released)
 	if err != nil {
 		return out, written(tenant, rec, err)
@@ -241,7 +244,7 @@ func (t *Tx) Compress(ctx context.Context, tenant string, id uuid.UUID, version 
 	if err := t.audit(ctx, tenant, rec, ActionCompress, ch.because(rationale, ch.Evidence)); err != nil {
 		return out, err
 	}
-	out.Record, err = store.Get(ctx, t.tx, tenant, id)
+	out.Record, err = t.get(ctx, tenant, id)
 	return out, err
 }
 
@@ -265,6 +268,9 @@ func episodeItems(ctx context.Context, t *Tx, tenant string, id uuid.UUID, p map
 		return nil, err
 	}
 	for _, e := range parts {
+		if e.Entry, err = t.w.cfg.Sealer.Open(ctx, tenant, e.Entry); err != nil {
+			return nil, err
+		}
 		items = append(items, item(e.Entry, e.Seq, e.Part))
 	}
 	return items, nil

@@ -46,7 +46,7 @@ func (t *Tx) findContradictions(ctx context.Context, tenant string, rec memory.R
 	if err := json.Unmarshal(rec.Payload, &p); err != nil {
 		return c, fmt.Errorf("decode fact: %w", err)
 	}
-	facts, err := store.LiveFacts(ctx, t.tx, tenant, rec.Scope, p.Subject, p.Predicate)
+	facts, err := t.liveFacts(ctx, tenant, rec.Scope, p.Subject, p.Predicate)
 	if err != nil {
 		return c, err
 	}
@@ -142,7 +142,7 @@ func sameValidity(a, b memory.Validity) bool {
 // leave the active set, superseded by it, audited with why.
 func (t *Tx) replace(ctx context.Context, tenant string, rec memory.Record, inherited bool, ch Change, ev evidence, c contradiction, why string) (Admission, error) {
 	ids := c.ids()
-	olds, err := store.LockMany(ctx, t.tx, tenant, ids)
+	olds, err := t.lockMany(ctx, tenant, ids)
 	if err != nil {
 		return Admission{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/schemas"
+	"github.com/engram-dev/engram/seal"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -52,6 +53,9 @@ func (w *Writer) Admit(ctx context.Context, tenant string, rec memory.Record, ch
 	}
 	a.Review = &rv
 	if a.Record, err = store.Get(ctx, w.db, tenant, a.Record.ID); err != nil {
+		return Admission{}, err
+	}
+	if err := w.cfg.Sealer.OpenRecord(ctx, tenant, &a.Record); err != nil {
 		return Admission{}, err
 	}
 	a.Outcome = Created
@@ -98,7 +102,7 @@ func (t *Tx) CreateMany(ctx context.Context, tenant string, recs []memory.Record
 		}
 		out[i], news = n.Record, append(news, n)
 	}
-	if err := store.InsertNew(ctx, t.tx, tenant, news); err != nil {
+	if err := t.insertNewRecords(ctx, tenant, news); err != nil {
 		return nil, written(tenant, memory.Record{}, err)
 	}
 	for _, n := range news {
@@ -370,7 +374,7 @@ func (t *Tx) create(ctx context.Context, tenant string, rec memory.Record, statu
 // insertNew writes a prepared record, its relations, its audit entry and
 // its provenance stamp.
 func (t *Tx) insertNew(ctx context.Context, tenant string, rec *memory.Record, inherited bool, ch Change, ev evidence, approval string, risk float64) error {
-	if err := store.InsertRecord(ctx, t.tx, tenant, *rec, inherited); err != nil {
+	if err := t.insertRecord(ctx, tenant, *rec, inherited); err != nil {
 		return written(tenant, *rec, err)
 	}
 	if err := store.AddRelations(ctx, t.tx, tenant, rec.ID, rec.Relations); err != nil {
@@ -468,6 +472,11 @@ func (w *Writer) prepare(rec *memory.Record, status memory.Status, pointer strin
 func (w *Writer) validate(rec memory.Record, pointer string) error {
 	if len(rec.Payload) > w.cfg.MaxPayloadBytes {
 		return &TooLargeError{Pointer: pointer + "/payload", Size: len(rec.Payload), Limit: w.cfg.MaxPayloadBytes}
+	}
+	if seal.IsSealed(rec.Payload) {
+		// The member marks a payload sealed at rest (package seal): a
+		// writer's payload cannot pose as one.
+		return &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: pointer + "/payload/sealed", Message: "is reserved for encryption at rest"}}}
 	}
 	doc, err := json.Marshal(rec)
 	if err != nil {
@@ -616,10 +625,10 @@ func (t *Tx) audit(ctx context.Context, tenant string, rec memory.Record, action
 func (t *Tx) revise(ctx context.Context, tenant string, rec *memory.Record) error {
 	rec.Version++
 	rec.UpdatedAt = t.w.clock()
-	return written(tenant, *rec, store.UpdateRecord(ctx, t.tx, tenant, *rec))
+	return written(tenant, *rec, t.updateRecord(ctx, tenant, *rec))
 }
 
 // Get reads a record in the transaction, whatever its status.
 func (t *Tx) Get(ctx context.Context, tenant string, id uuid.UUID) (memory.Record, error) {
-	return store.Get(ctx, t.tx, tenant, id)
+	return t.get(ctx, tenant, id)
 }

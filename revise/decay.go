@@ -68,7 +68,7 @@ func (t *Tx) FeedbackTargets(ctx context.Context, tenant string, fb Feedback, at
 	if len(fb.RecordIDs) > MaxFeedbackRecords {
 		return nil, res, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/record_ids", Message: fmt.Sprintf("names %d records; at most %d a call", len(fb.RecordIDs), MaxFeedbackRecords)}}}
 	}
-	recs, err := store.LockByID(ctx, t.tx, tenant, fb.RecordIDs)
+	recs, err := t.lockByID(ctx, tenant, fb.RecordIDs)
 	if err != nil {
 		return nil, res, err
 	}
@@ -192,7 +192,7 @@ func checkFound(ids []uuid.UUID, recs []memory.Record) error {
 
 // LockExpired locks an expired record to restore it.
 func (t *Tx) LockExpired(ctx context.Context, tenant string, id uuid.UUID) (memory.Record, error) {
-	rec, err := store.Lock(ctx, t.tx, tenant, id)
+	rec, err := t.lock(ctx, tenant, id)
 	if err != nil {
 		return rec, err
 	}
@@ -225,7 +225,7 @@ func (t *Tx) Restore(ctx context.Context, tenant string, rec memory.Record, ch C
 	if err := t.leave(ctx, tenant, &rec, status, ActionRestore, ch); err != nil {
 		return memory.Record{}, err
 	}
-	return store.Get(ctx, t.tx, tenant, rec.ID)
+	return t.get(ctx, tenant, rec.ID)
 }
 
 // Expire soft-deletes records whose time has passed (substrate RFC §11,

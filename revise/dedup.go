@@ -33,7 +33,7 @@ func (t *Tx) dedup(ctx context.Context, tenant string, rec memory.Record, ch Cha
 	if err != nil {
 		return a, false, nil, err
 	}
-	existing, exact, err := store.SameContent(ctx, t.tx, tenant, rec.Type, hash, fingerprint(rec))
+	existing, exact, err := t.sameContent(ctx, tenant, rec.Type, hash, fingerprint(rec))
 	if errors.Is(err, store.ErrNotFound) {
 		return a, false, nil, nil
 	}
@@ -115,7 +115,7 @@ func (t *Tx) resolveContest(ctx context.Context, tenant string, rec *memory.Reco
 			ids = append(ids, e.TargetID)
 		}
 	}
-	rivals, err := store.LockMany(ctx, t.tx, tenant, ids)
+	rivals, err := t.lockMany(ctx, tenant, ids)
 	if err != nil {
 		return res, err
 	}

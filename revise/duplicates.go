@@ -43,7 +43,7 @@ func (t *Tx) MergeInto(ctx context.Context, tenant string, into uuid.UUID, dups 
 	}
 	var survivor memory.Record
 	err := func() error {
-		recs, err := store.LockMany(ctx, t.tx, tenant, ids)
+		recs, err := t.lockMany(ctx, tenant, ids)
 		if err != nil {
 			return err
 		}
@@ -99,7 +99,7 @@ func (t *Tx) MergeInto(ctx context.Context, tenant string, into uuid.UUID, dups 
 		if err := t.audit(ctx, tenant, merged, ActionMergeInto, ch.because(ch.Rationale, evidence)); err != nil {
 			return err
 		}
-		survivor, err = store.Get(ctx, t.tx, tenant, into)
+		survivor, err = t.get(ctx, tenant, into)
 		return err
 	}()
 	return survivor, err
@@ -136,7 +136,7 @@ func (t *Tx) absorbed(ctx context.Context, tenant string, id uuid.UUID) (map[int
 func (t *Tx) unmerge(ctx context.Context, tenant string, id uuid.UUID, version int, dups []uuid.UUID, ch Change) (Rollback, error) {
 	var out Rollback
 	ids := append([]uuid.UUID{id}, dups...)
-	locked, err := store.LockMany(ctx, t.tx, tenant, ids)
+	locked, err := t.lockMany(ctx, tenant, ids)
 	if err != nil {
 		return out, err
 	}
@@ -150,7 +150,7 @@ func (t *Tx) unmerge(ctx context.Context, tenant string, id uuid.UUID, version i
 				"record %s is %s, no longer merged into %s: it was revised since; roll that back first", d.ID, d.Status, id)
 		}
 	}
-	history, err := store.History(ctx, t.tx, tenant, id)
+	history, err := t.history(ctx, tenant, id)
 	if err != nil {
 		return out, err
 	}
@@ -176,11 +176,11 @@ func (t *Tx) unmerge(ctx context.Context, tenant string, id uuid.UUID, version i
 			return out, err
 		}
 	}
-	if out.RolledBack, err = store.Get(ctx, t.tx, tenant, id); err != nil {
+	if out.RolledBack, err = t.get(ctx, tenant, id); err != nil {
 		return out, err
 	}
 	for _, d := range absorbed {
-		got, err := store.Get(ctx, t.tx, tenant, d.ID)
+		got, err := t.get(ctx, tenant, d.ID)
 		if err != nil {
 			return out, err
 		}

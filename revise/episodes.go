@@ -43,6 +43,7 @@ func (t *Tx) AppendTimelines(ctx context.Context, tenant string, appends []Timel
 		revs    = make([]store.EpisodeRevision, 0, len(appends))
 	)
 	for _, a := range appends {
+		first := len(entries)
 		if a.Texts != nil && len(a.Texts) != len(a.Entries) {
 			return fmt.Errorf("append to episode %s: %d texts for %d entries", a.EpisodeID, len(a.Texts), len(a.Entries))
 		}
@@ -65,6 +66,9 @@ func (t *Tx) AppendTimelines(ctx context.Context, tenant string, appends []Timel
 				return fmt.Errorf("encode tool graph: %w", err)
 			}
 			entries = append(entries, store.Entry{EpisodeID: a.EpisodeID, Part: "tool_graph", Entry: b})
+		}
+		if err := t.sealEntries(ctx, tenant, a.Sensitivity, entries[first:]); err != nil {
+			return err
 		}
 	}
 	if len(entries) > 0 {

@@ -65,7 +65,7 @@ func (t *Tx) Quarantine(ctx context.Context, tenant string, id uuid.UUID, versio
 		if err := store.InsertFlags(ctx, t.tx, tenant, flag, out.Flagged); err != nil {
 			return err
 		}
-		out.Record, err = store.Get(ctx, t.tx, tenant, id)
+		out.Record, err = t.get(ctx, tenant, id)
 		return err
 	}()
 	return out, err
@@ -128,7 +128,7 @@ func (t *Tx) Release(ctx context.Context, tenant string, id uuid.UUID, version i
 		return out, err
 	}
 	err := func() error {
-		rec, err := store.Lock(ctx, t.tx, tenant, id)
+		rec, err := t.lock(ctx, tenant, id)
 		if err != nil {
 			return err
 		}
@@ -152,7 +152,7 @@ func (t *Tx) Release(ctx context.Context, tenant string, id uuid.UUID, version i
 		if out.Unflagged, err = store.ClearFlags(ctx, t.tx, tenant, id, memory.DerivedFromQuarantined); err != nil {
 			return err
 		}
-		out.Record, err = store.Get(ctx, t.tx, tenant, id)
+		out.Record, err = t.get(ctx, tenant, id)
 		return err
 	}()
 	return out, err

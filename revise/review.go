@@ -302,7 +302,7 @@ func (t *Tx) SubmitForReview(ctx context.Context, tenant string, rec memory.Reco
 		return memory.Record{}, Review{}, err
 	}
 	if p := r.Proposal; p != nil {
-		old, err := store.Get(ctx, t.tx, tenant, p.Supersedes)
+		old, err := t.get(ctx, tenant, p.Supersedes)
 		if errors.Is(err, store.ErrNotFound) {
 			return memory.Record{}, Review{}, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/review/proposal/supersedes", Message: "no such record"}}}
 		}
@@ -396,7 +396,7 @@ func (t *Tx) Approve(ctx context.Context, tenant string, id uuid.UUID, d Decisio
 		return rv, memory.Record{}, conflict(CodeNotPending, []uuid.UUID{rv.RecordID},
 			"sync review %s passed its deadline %s undecided: its write is refused", id, rv.SLADeadline.Format(time.RFC3339))
 	}
-	rec, err := store.Lock(ctx, t.tx, tenant, rv.RecordID)
+	rec, err := t.lock(ctx, tenant, rv.RecordID)
 	if err != nil {
 		return rv, memory.Record{}, err
 	}
@@ -455,7 +455,7 @@ func (t *Tx) Approve(ctx context.Context, tenant string, id uuid.UUID, d Decisio
 	if err := store.DecideReview(ctx, t.tx, tenant, rv); err != nil {
 		return rv, memory.Record{}, err
 	}
-	if rec, err = store.Get(ctx, t.tx, tenant, rec.ID); err != nil {
+	if rec, err = t.get(ctx, tenant, rec.ID); err != nil {
 		return rv, memory.Record{}, err
 	}
 	rv.Record = &rec
@@ -522,7 +522,7 @@ func (w *Writer) Reject(ctx context.Context, tenant string, id uuid.UUID, d Deci
 // no longer a draft (deleted meanwhile) keeps its status and gets the
 // audit entry alone.
 func (t *Tx) refuse(ctx context.Context, tenant string, rv Review, action string, ch Change) (memory.Record, error) {
-	rec, err := store.Lock(ctx, t.tx, tenant, rv.RecordID)
+	rec, err := t.lock(ctx, tenant, rv.RecordID)
 	if err != nil {
 		return rec, err
 	}
@@ -534,7 +534,7 @@ func (t *Tx) refuse(ctx context.Context, tenant string, rv Review, action string
 	if err != nil {
 		return rec, err
 	}
-	return store.Get(ctx, t.tx, tenant, rec.ID)
+	return t.get(ctx, tenant, rec.ID)
 }
 
 // expire refuses a pending sync review's write for want of a decision

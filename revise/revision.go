@@ -114,7 +114,7 @@ func (t *Tx) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, add
 	if err != nil {
 		return memory.Record{}, err
 	}
-	return store.Get(ctx, t.tx, tenant, id)
+	return t.get(ctx, tenant, id)
 }
 
 // checkTimeline refuses timeline entries with a field left out: an episode
@@ -310,7 +310,7 @@ func (t *Tx) Contest(ctx context.Context, tenant string, ids []uuid.UUID, next *
 	}
 	var out []memory.Record
 	err := func() error {
-		recs, err := store.LockMany(ctx, t.tx, tenant, ids)
+		recs, err := t.lockMany(ctx, tenant, ids)
 		if err != nil {
 			return err
 		}
@@ -391,7 +391,7 @@ func (t *Tx) Reinstate(ctx context.Context, tenant string, id uuid.UUID, version
 	if err := checkChange(ch); err != nil {
 		return memory.Record{}, err
 	}
-	rec, err := store.Lock(ctx, t.tx, tenant, id)
+	rec, err := t.lock(ctx, tenant, id)
 	if err != nil {
 		return memory.Record{}, err
 	}
@@ -412,7 +412,7 @@ func (t *Tx) Reinstate(ctx context.Context, tenant string, id uuid.UUID, version
 	if err := t.leave(ctx, tenant, &rec, status, ActionReactivate, ch); err != nil {
 		return memory.Record{}, err
 	}
-	return store.Get(ctx, t.tx, tenant, id)
+	return t.get(ctx, tenant, id)
 }
 
 // Merge folds duplicates into one new record (substrate RFC §15.7 duplicate
@@ -430,7 +430,7 @@ func (t *Tx) Merge(ctx context.Context, tenant string, ids []uuid.UUID, template
 	}
 	var merged memory.Record
 	err := func() error {
-		srcs, err := store.LockMany(ctx, t.tx, tenant, ids)
+		srcs, err := t.lockMany(ctx, tenant, ids)
 		if err != nil {
 			return err
 		}
@@ -532,7 +532,7 @@ func (t *Tx) Delete(ctx context.Context, tenant string, id uuid.UUID, ch Change)
 	var rec memory.Record
 	err := func() error {
 		var err error
-		if rec, err = store.Lock(ctx, t.tx, tenant, id); err != nil {
+		if rec, err = t.lock(ctx, tenant, id); err != nil {
 			return err
 		}
 		if rec.Status == memory.Deleted {
@@ -554,7 +554,7 @@ func (t *Tx) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) 
 		return err
 	}
 	return func() error {
-		rec, err := store.Lock(ctx, t.tx, tenant, id)
+		rec, err := t.lock(ctx, tenant, id)
 		if err != nil {
 			return err
 		}
@@ -572,7 +572,7 @@ func (t *Tx) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) 
 // lockLive locks a record that must be in the active set and, when version
 // is non-zero, at that version.
 func (t *Tx) lockLive(ctx context.Context, tenant string, id uuid.UUID, version int) (memory.Record, error) {
-	rec, err := store.Lock(ctx, t.tx, tenant, id)
+	rec, err := t.lock(ctx, tenant, id)
 	if err != nil {
 		return rec, err
 	}
@@ -589,7 +589,7 @@ func (t *Tx) lockLive(ctx context.Context, tenant string, id uuid.UUID, version 
 // records do not take (substrate RFC §15B: revisability of all non-episodic
 // memory).
 func (t *Tx) lockRevisable(ctx context.Context, tenant string, id uuid.UUID, version int) (memory.Record, error) {
-	rec, err := store.Lock(ctx, t.tx, tenant, id)
+	rec, err := t.lock(ctx, tenant, id)
 	if err != nil {
 		return rec, err
 	}

@@ -60,7 +60,7 @@ func (t *Tx) Rollback(ctx context.Context, tenant string, id uuid.UUID, version 
 		return out, err
 	}
 	err := func() error {
-		bad, err := store.Get(ctx, t.tx, tenant, id)
+		bad, err := t.get(ctx, tenant, id)
 		if err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func (t *Tx) Rollback(ctx context.Context, tenant string, id uuid.UUID, version 
 		// Every record the rollback changes is locked in id order, so that
 		// it cannot deadlock with another revision over the same records.
 		preds := sortedIDs(was)
-		locked, err := store.LockMany(ctx, t.tx, tenant, slices.Concat([]uuid.UUID{id}, preds, siblings))
+		locked, err := t.lockMany(ctx, tenant, slices.Concat([]uuid.UUID{id}, preds, siblings))
 		if err != nil {
 			return err
 		}
@@ -196,18 +196,18 @@ func (t *Tx) Rollback(ctx context.Context, tenant string, id uuid.UUID, version 
 			}
 		}
 
-		if out.RolledBack, err = store.Get(ctx, t.tx, tenant, id); err != nil {
+		if out.RolledBack, err = t.get(ctx, tenant, id); err != nil {
 			return err
 		}
 		for _, r := range retract {
-			got, err := store.Get(ctx, t.tx, tenant, r.ID)
+			got, err := t.get(ctx, tenant, r.ID)
 			if err != nil {
 				return err
 			}
 			out.Retracted = append(out.Retracted, got)
 		}
 		for _, p := range prior {
-			got, err := store.Get(ctx, t.tx, tenant, p.ID)
+			got, err := t.get(ctx, tenant, p.ID)
 			if err != nil {
 				return err
 			}

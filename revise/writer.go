@@ -28,12 +28,14 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/seal"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -63,6 +65,10 @@ type Config struct {
 	// §12.11.2) that changes made by a key ([Change.Principal]) count
 	// against; the zero value is [access.DefaultBudgets].
 	Budgets access.Budgets
+	// Sealer seals the payloads of sensitive records at rest and opens
+	// every payload the write path reads (see sealing.go); nil: nothing
+	// is sealed.
+	Sealer *seal.Sealer
 }
 
 // Writer is the write path over a database.
@@ -114,6 +120,8 @@ type Tx struct {
 	// charges are the revisions the transaction made for keys, by whose
 	// write budget they count against, charged just before it commits.
 	charges map[charge]int
+	// opened are the sealed payloads the transaction read (sealing.go).
+	opened map[uuid.UUID]opened
 }
 
 // audited is one revision of a transaction: a record's layer and the

@@ -361,6 +361,11 @@ func (s *Server) listCandidates(w http.ResponseWriter, r *http.Request) error {
 		after = n
 	}
 	cands, err := store.Candidates(r.Context(), s.db, principalOf(r).tenant, status, after, limit)
+	for i := range cands {
+		if err == nil {
+			cands[i].Event, err = s.writer.Sealer().Open(r.Context(), principalOf(r).tenant, cands[i].Event)
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -153,6 +153,8 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		return problem(http.StatusNotFound, "not-found", "Not found", "nothing with that id in this tenant")
 	case errors.Is(err, store.ErrBadCursor):
 		return badParam("cursor", "is not a cursor this server issued")
+	case sealProblem(err) != nil:
+		return sealProblem(err)
 	case transient(err):
 		// PostgreSQL aborted the request's transaction to break a
 		// deadlock or a serialization conflict with another: nothing was

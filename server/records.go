@@ -79,6 +79,9 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		rec, err = store.Get(r.Context(), s.db, tenant, id)
 	}
+	if err == nil {
+		err = s.open(r.Context(), tenant, &rec)
+	}
 	if err != nil {
 		return err
 	}
@@ -159,6 +162,9 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 	f.Visible = visibility(r)
 	tenant := principalOf(r).tenant
 	page, err := store.List(r.Context(), s.db, tenant, f)
+	if err == nil {
+		err = s.writer.Sealer().OpenRecords(r.Context(), tenant, page.Records)
+	}
 	if err != nil {
 		return err
 	}
@@ -425,6 +431,11 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	versions, err := store.History(r.Context(), s.db, principalOf(r).tenant, id)
+	for i := range versions {
+		if err == nil {
+			err = s.open(r.Context(), principalOf(r).tenant, &versions[i].Record)
+		}
+	}
 	if err != nil {
 		return err
 	}

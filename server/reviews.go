@@ -38,6 +38,11 @@ func (s *Server) listReviews(w http.ResponseWriter, r *http.Request) error {
 	}
 	f.Cursor = q.Get("cursor")
 	page, err := store.ListReviews(r.Context(), s.db, principalOf(r).tenant, f)
+	for i := range page.Reviews {
+		if err == nil && page.Reviews[i].Record != nil {
+			err = s.open(r.Context(), principalOf(r).tenant, page.Reviews[i].Record)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -54,6 +59,9 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rv, err := store.GetReviewWithRecord(r.Context(), s.db, principalOf(r).tenant, id)
+	if err == nil && rv.Record != nil {
+		err = s.open(r.Context(), principalOf(r).tenant, rv.Record)
+	}
 	if err != nil {
 		return err
 	}

@@ -266,6 +266,11 @@ func (s *Server) routes() []route {
 		{"POST /v1/keys", s.createKey, operatorRoles, false},
 		{"GET /v1/keys", s.listKeys, operatorRoles, false},
 		{"POST /v1/keys/{nameop}", s.revokeKey, operatorRoles, false},
+		// Encryption at rest: the daemon holds the master keys; the
+		// operator asks it to re-wrap or re-seal, and no key travels.
+		{"GET /v1/encryption", s.encryptionStatus, operatorRoles, false},
+		{"POST /v1/encryption:rotate-master", s.rotateMaster, operatorRoles, false},
+		{"POST /v1/encryption:rotate-data", s.rotateData, operatorRoles, false},
 	}
 }
 

@@ -95,7 +95,8 @@ type EpisodeEvent struct {
 	Sensitivity memory.Sensitivity
 }
 
-// episodeEventsSQL joins each episode's timeline — the entries it was
+// episodeEventsSQL joins each episode's timeline (a sealed episode's
+// references to it, migration 022) — the entries it was
 // created with, then those appended — to the staged events its evt://
 // references name.
 const episodeEventsSQL = `
@@ -103,7 +104,7 @@ WITH eps AS (
 	SELECT id, payload FROM records WHERE tenant_id = $1 AND id = ANY($2)
 ), refs AS (
 	SELECT e.id AS episode_id, 0 AS src, t.ord AS ord, t.entry ->> 'ref' AS ref
-	FROM eps e, jsonb_array_elements(coalesce(e.payload -> 'timeline', '[]')) WITH ORDINALITY AS t(entry, ord)
+	FROM eps e, jsonb_array_elements(coalesce(e.payload -> 'timeline', e.payload -> 'refs', '[]')) WITH ORDINALITY AS t(entry, ord)
 	UNION ALL
 	SELECT x.record_id, 1, x.seq, x.entry ->> 'ref'
 	FROM episode_entries x

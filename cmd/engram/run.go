@@ -158,6 +158,15 @@ API keys (an operator key; write-path RFC §12.8.2):
                                           curator, or operator (no --tenant)
   keys list [--tenant T]                  the keys kept in the database, never a secret
   keys revoke NAME                        revoke a key: every daemon refuses it from the next request
+Encryption at rest (an operator key; the daemon holds the master keys, none travels):
+  keys encryption                         whether payloads are sealed, from which sensitivity, and
+                                          the id of the master key that wraps
+  keys rotate-master                      re-wrap every tenant's data keys under the first configured
+                                          master key, without re-encrypting any payload
+  keys rotate-data --tenant T [--batch-size N] [--max-batches N]
+                                          re-seal a tenant's payloads under a new data key, N at a
+                                          time, showing progress; interrupted, run it again to go on
+  keys new-master                         print a new random master key (local; nothing is sent)
 
 Flags, anywhere on the line:
   --url URL       engramd's address (ENGRAM_URL, default ` + DefaultURL + `)
@@ -286,6 +295,11 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	case "erase":
 		return erase(c, ctx, args)
 	case "keys":
+		// Encryption at rest's commands first (keys_rotate.go), then the
+		// keys kept in the database (keys.go).
+		if handled, err := keysRotate(c, ctx, args); handled {
+			return err
+		}
 		return keysCommand(c, ctx, args)
 	default:
 		return usageErrorf("unknown command %s", cmd)

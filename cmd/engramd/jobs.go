@@ -21,10 +21,12 @@ import (
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/retention"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/seal"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -36,9 +38,23 @@ func newWriter(pool *pgxpool.Pool, cfg config.Config, reg prometheus.Registerer)
 	if err != nil {
 		return nil, nil, err
 	}
+	sealer, err := newSealer(pool, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	w := revise.New(pool, revise.Config{MaxPayloadBytes: cfg.MaxPayloadBytes, Defaults: settings.Defaults, Gates: cfg.WritePath,
-		Registry: reg, Leases: cfg.Leases, Budgets: cfg.Budgets})
+		Registry: reg, Leases: cfg.Leases, Budgets: cfg.Budgets, Sealer: sealer})
 	return w, settings, nil
+}
+
+// newSealer is the sealer of encryption at rest, with the configured
+// master keys (none: it seals nothing).
+func newSealer(db pg.DBTX, cfg config.Config) (*seal.Sealer, error) {
+	keys, err := cfg.Encryption.Keys()
+	if err != nil {
+		return nil, err
+	}
+	return seal.New(seal.Config{DB: db, Keys: keys, MinSensitivity: cfg.Encryption.MinSensitivity})
 }
 
 // periodic is engramd's periodic work: the decayer and the scheduler that

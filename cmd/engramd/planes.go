@@ -37,7 +37,7 @@ func startPlanes(ctx context.Context, cfg config.Config, db pg.DBTX, writer *rev
 		Partitions: cfg.Ingest.Partitions, BatchSize: cfg.Ingest.BatchSize, MaxAttempts: cfg.Ingest.MaxAttempts,
 	})
 	in := ingest.New(ingest.Config{
-		DB: db, Policy: w.Policy, Staged: w.Notify, Registry: reg,
+		DB: db, Policy: w.Policy, Staged: w.Notify, Registry: reg, Sealer: writer.Sealer(),
 		MaxEventBytes: cfg.MaxPayloadBytes, MaxSkew: cfg.Ingest.MaxSkew,
 		AgentRate: cfg.Ingest.AgentRate, AgentBurst: cfg.Ingest.AgentBurst, MaxBacklog: cfg.Ingest.MaxBacklog,
 	})
@@ -92,7 +92,7 @@ type retrieval struct {
 // retriever over it. pol is the policy in force (the policy plane's, which
 // SIGHUP reloads): gating's redact takes its redactor, with the operator's
 // literals, from it at every answer. Nil means the built-in redactor.
-func newRetrieval(cfg config.Config, db pg.DBTX, pol func() *policy.Policy, reg prometheus.Registerer, logger *slog.Logger) (*retrieval, error) {
+func newRetrieval(cfg config.Config, db pg.DBTX, pol func() *policy.Policy, reg prometheus.Registerer, logger *slog.Logger, extra ...retrieve.Option) (*retrieval, error) {
 	settings, err := retrieve.NewSettings(cfg.Retrieve)
 	if err != nil {
 		return nil, err
@@ -110,8 +110,8 @@ func newRetrieval(cfg config.Config, db pg.DBTX, pol func() *policy.Policy, reg 
 	if err != nil {
 		return nil, err
 	}
-	opts := []retrieve.Option{retrieve.WithLogger(logger), retrieve.WithRegistry(reg),
-		retrieve.WithRetention(func(rec memory.Record, now time.Time) bool { return rs.Config().Past(rec, now) })}
+	opts := append([]retrieve.Option{retrieve.WithLogger(logger), retrieve.WithRegistry(reg),
+		retrieve.WithRetention(func(rec memory.Record, now time.Time) bool { return rs.Config().Past(rec, now) })}, extra...)
 	out := &retrieval{settings: settings, retention: rs}
 	if pol != nil {
 		out.redactor = func() *policy.Redactor { return pol().Redactor() }

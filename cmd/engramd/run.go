@@ -24,6 +24,7 @@ import (
 	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/migrations"
+	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
@@ -139,6 +140,16 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if err != nil {
 		return err
 	}
+	// A daemon that could not open what the database holds sealed refuses
+	// to start, naming the master key it lacks by id (never a key).
+	if err := writer.Sealer().Check(ctx); err != nil {
+		return err
+	}
+	if s := writer.Sealer(); s.Enabled() {
+		logger.Info("encryption at rest", slog.String("master_key", s.CurrentMasterKey()), slog.String("min_sensitivity", string(s.MinSensitivity())))
+	} else {
+		logger.Warn("encryption at rest is off: no master key, so sensitive payloads are stored in the clear; set encryption.master_keys, encryption.master_key_file or ENGRAM_MASTER_KEY")
+	}
 	if len(cfg.WritePath.Provenance.Keys) == 0 {
 		logger.Warn("no provenance signing key: stamps are stored unsigned; set write_path.provenance or ENGRAM_PROVENANCE_KEYS")
 	}
@@ -163,7 +174,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	// Stopped after the HTTP server and before the pool closes: a batch cut
 	// off rolls back and its events stay staged for the next start.
 	defer func() { _ = worker.Stop(context.WithoutCancel(ctx)) }()
-	ret, err := newRetrieval(cfg, pool, worker.Policy, reg, logger)
+	ret, err := newRetrieval(cfg, pool, worker.Policy, reg, logger, retrieve.WithSealer(writer.Sealer()))
 	if err != nil {
 		return err
 	}

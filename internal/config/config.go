@@ -114,6 +114,9 @@ type Config struct {
 	// §12.11.2; see [access.Budgets]): yaml budgets.writes.<role>, the
 	// writes an agent's session may make in budgets.window.
 	Budgets access.Budgets `yaml:"budgets"`
+	// Encryption configures encryption at rest (see [Encryption]). yaml
+	// encryption; the master keys also from ENGRAM_MASTER_KEY.
+	Encryption Encryption `yaml:"encryption"`
 }
 
 // Embedding chooses the embedder (yaml embedding.*): the built-in lexical
@@ -304,6 +307,9 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 		}
 		c.ShutdownTimeout = d
 	}
+	if v := getenv("ENGRAM_MASTER_KEY"); v != "" {
+		c.Encryption.MasterKeys = splitKeys(v)
+	}
 	if v := getenv("ENGRAM_PROVENANCE_KEYS"); v != "" {
 		c.WritePath.Provenance = revise.ProvenanceConfig{}
 		for i, pair := range strings.Split(v, ",") {
@@ -420,6 +426,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Budgets.Validate(); err != nil {
 		return fmt.Errorf("budgets.%w", err)
+	}
+	if err := c.Encryption.Validate(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, k := range c.APIKeys {
