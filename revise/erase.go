@@ -1,6 +1,7 @@
 package revise
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -192,10 +193,80 @@ func (w *Writer) progress(ctx context.Context, st *eraseState, phase string) err
 // mentions reports whether a stored document — a record row or snapshot, a
 // timeline entry, a staged event, an audit or retrieval log entry, as
 // JSON — names the subject. It is the one place where stored content is
-// matched: when payloads are stored encrypted (substrate RFC §15.9),
-// decrypt them here, before matching, and the erasure finds them.
-func (w *Writer) mentions(s Subject, doc []byte) bool {
-	return s.MentionedInJSON(doc)
+// matched, and so where sealed values (encryption at rest, substrate RFC
+// §15.9) are opened: a payload, entry or staged event stored encrypted is
+// matched on its plaintext. A sealed value that cannot be opened (the
+// daemon lacks its master key) is an error: the erasure stops rather than
+// guess.
+func (w *Writer) mentions(ctx context.Context, tenant string, s Subject, doc []byte) (bool, error) {
+	if s.MentionedInJSON(doc) {
+		return true, nil
+	}
+	plains, err := w.openSealed(ctx, tenant, doc)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range plains {
+		if s.MentionedInJSON(p) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// openSealed returns the plaintext of every sealed value in doc (an object
+// with a "sealed" member, at any depth).
+func (w *Writer) openSealed(ctx context.Context, tenant string, doc []byte) ([][]byte, error) {
+	if !bytes.Contains(doc, []byte(`"sealed"`)) {
+		return nil, nil
+	}
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return nil, nil // not JSON: matched as text above
+	}
+	var sealed [][]byte
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if env, ok := v["sealed"].(map[string]any); ok {
+				if b, err := json.Marshal(map[string]any{"sealed": env}); err == nil {
+					sealed = append(sealed, b)
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		case string:
+			// A JSON document held as text (a staged event's row).
+			if strings.Contains(v, `"sealed"`) {
+				var inner any
+				if json.Unmarshal([]byte(v), &inner) == nil {
+					walk(inner)
+				}
+			}
+		}
+	}
+	walk(v)
+	if len(sealed) == 0 {
+		return nil, nil
+	}
+	if !w.cfg.Sealer.Enabled() {
+		return nil, errors.New("a sealed value cannot be matched: this daemon has no master key (encryption.master_keys)")
+	}
+	out := make([][]byte, 0, len(sealed))
+	for _, b := range sealed {
+		p, err := w.cfg.Sealer.Open(ctx, tenant, b)
+		if err != nil {
+			return nil, fmt.Errorf("open sealed value for matching: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // matchSubject finds what names the subject directly: artifacts, staged
@@ -224,7 +295,11 @@ func (w *Writer) matchSubject(ctx context.Context, st *eraseState) error {
 			return err
 		}
 		for _, c := range cands {
-			if w.mentions(st.s, c.Row) {
+			found, err := w.mentions(ctx, st.tenant, st.s, c.Row)
+			if err != nil {
+				return err
+			}
+			if found {
 				st.events[c.ID] = true
 				st.gone["evt://"+c.ID.String()] = true
 			}
@@ -240,7 +315,11 @@ func (w *Writer) matchSubject(ctx context.Context, st *eraseState) error {
 			return err
 		}
 		for _, r := range recs {
-			if w.recordMentions(st, r) {
+			found, err := w.recordMentions(ctx, st, r)
+			if err != nil {
+				return err
+			}
+			if found {
 				st.erased[r.ID] = r.Type
 				st.gone["record://"+r.ID.String()] = true
 			}
@@ -257,16 +336,16 @@ func (w *Writer) matchSubject(ctx context.Context, st *eraseState) error {
 // any version of it or any timeline entry — or holds a matched artifact,
 // or, for an episode, a matched staged event in its timeline (an episode
 // is made of its events).
-func (w *Writer) recordMentions(st *eraseState, r store.RecordTrace) bool {
+func (w *Writer) recordMentions(ctx context.Context, st *eraseState, r store.RecordTrace) (bool, error) {
 	docs := append([]json.RawMessage{r.Row}, r.Versions...)
 	docs = append(docs, r.Entries...)
 	for _, d := range docs {
-		if w.mentions(st.s, d) {
-			return true
+		if found, err := w.mentions(ctx, st.tenant, st.s, d); found || err != nil {
+			return found, err
 		}
 	}
 	if len(st.artifacts) == 0 && (len(st.events) == 0 || r.Type != memory.Episodic) {
-		return false
+		return false, nil
 	}
 	found := false
 	for _, d := range docs {
@@ -275,10 +354,10 @@ func (w *Writer) recordMentions(st *eraseState, r store.RecordTrace) bool {
 			return !found
 		})
 		if found {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // closeOver takes the transitive closure over derived_from relations and
@@ -558,7 +637,11 @@ func (w *Writer) scrub(ctx context.Context, st *eraseState) error {
 		for _, r := range rows {
 			// The erased records' own entries went with them; their erase
 			// entries name no data and stay.
-			if w.mentions(st.s, r.Row) {
+			found, err := w.mentions(ctx, st.tenant, st.s, r.Row)
+			if err != nil {
+				return err
+			}
+			if found {
 				doomed = append(doomed, r.Seq)
 			}
 			after = r.Seq
@@ -586,7 +669,11 @@ func (w *Writer) scrub(ctx context.Context, st *eraseState) error {
 			return err
 		}
 		for _, r := range rows {
-			if w.mentions(st.s, r.Row) {
+			found, err := w.mentions(ctx, st.tenant, st.s, r.Row)
+			if err != nil {
+				return err
+			}
+			if found {
 				retrievals = append(retrievals, r.ID)
 			}
 			after = r.ID
@@ -615,7 +702,11 @@ func (w *Writer) scrub(ctx context.Context, st *eraseState) error {
 				AgentID string `json:"agent_id"`
 			}
 			_ = json.Unmarshal(r.Row, &a)
-			if w.mentions(st.s, r.Row) {
+			found, err := w.mentions(ctx, st.tenant, st.s, r.Row)
+			if err != nil {
+				return err
+			}
+			if found {
 				agents = append(agents, a.AgentID)
 			}
 			after = a.AgentID
@@ -652,6 +743,11 @@ func (w *Writer) VerifyErasure(ctx context.Context, tenant string, s Subject) (a
 		return v, err
 	}
 	likes, digits := s.likePatterns()
+	if w.cfg.Sealer.Enabled() {
+		// Sealed cells cannot be prefiltered by their plaintext: every one
+		// is read and opened (see [Writer.mentions]).
+		likes = append(likes, `%"sealed"%`)
+	}
 	tables := map[string]bool{}
 	for _, c := range cols {
 		tables[c.Table] = true
@@ -661,7 +757,11 @@ func (w *Writer) VerifyErasure(ctx context.Context, tenant string, s Subject) (a
 		}
 		rows := 0
 		for _, cell := range cells {
-			if w.mentions(s, []byte(cell)) {
+			found, err := w.mentions(ctx, tenant, s, []byte(cell))
+			if err != nil {
+				return v, err
+			}
+			if found {
 				rows++
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/seal"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -107,4 +108,55 @@ func TestErasureClosure(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, audit, 1, "an erased record keeps one audit entry, naming no data")
 	require.Equal(t, revise.ActionErase, audit[0].Action)
+}
+
+// An erasure finds the subject inside payloads sealed at rest (substrate
+// RFC §15.9): the database holds only ciphertext, so matching opens them.
+// Without the master key, the erasure stops rather than leave the subject
+// behind unseen.
+func TestErasureOpensSealedPayloads(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t)
+	ctx := context.Background()
+	require.NoError(t, store.EnsureTenant(ctx, db.Pool, "acme"))
+	mk, err := seal.ParseMasterKey(seal.NewMasterKey())
+	require.NoError(t, err)
+	sealer, err := seal.New(seal.Config{DB: db.Pool, Keys: []seal.MasterKey{mk}})
+	require.NoError(t, err)
+	w := revise.New(db.Pool, revise.Config{Sealer: sealer})
+	ch := revise.Change{Actor: "test"}
+	fact := func(subject, object string) memory.Record {
+		rec, err := w.Create(ctx, "acme", memory.Record{Type: memory.Semantic, Confidence: 0.9, Sensitivity: memory.High,
+			Payload: json.RawMessage(`{"kind": "semantic", "subject": "` + subject + `", "predicate": "diagnosis", "object": "` + object + `", "validity": {"mode": "global"}}`)}, ch)
+		require.NoError(t, err)
+		return rec
+	}
+	theirs, other := fact("patient-1", "Jane Roe has asthma"), fact("patient-2", "John Doe has gout")
+	var raw string
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT payload::text FROM records WHERE id = $1`, theirs.ID).Scan(&raw))
+	require.NotContains(t, raw, "Jane Roe", "the payload is sealed at rest")
+
+	s, err := revise.NewSubject(api.ErasureRequest{Names: []string{"Jane Roe"}})
+	require.NoError(t, err)
+
+	// A daemon without the master key cannot match sealed payloads: it says
+	// so instead of certifying an erasure it could not check.
+	blind := revise.New(db.Pool, revise.Config{})
+	e, err := blind.StartErasure(ctx, "acme", s)
+	require.NoError(t, err)
+	_, err = blind.Erase(ctx, "acme", e, s, "test")
+	require.ErrorContains(t, err, "no master key")
+	_, err = store.Get(ctx, db.Pool, "acme", theirs.ID)
+	require.NoError(t, err, "nothing was erased blind")
+
+	e, err = w.StartErasure(ctx, "acme", s)
+	require.NoError(t, err)
+	done, err := w.Erase(ctx, "acme", e, s, "test")
+	require.NoError(t, err)
+	require.True(t, done.Verified)
+	require.Equal(t, 1, done.Counts.Semantic)
+	_, err = store.Get(ctx, db.Pool, "acme", theirs.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = store.Get(ctx, db.Pool, "acme", other.ID)
+	require.NoError(t, err, "the unrelated sealed record stays")
 }
