@@ -77,6 +77,8 @@ type retrieval struct {
 	retriever  *retrieve.Retriever
 	settings   *retrieve.Settings
 	backfiller *embedding.Backfiller
+	// embedder is the configured embedder (nil: none).
+	embedder embedding.Embedder
 	// redactor is the redactor of the policy in force (nil: the built-in
 	// one), which consolidation also applies to what a model says.
 	redactor func() *policy.Redactor
@@ -101,7 +103,7 @@ func newRetrieval(cfg config.Config, db pg.DBTX, pol func() *policy.Policy, reg 
 		}
 	}
 	opts := []retrieve.Option{retrieve.WithLogger(logger), retrieve.WithRegistry(reg)}
-	out := &retrieval{settings: settings}
+	out := &retrieval{settings: settings, embedder: emb}
 	if pol != nil {
 		out.redactor = func() *policy.Redactor { return pol().Redactor() }
 		opts = append(opts, retrieve.WithRedactor(out.redactor))
