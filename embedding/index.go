@@ -30,7 +30,8 @@ func DenseIndexOf(e Embedder) (store.DenseIndex, bool) {
 // EnsureIndex makes sure that the HNSW index of e's dense vectors
 // ([DenseIndexOf]) exists and is valid on every partition of
 // record_vectors, building what is missing with CREATE INDEX CONCURRENTLY
-// (writes go on meanwhile), and drops the dense indexes of other models,
+// (writes go on meanwhile; a partition without vectors of the model and
+// type gets its empty graph at once, store.DenseIndexPart), and drops the dense indexes of other models,
 // left by a model change. It logs what it builds, and every 15 s how far
 // a build has got. Daemons sharing a database build one at a time (an
 // advisory lock); the second finds the index made. For a sparse embedder,
@@ -89,6 +90,12 @@ func EnsureIndex(ctx context.Context, pool *pgxpool.Pool, e Embedder, logger *sl
 		}
 	}
 	start := time.Now()
+	var held map[string]bool
+	if len(todo) > 0 {
+		if held, err = store.DenseVectorParts(ctx, conn, ix.Model); err != nil {
+			return err
+		}
+	}
 	if len(todo) > 0 {
 		logger.Info("building the HNSW index of dense vectors (CREATE INDEX CONCURRENTLY; searches rank exactly meanwhile)",
 			append(attrs, slog.Int("partitions", len(todo)))...)
@@ -103,8 +110,12 @@ func EnsureIndex(ctx context.Context, pool *pgxpool.Pool, e Embedder, logger *sl
 				return fmt.Errorf("drop invalid dense index %s: %w", p.Index, err)
 			}
 		}
+		create := p.Create
+		if !held[p.Table+"/"+p.Type] {
+			create = p.CreateEmpty
+		}
 		stop := watchBuild(ctx, pool, conn.Conn().PgConn().PID(), logger, p.Index, i+1, len(todo))
-		err := execDDL(ctx, conn, p.Create)
+		err := execDDL(ctx, conn, create)
 		stop()
 		if err != nil {
 			return fmt.Errorf("build dense index %s: %w", p.Index, err)
@@ -112,8 +123,10 @@ func EnsureIndex(ctx context.Context, pool *pgxpool.Pool, e Embedder, logger *sl
 		if err := execDDL(ctx, conn, p.Comment); err != nil {
 			return fmt.Errorf("label dense index %s: %w", p.Index, err)
 		}
-		logger.Info("dense index built", slog.String("index", p.Index), slog.String("partition", fmt.Sprintf("%d/%d", i+1, len(todo))),
-			slog.Duration("took", time.Since(t).Round(time.Millisecond)))
+		if held[p.Table+"/"+p.Type] {
+			logger.Info("dense index built", slog.String("index", p.Index), slog.String("partition", fmt.Sprintf("%d/%d", i+1, len(todo))),
+				slog.Duration("took", time.Since(t).Round(time.Millisecond)))
+		}
 	}
 	names, drops, err := store.OtherDenseIndexes(ctx, conn, keep)
 	if err != nil {

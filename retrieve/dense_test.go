@@ -227,12 +227,12 @@ func TestDenseIndexAboveTwoThousandDimsIsHalfvec(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, ix.Half())
 	names := b.denseIndexNames(t, ix)
-	require.Len(t, names, 16, "one per partition of record_vectors")
+	require.Len(t, names, 64, "one per searched type on each partition of record_vectors")
 	var def string
 	err := b.db.Pool.QueryRow(b.ctx, `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`, names[0]).Scan(&def)
 	require.NoError(t, err)
 	require.Contains(t, def, "USING hnsw (((dense)::halfvec(3072)) halfvec_cosine_ops)")
-	require.Contains(t, def, "WHERE (model = 'openai:text-embedding-3-large:3072'::text)")
+	require.Contains(t, def, "WHERE ((model = 'openai:text-embedding-3-large:3072'::text) AND (type = ")
 
 	q := b.semanticQuery(t, "acme", "w1 w2 w3")
 	require.NotNil(t, q.DenseScan)

@@ -62,7 +62,8 @@ type SearchQuery struct {
 // DenseScan is how a search walks a dense model's HNSW index.
 type DenseScan struct {
 	Index DenseIndex
-	// EfSearch is hnsw.ef_search, the candidates the walk keeps (1..1000):
+	// EfSearch is hnsw.ef_search, the candidates the walk keeps (1..1000),
+	// raised to the walk's limit (four times the search's) when below it:
 	// more is better recall and slower.
 	EfSearch int
 	// MaxScanTuples is hnsw.max_scan_tuples, how far an iterative scan
@@ -268,9 +269,10 @@ const searchDense = `, near_v AS (
 // denseNearSQL is the vector half for a large tenant's dense vectors, a
 // statement of its own (runNear): the nearest vectors of the model to the
 // query's, four times the limit ($5), on the model's HNSW index
-// ([DenseIndex]). The index is an expression index, partial on the model,
-// so the statement names both, {{cast}} (vector(N) or halfvec(N)) and
-// {{model}} (a quoted literal): denseNearStatement writes them in. It runs
+// ([DenseIndex]). The index is an expression index, partial on the model
+// and the type, so the statement names all three, {{cast}} (vector(N) or
+// halfvec(N)), {{model}} and {{type}} (quoted literals):
+// denseNearStatement writes them in. It runs
 // with sorting disabled, which leaves the index the only way to the order
 // (a generic plan estimates a tenant at the average tenant's size and
 // would otherwise sort the tenant's vectors), and with relaxed iterative
@@ -280,9 +282,9 @@ const searchDense = `, near_v AS (
 const denseNearSQL = `
 SELECT v.record_id, v.dense::{{cast}} <=> $2::vector::{{cast}} AS dist
 FROM record_vectors v
-WHERE v.model = {{model}} AND v.tenant_id = $1 AND v.type = $3 AND v.sensitivity_rank <= $4
+WHERE v.model = {{model}} AND v.type = {{type}} AND v.tenant_id = $1 AND v.sensitivity_rank <= $3
 ORDER BY v.dense::{{cast}} <=> $2::vector::{{cast}}
-LIMIT $5`
+LIMIT $4`
 
 // denseScanSettingsSQL sets, for the transaction of one denseNearSQL, what
 // the walk needs: a generic plan without sorts, hnsw.ef_search ($1), and
@@ -425,17 +427,25 @@ type nearStatement struct {
 	ef, maxTuples string
 }
 
-// denseNearSQLs holds denseNearSQL written for each index searched.
+// denseNearSQLs holds denseNearSQL written for each index and type
+// searched.
 var denseNearSQLs sync.Map
 
-// denseNearStatement is denseNearSQL for ix, which must be valid: its
-// dimension is an integer and its model a quoted literal.
-func denseNearStatement(ix DenseIndex) string {
-	if s, ok := denseNearSQLs.Load(ix); ok {
+type denseNearKey struct {
+	ix DenseIndex
+	t  memory.Type
+}
+
+// denseNearStatement is denseNearSQL for ix, which must be valid, and a
+// valid type: the dimension is an integer, the model and the type quoted
+// literals.
+func denseNearStatement(ix DenseIndex, t memory.Type) string {
+	k := denseNearKey{ix, t}
+	if s, ok := denseNearSQLs.Load(k); ok {
 		return s.(string)
 	}
-	s := strings.NewReplacer("{{cast}}", ix.castType(), "{{model}}", quoteLiteral(ix.Model)).Replace(denseNearSQL)
-	denseNearSQLs.Store(ix, s)
+	s := strings.NewReplacer("{{cast}}", ix.castType(), "{{model}}", quoteLiteral(ix.Model), "{{type}}", quoteLiteral(string(t))).Replace(denseNearSQL)
+	denseNearSQLs.Store(k, s)
 	return s
 }
 
@@ -474,9 +484,11 @@ func searchStatement(tenant string, q SearchQuery) (statement, error) {
 			return statement{}, fmt.Errorf("search: dense scan ef_search %d (1..1000), max_scan_tuples %d (≥ 1)", ds.EfSearch, ds.MaxScanTuples)
 		}
 		near := &nearStatement{
-			sql:  denseNearStatement(ds.Index),
-			args: []any{tenant, q.Dense, q.Type, q.MaxSensitivity.Rank(), 4 * limit},
-			ef:   strconv.Itoa(ds.EfSearch), maxTuples: strconv.Itoa(ds.MaxScanTuples),
+			sql:  denseNearStatement(ds.Index, q.Type),
+			args: []any{tenant, q.Dense, q.MaxSensitivity.Rank(), 4 * limit},
+			// A walk keeps at least as many candidates as it returns,
+			// so that an unfiltered one needs no second pass.
+			ef: strconv.Itoa(min(max(ds.EfSearch, 4*limit), 1000)), maxTuples: strconv.Itoa(ds.MaxScanTuples),
 		}
 		// $10 and $14, the walk's ids and distances, are filled in by
 		// runNear.
