@@ -133,7 +133,7 @@ type DenseIndexConfig struct {
 // Defaults of the [DenseIndexConfig].
 const (
 	DefaultDenseMinRecords    = 10_000
-	DefaultDenseEfSearch      = 100
+	DefaultDenseEfSearch      = 200
 	DefaultDenseMaxScanTuples = 20_000
 )
 

@@ -205,6 +205,20 @@ func TestDenseSearchWalksHNSWForLargeTenants(t *testing.T) {
 		require.Equal(t, itemIDs(ref.Layers[0].Items), itemIDs(got.Layers[0].Items), "task %q", text)
 	}
 	require.GreaterOrEqual(t, found/want, 0.95, "recall@10 of the index against exact ranking")
+
+	// Inside a caller's transaction the walk runs in a savepoint, and its
+	// settings end with it.
+	tx, err := b.db.Pool.Begin(b.ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(b.ctx) }()
+	large.Text, large.Limit = "", 10
+	inTx, err := store.Search(b.ctx, tx, "acme", []store.SearchQuery{large})
+	require.NoError(t, err)
+	require.Equal(t, vectorTop10(t, b.bundle, "acme", large), ids(inTx[0].Hits))
+	var sort, ef string
+	require.NoError(t, tx.QueryRow(b.ctx, `SELECT current_setting('enable_sort'), current_setting('hnsw.ef_search')`).Scan(&sort, &ef))
+	require.Equal(t, "on", sort)
+	require.Equal(t, "40", ef, "pgvector's default")
 }
 
 func itemIDs(items []retrieve.Item) []uuid.UUID {

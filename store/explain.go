@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,6 +19,9 @@ import (
 func ExplainSearch(ctx context.Context, db pg.DBTX, tenant string, q SearchQuery) ([]string, error) {
 	if !q.Type.Valid() {
 		return nil, fmt.Errorf("explain search: unknown type %q", q.Type)
+	}
+	if !utf8.ValidString(tenant) || strings.ContainsRune(tenant, 0) {
+		return nil, fmt.Errorf("explain search: tenant is not valid text")
 	}
 	st, err := searchStatement(tenant, q)
 	if err != nil {
