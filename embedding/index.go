@@ -98,7 +98,7 @@ func EnsureIndex(ctx context.Context, pool *pgxpool.Pool, e Embedder, logger *sl
 	}
 	if len(todo) > 0 {
 		logger.Info("building the HNSW index of dense vectors (CREATE INDEX CONCURRENTLY; searches rank exactly meanwhile)",
-			append(attrs, slog.Int("partitions", len(todo)))...)
+			append(attrs, slog.Int("indexes", len(todo)))...)
 	}
 	for i, p := range todo {
 		t := time.Now()
@@ -124,7 +124,7 @@ func EnsureIndex(ctx context.Context, pool *pgxpool.Pool, e Embedder, logger *sl
 			return fmt.Errorf("label dense index %s: %w", p.Index, err)
 		}
 		if held[p.Table+"/"+p.Type] {
-			logger.Info("dense index built", slog.String("index", p.Index), slog.String("partition", fmt.Sprintf("%d/%d", i+1, len(todo))),
+			logger.Info("dense index built", slog.String("index", p.Index), slog.String("progress", fmt.Sprintf("%d/%d", i+1, len(todo))),
 				slog.Duration("took", time.Since(t).Round(time.Millisecond)))
 		}
 	}
@@ -173,7 +173,7 @@ func watchBuild(ctx context.Context, pool *pgxpool.Pool, pid uint32, logger *slo
 			if err != nil || !ok {
 				continue
 			}
-			logger.Info("building dense index", slog.String("index", index), slog.String("partition", fmt.Sprintf("%d/%d", n, of)),
+			logger.Info("building dense index", slog.String("index", index), slog.String("progress", fmt.Sprintf("%d/%d", n, of)),
 				slog.String("phase", b.Phase), slog.Int64("tuples_done", b.TuplesDone), slog.Int64("tuples_total", b.TuplesTotal),
 				slog.Int64("blocks_done", b.BlocksDone), slog.Int64("blocks_total", b.BlocksTotal))
 		}

@@ -249,9 +249,10 @@ const searchSparse = `, vq AS (
 )`
 
 // searchDense is the vector half for dense vectors (an OpenAI-compatible
-// model), which have no index yet: the tenant's vectors of the model and
-// type are ranked exactly, four times the limit, and the record-level
-// filters choose among them as searchSparse's do.
+// model) of a tenant small enough to rank exactly (a large one walks their
+// HNSW index: denseNearSQL, searchDenseNear): the tenant's vectors of the
+// model and type are ranked exactly, four times the limit, and the
+// record-level filters choose among them as searchSparse's do.
 const searchDense = `, near_v AS (
 	SELECT v.record_id, v.dense <=> $10::vector AS dist
 	FROM record_vectors v
