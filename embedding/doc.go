@@ -25,6 +25,17 @@
 // vectors are dense and L2-normalised, and may be semantic, as good as the
 // model behind the endpoint. It is an optional upgrade, never a requirement.
 //
+// # The dense index
+//
+// Dense vectors are searched exactly for small tenants and on an HNSW
+// index for large ones (package retrieve chooses, by the tenant's records
+// of each type). [EnsureIndex] builds that index for an embedder's model:
+// one graph per searched record type on each partition of record_vectors,
+// over dense::vector(N), or dense::halfvec(N) above 2,000 dimensions;
+// above 4,000 pgvector indexes neither and every search is exact
+// ([DenseIndexOf]). engramd calls it from `engramd migrate` and in the
+// background at start; nothing calls it implicitly.
+//
 // # Failure cases
 //
 // [Lexical] never fails except on a cancelled context. [OpenAI] fails when the

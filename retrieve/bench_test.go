@@ -90,6 +90,8 @@ type benchSet struct {
 	schema  string
 	records int
 	tenants int
+	// embedder embeds the records; nil is the built-in embedder.
+	embedder embedding.Embedder
 }
 
 // benchDB returns a pool on a schema seeded with the set's records: the
@@ -218,7 +220,11 @@ func indexBench(b *testing.B, pool *pgxpool.Pool, set benchSet) {
 	ctx := context.Background()
 	t := time.Now()
 	p := &benchProgress{of: set.records, start: t}
-	require.NoError(b, embedding.NewBackfiller(pool, embedding.NewLexical(), 2000, nil).Backfill(ctx, p))
+	emb := set.embedder
+	if emb == nil {
+		emb = embedding.NewLexical()
+	}
+	require.NoError(b, embedding.NewBackfiller(pool, emb, 2000, nil).Backfill(ctx, p))
 	say("embedded %d records (%s)", p.Count("embedded"), time.Since(t).Round(time.Second))
 	t = time.Now()
 	settings, err := retrieve.NewSettings(retrieve.DefaultConfig())

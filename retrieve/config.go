@@ -104,7 +104,38 @@ type Config struct {
 	Tokens int               `yaml:"tokens"`
 	Layers map[LayerName]int `yaml:"layers"`
 	Trust  TrustConfig       `yaml:"trust"`
+	// DenseIndex decides when a dense model's vectors (an OpenAI-compatible
+	// embedder) are searched on their HNSW index rather than ranked
+	// exactly.
+	DenseIndex DenseIndexConfig `yaml:"dense_index"`
 }
+
+// DenseIndexConfig is when and how a layer's search walks the HNSW index
+// of a dense model's vectors (embedding.EnsureIndex builds it). Searches
+// use generic plans, which cannot tell a large tenant from a small one, so
+// the choice is made here, per tenant and record type, from the counts the
+// retrieval_stats job keeps.
+type DenseIndexConfig struct {
+	// MinRecords: a tenant with at least this many live records of a type
+	// searches that type's vectors on the index; a smaller one (or one
+	// not yet counted) ranks them exactly, which is exact and, below
+	// about this size, as fast.
+	MinRecords int `yaml:"min_records"`
+	// EfSearch is hnsw.ef_search, the candidates the walk keeps (1..1000):
+	// recall against exact search rises with it, and so does the time.
+	EfSearch int `yaml:"ef_search"`
+	// MaxScanTuples is hnsw.max_scan_tuples: how many vectors an iterative
+	// scan visits at most when the tenant, type and sensitivity filters
+	// leave too few of the nearest.
+	MaxScanTuples int `yaml:"max_scan_tuples"`
+}
+
+// Defaults of the [DenseIndexConfig].
+const (
+	DefaultDenseMinRecords    = 10_000
+	DefaultDenseEfSearch      = 200
+	DefaultDenseMaxScanTuples = 20_000
+)
 
 // DefaultConfig returns the retrieval defaults.
 func DefaultConfig() Config {
@@ -127,6 +158,7 @@ func DefaultConfig() Config {
 				memory.High: Summarise, memory.Hyper: Summarise,
 			},
 		},
+		DenseIndex: DenseIndexConfig{MinRecords: DefaultDenseMinRecords, EfSearch: DefaultDenseEfSearch, MaxScanTuples: DefaultDenseMaxScanTuples},
 	}
 }
 
@@ -166,6 +198,14 @@ func (c Config) Validate() error {
 		return bad("items", "%d is outside 1..%d", c.Items, MaxItems)
 	case c.Tokens < 1 || c.Tokens > MaxTokens:
 		return bad("tokens", "%d is outside 1..%d", c.Tokens, MaxTokens)
+	}
+	switch d := c.DenseIndex; {
+	case d.MinRecords < 1:
+		return bad("dense_index.min_records", "%d must be at least 1", d.MinRecords)
+	case d.EfSearch < 1 || d.EfSearch > 1000:
+		return bad("dense_index.ef_search", "%d is outside 1..1000", d.EfSearch)
+	case d.MaxScanTuples < 1 || d.MaxScanTuples > 10_000_000:
+		return bad("dense_index.max_scan_tuples", "%d is outside 1..10000000", d.MaxScanTuples)
 	}
 	for _, l := range slices.Sorted(maps.Keys(c.Layers)) {
 		if !slices.Contains(Layers, l) {

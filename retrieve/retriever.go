@@ -73,6 +73,12 @@ type Retriever struct {
 	now      func() time.Time
 	// past reports a record past its retention, never returned.
 	past func(memory.Record, time.Time) bool
+	// denseIndex is the HNSW index of the embedder's dense vectors, when
+	// it has one (hasDenseIndex); sizes the tenants' counts that choose
+	// it.
+	denseIndex    store.DenseIndex
+	hasDenseIndex bool
+	sizes         tenantSizes
 }
 
 // Option configures a [Retriever].
@@ -124,6 +130,7 @@ func New(db pg.DBTX, settings *Settings, opts ...Option) *Retriever {
 	if r.metrics == nil {
 		r.metrics = newMetrics(nil)
 	}
+	r.denseIndex, r.hasDenseIndex = embedding.DenseIndexOf(r.embedder)
 	return r
 }
 
@@ -166,16 +173,9 @@ func (r *Retriever) RetrieveFor(ctx context.Context, tenant string, req Request,
 	budget := budgetOf(cfg, req.Budget)
 	res.Budget = Usage{ItemsLimit: budget.items, TokensLimit: budget.tokens}
 
-	text := queryText(req.Task)
-	queries := r.queries(cfg, req.Task, text, res.Clearance, now)
-	model, sparse, dense, note := r.queryVector(ctx, text)
+	queries, sparse, dense, note := r.searches(ctx, cfg, tenant, req.Task, res.Clearance, now)
 	if note != "" {
 		res.Notes = append(res.Notes, note)
-	}
-	for i := range queries {
-		if queries[i].Type != memory.Working {
-			queries[i].Model, queries[i].Sparse, queries[i].Dense = model, sparse, dense
-		}
 	}
 	found, err := store.Search(ctx, r.db, tenant, queries)
 	if err != nil && (sparse != nil || dense != nil) && ctx.Err() == nil {
@@ -184,7 +184,7 @@ func (r *Retriever) RetrieveFor(ctx context.Context, tenant string, req Request,
 		r.logger.Warn("vector search failed; answering lexically", slog.String("error", err.Error()))
 		res.Notes = append(res.Notes, "vector search unavailable: the vector index could not be read")
 		for i := range queries {
-			queries[i].Model, queries[i].Sparse, queries[i].Dense = "", nil, nil
+			queries[i].Model, queries[i].Sparse, queries[i].Dense, queries[i].DenseScan = "", nil, nil, nil
 		}
 		sparse, dense = nil, nil
 		found, err = store.Search(ctx, r.db, tenant, queries)
@@ -255,6 +255,24 @@ func (r *Retriever) RetrieveFor(ctx context.Context, tenant string, req Request,
 	}
 	r.metrics.observe(res, time.Since(start))
 	return res, nil
+}
+
+// searches are the searches Retrieve issues for a task: one per layer,
+// with the task's vector, and for a large tenant's dense vectors the walk
+// of their index (denseScans). note says why there is no vector, if so.
+func (r *Retriever) searches(ctx context.Context, cfg Config, tenant string, t Task, c memory.Sensitivity, now time.Time) (
+	qs []store.SearchQuery, sparse *pgvector.SparseVector, dense *pgvector.Vector, note string,
+) {
+	text := queryText(t)
+	qs = r.queries(cfg, t, text, c, now)
+	model, sparse, dense, note := r.queryVector(ctx, text)
+	for i := range qs {
+		if qs[i].Type != memory.Working {
+			qs[i].Model, qs[i].Sparse, qs[i].Dense = model, sparse, dense
+		}
+	}
+	r.denseScans(ctx, cfg, tenant, qs)
+	return qs, sparse, dense, note
 }
 
 // queryText is what a task is searched by: its text, intent, signals and

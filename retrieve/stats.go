@@ -41,6 +41,7 @@ func (r *Retriever) RefreshStats(ctx context.Context, p Progress) error {
 		if err != nil {
 			return err
 		}
+		r.sizes.forget(t)
 		p.Add("tenants", 1)
 		p.Add("lexemes", st.Lexemes)
 		r.logger.Debug("lexical statistics refreshed", slog.String("tenant", t), slog.Int64("docs", st.Docs), slog.Int64("passages", st.Passages))

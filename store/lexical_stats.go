@@ -54,14 +54,18 @@ SELECT $1, u.lexeme, count(*)
 FROM passages p, unnest(tsvector_to_array(p.tsv)) AS u(lexeme)
 GROUP BY u.lexeme`
 	// The newest entry is read first: one appended while the statistics
-	// are counted makes them stale at once rather than never.
+	// are counted makes them stale at once rather than never. type_docs is
+	// docs by record type (migration 023), by which the dense vector
+	// search chooses its path.
 	upsertCorpusStatsSQL = passagesSQL + `
-INSERT INTO corpus_stats (tenant_id, docs, passages, avg_len, entries_seq, computed_at)
+INSERT INTO corpus_stats (tenant_id, docs, passages, avg_len, entries_seq, computed_at, type_docs)
 SELECT $1, (SELECT count(*) FROM records WHERE tenant_id = $1 AND status IN ('active', 'contested')),
-	count(*), greatest(coalesce(avg(length(tsv)), 1), 1), $3, $2
+	count(*), greatest(coalesce(avg(length(tsv)), 1), 1), $3, $2,
+	(SELECT coalesce(jsonb_object_agg(type, n), '{}') FROM (
+		SELECT type, count(*) AS n FROM records WHERE tenant_id = $1 AND status IN ('active', 'contested') GROUP BY type) AS t)
 FROM passages
 ON CONFLICT (tenant_id) DO UPDATE SET docs = excluded.docs, passages = excluded.passages, avg_len = excluded.avg_len,
-	entries_seq = excluded.entries_seq, computed_at = excluded.computed_at
+	entries_seq = excluded.entries_seq, computed_at = excluded.computed_at, type_docs = excluded.type_docs
 RETURNING docs, passages`
 	newestEntrySQL = `SELECT coalesce(max(seq), 0) FROM episode_entries WHERE tenant_id = $1`
 )

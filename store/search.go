@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +51,25 @@ type SearchQuery struct {
 	Model  string
 	Sparse *pgvector.SparseVector
 	Dense  *pgvector.Vector
+	// DenseScan, with Dense, has the vector half walk the model's HNSW
+	// index ([DenseIndex]) rather than rank the tenant's vectors of the
+	// type exactly. It is the caller's choice, by the tenant's size:
+	// searches run generic plans, which cannot tell a tenant of a million
+	// vectors from one of fifty.
+	DenseScan *DenseScan
+}
+
+// DenseScan is how a search walks a dense model's HNSW index.
+type DenseScan struct {
+	Index DenseIndex
+	// EfSearch is hnsw.ef_search, the candidates the walk keeps (1..1000),
+	// raised to the walk's limit (four times the search's) when below it:
+	// more is better recall and slower.
+	EfSearch int
+	// MaxScanTuples is hnsw.max_scan_tuples, how far an iterative scan
+	// goes when the tenant, type and sensitivity filters leave too few
+	// vectors (pgvector's default is 20,000).
+	MaxScanTuples int
 }
 
 // Hit is one record a search found, with what found it.
@@ -228,15 +249,57 @@ const searchSparse = `, vq AS (
 )`
 
 // searchDense is the vector half for dense vectors (an OpenAI-compatible
-// model), which have no index yet: the tenant's vectors of the model and
-// type are ranked exactly, four times the limit, and the record-level
-// filters choose among them as searchSparse's do.
+// model) of a tenant small enough to rank exactly (a large one walks their
+// HNSW index: denseNearSQL, searchDenseNear): the tenant's vectors of the
+// model and type are ranked exactly, four times the limit, and the
+// record-level filters choose among them as searchSparse's do.
 const searchDense = `, near_v AS (
 	SELECT v.record_id, v.dense <=> $10::vector AS dist
 	FROM record_vectors v
 	WHERE v.tenant_id = $1 AND v.model = $9 AND v.type = $3 AND v.sensitivity_rank <= $4 AND v.dense IS NOT NULL
 	ORDER BY v.dense <=> $10::vector
 	LIMIT 4 * $8
+), vec AS (
+	SELECT v.record_id AS id, v.dist
+	FROM near_v v JOIN records r ON r.tenant_id = $1 AND r.id = v.record_id
+	WHERE r.type = $3 AND ` + searchFilter + `
+	ORDER BY v.dist
+	LIMIT $8
+)`
+
+// denseNearSQL is the vector half for a large tenant's dense vectors, a
+// statement of its own (runNear): the nearest vectors of the model to the
+// query's, four times the limit ($5), on the model's HNSW index
+// ([DenseIndex]). The index is an expression index, partial on the model
+// and the type, so the statement names all three, {{cast}} (vector(N) or
+// halfvec(N)), {{model}} and {{type}} (quoted literals):
+// denseNearStatement writes them in. It runs
+// with sorting disabled, which leaves the index the only way to the order
+// (a generic plan estimates a tenant at the average tenant's size and
+// would otherwise sort the tenant's vectors), and with relaxed iterative
+// scans, so that the tenant, type and sensitivity filters, applied to
+// what the walk finds, still leave the limit's worth; the search ranks
+// what it returns again.
+const denseNearSQL = `
+SELECT v.record_id, v.dense::{{cast}} <=> $2::vector::{{cast}} AS dist
+FROM record_vectors v
+WHERE v.model = {{model}} AND v.type = {{type}} AND v.tenant_id = $1 AND v.sensitivity_rank <= $3
+ORDER BY v.dense::{{cast}} <=> $2::vector::{{cast}}
+LIMIT $4`
+
+// denseScanSettingsSQL sets, for the transaction of one denseNearSQL, what
+// the walk needs: a generic plan without sorts, hnsw.ef_search ($1), and
+// iterative scans up to hnsw.max_scan_tuples ($2) (pgvector 0.8).
+const denseScanSettingsSQL = `
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_sort', 'off', true),
+	set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
+	set_config('hnsw.max_scan_tuples', $2, true)`
+
+// searchDenseNear is the vector half of a dense search whose nearest
+// vectors denseNearSQL found: their ids ($10) and distances ($14), which
+// the record-level filters choose among as searchDense's do.
+const searchDenseNear = `, near_v AS (
+	SELECT n.record_id, n.dist FROM unnest($10::uuid[], $14::float8[]) AS n(record_id, dist) WHERE $9::text IS NOT NULL
 ), vec AS (
 	SELECT v.record_id AS id, v.dist
 	FROM near_v v JOIN records r ON r.tenant_id = $1 AND r.id = v.record_id
@@ -287,6 +350,7 @@ LEFT JOIN (hits h JOIN records r ON r.tenant_id = $1 AND r.id = h.hid) ON true`
 const (
 	searchSparseSQL   = searchTermsSQL + searchLexical + searchSparse + searchResult
 	searchDenseSQL    = searchTermsSQL + searchLexical + searchDense + searchResult
+	searchNearSQL     = searchTermsSQL + searchLexical + searchDenseNear + searchResult
 	searchLexicalSQL  = searchTermsSQL + searchLexical + searchNoVector + searchResult
 	maxSearchLimit    = 1000
 	defaultSearchSize = 50
@@ -303,7 +367,11 @@ func Search(ctx context.Context, db pg.DBTX, tenant string, qs []SearchQuery) ([
 		if !q.Type.Valid() {
 			return nil, fmt.Errorf("search: unknown type %q", q.Type)
 		}
-		stmts[i] = searchStatement(tenant, q)
+		st, err := searchStatement(tenant, q)
+		if err != nil {
+			return nil, err
+		}
+		stmts[i] = st
 	}
 	out := make([]SearchResult, len(qs))
 	if _, inTx := db.(pgx.Tx); inTx {
@@ -343,16 +411,48 @@ func Search(ctx context.Context, db pg.DBTX, tenant string, qs []SearchQuery) ([
 	return out, nil
 }
 
-// statement is one search statement with its arguments.
+// statement is one search statement with its arguments, and the dense
+// index walk whose result it takes, if any.
 type statement struct {
 	what memory.Type
 	sql  string
 	args []any
+	near *nearStatement
 }
 
-func searchStatement(tenant string, q SearchQuery) statement {
+// nearStatement is a walk of a dense index (denseNearSQL) with its
+// arguments and settings.
+type nearStatement struct {
+	sql           string
+	args          []any
+	ef, maxTuples string
+}
+
+// denseNearSQLs holds denseNearSQL written for each index and type
+// searched.
+var denseNearSQLs sync.Map
+
+type denseNearKey struct {
+	ix DenseIndex
+	t  memory.Type
+}
+
+// denseNearStatement is denseNearSQL for ix, which must be valid, and a
+// valid type: the dimension is an integer, the model and the type quoted
+// literals.
+func denseNearStatement(ix DenseIndex, t memory.Type) string {
+	k := denseNearKey{ix, t}
+	if s, ok := denseNearSQLs.Load(k); ok {
+		return s.(string)
+	}
+	s := strings.NewReplacer("{{cast}}", ix.castType(), "{{model}}", quoteLiteral(ix.Model), "{{type}}", quoteLiteral(string(t))).Replace(denseNearSQL)
+	denseNearSQLs.Store(k, s)
+	return s
+}
+
+func searchStatement(tenant string, q SearchQuery) (statement, error) {
 	if q.Type == memory.Working {
-		return statement{q.Type, searchWorkingSQL, []any{tenant, q.ThreadID, q.MaxSensitivity.Rank()}}
+		return statement{what: q.Type, sql: searchWorkingSQL, args: []any{tenant, q.ThreadID, q.MaxSensitivity.Rank()}}, nil
 	}
 	limit := q.Limit
 	if limit <= 0 {
@@ -372,11 +472,79 @@ func searchStatement(tenant string, q SearchQuery) statement {
 	case q.Sparse != nil:
 		// The query vector's features ($14), as the vector half selects
 		// candidates by them.
-		return statement{q.Type, searchSparseSQL, append(args, q.Model, q.Sparse, share, q.AgentID, q.ThreadID, q.Sparse.Indices())}
+		return statement{what: q.Type, sql: searchSparseSQL, args: append(args, q.Model, q.Sparse, share, q.AgentID, q.ThreadID, q.Sparse.Indices())}, nil
+	case q.Dense != nil && q.DenseScan != nil:
+		ds := q.DenseScan
+		if err := ds.Index.Validate(); err != nil {
+			return statement{}, err
+		}
+		if ds.Index.Model != q.Model {
+			return statement{}, fmt.Errorf("search: dense index of model %q, query vector of %q", ds.Index.Model, q.Model)
+		}
+		if ds.EfSearch < 1 || ds.EfSearch > 1000 || ds.MaxScanTuples < 1 {
+			return statement{}, fmt.Errorf("search: dense scan ef_search %d (1..1000), max_scan_tuples %d (≥ 1)", ds.EfSearch, ds.MaxScanTuples)
+		}
+		near := &nearStatement{
+			sql:  denseNearStatement(ds.Index, q.Type),
+			args: []any{tenant, q.Dense, q.MaxSensitivity.Rank(), 4 * limit},
+			// A walk keeps at least as many candidates as it returns,
+			// so that an unfiltered one needs no second pass.
+			ef: strconv.Itoa(min(max(ds.EfSearch, 4*limit), 1000)), maxTuples: strconv.Itoa(ds.MaxScanTuples),
+		}
+		// $10 and $14, the walk's ids and distances, are filled in by
+		// runNear.
+		return statement{what: q.Type, sql: searchNearSQL, args: append(args, q.Model, nil, share, q.AgentID, q.ThreadID, nil), near: near}, nil
 	case q.Dense != nil:
-		return statement{q.Type, searchDenseSQL, append(args, q.Model, q.Dense, share, q.AgentID, q.ThreadID)}
+		return statement{what: q.Type, sql: searchDenseSQL, args: append(args, q.Model, q.Dense, share, q.AgentID, q.ThreadID)}, nil
 	}
-	return statement{q.Type, searchLexicalSQL, append(args, nil, nil, share, q.AgentID, q.ThreadID)}
+	return statement{what: q.Type, sql: searchLexicalSQL, args: append(args, nil, nil, share, q.AgentID, q.ThreadID)}, nil
+}
+
+// runNear walks the dense index for st (statement.near) and puts what it
+// found into st's arguments. On a pool it is a read-only transaction of its
+// own; inside a caller's transaction, a savepoint rolled back after, so
+// that its settings end with it.
+func runNear(ctx context.Context, db pg.DBTX, st *statement, inTx bool) error {
+	n := st.near
+	begin, end := "BEGIN READ ONLY", "COMMIT"
+	if inTx {
+		begin, end = "SAVEPOINT engram_dense_scan", "ROLLBACK TO SAVEPOINT engram_dense_scan"
+	}
+	b := &pgx.Batch{}
+	b.Queue(begin)
+	b.Queue(denseScanSettingsSQL, n.ef, n.maxTuples)
+	b.Queue(n.sql, n.args...)
+	b.Queue(end)
+	if inTx {
+		b.Queue("RELEASE SAVEPOINT engram_dense_scan")
+	}
+	br := db.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("dense index scan: %w", err)
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("dense index scan: %w", err)
+	}
+	var ids []uuid.UUID
+	var dists []float64
+	var id uuid.UUID
+	var dist float64
+	_, err = pgx.ForEachRow(rows, []any{&id, &dist}, func() error {
+		ids, dists = append(ids, id), append(dists, dist)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("dense index scan: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("dense index scan: %w", err)
+	}
+	st.args[9], st.args[13] = ids, dists
+	return nil
 }
 
 // runSearches runs statements as one batch on db and reads their results
@@ -385,6 +553,13 @@ func searchStatement(tenant string, q SearchQuery) statement {
 // parameters, and planning them costs more than running them, so a generic
 // plan, made once per connection, serves every call.
 func runSearches(ctx context.Context, db pg.DBTX, stmts []statement, out []SearchResult, genericPlans bool) error {
+	for i := range stmts {
+		if stmts[i].near != nil {
+			if err := runNear(ctx, db, &stmts[i], !genericPlans); err != nil {
+				return fmt.Errorf("search %s: %w", stmts[i].what, err)
+			}
+		}
+	}
 	b := &pgx.Batch{}
 	if genericPlans {
 		b.Queue("BEGIN READ ONLY")

@@ -80,6 +80,8 @@ type retrieval struct {
 	retriever  *retrieve.Retriever
 	settings   *retrieve.Settings
 	backfiller *embedding.Backfiller
+	// embedder is the configured embedder (nil: none).
+	embedder embedding.Embedder
 	// redactor is the redactor of the policy in force (nil: the built-in
 	// one), which consolidation also applies to what a model says.
 	redactor func() *policy.Redactor
@@ -112,7 +114,7 @@ func newRetrieval(cfg config.Config, db pg.DBTX, pol func() *policy.Policy, reg 
 	}
 	opts := append([]retrieve.Option{retrieve.WithLogger(logger), retrieve.WithRegistry(reg),
 		retrieve.WithRetention(func(rec memory.Record, now time.Time) bool { return rs.Config().Past(rec, now) })}, extra...)
-	out := &retrieval{settings: settings, retention: rs}
+	out := &retrieval{settings: settings, embedder: emb, retention: rs}
 	if pol != nil {
 		out.redactor = func() *policy.Redactor { return pol().Redactor() }
 		opts = append(opts, retrieve.WithRedactor(out.redactor))

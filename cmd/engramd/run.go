@@ -111,7 +111,7 @@ func migrateDB(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 		logger.Info("migrated", slog.String("migration", r.Source.Path), slog.Duration("duration", r.Duration))
 	}
 	logger.Info("database is up to date", slog.Int("applied", len(res)))
-	return nil
+	return migrateDenseIndex(ctx, cfg, logger)
 }
 
 // serve runs the daemon; load reads the configuration again on SIGHUP.
@@ -181,6 +181,10 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if ret.backfiller != nil {
 		ret.backfiller.YieldTo(worker.Busy, 0)
 	}
+	// Cut off when serve returns, and awaited before the pool closes.
+	denseCtx, stopDense := context.WithCancel(ctx)
+	waitDense := startDenseIndex(denseCtx, pool, ret.embedder, logger)
+	defer func() { stopDense(); waitDense() }()
 	per, err := startPeriodic(ctx, cfg, load, pool, writer, settings, ret, reg, logger)
 	if err != nil {
 		return err

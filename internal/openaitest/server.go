@@ -1,6 +1,7 @@
-// Package openaitest is a local HTTP server speaking OpenAI's
-// chat-completions wire format, for the tests of the code that calls a
-// language model (package extract, and consolidation through it).
+// Package openaitest is local HTTP servers speaking OpenAI's wire formats:
+// chat completions, for the tests of the code that calls a language model
+// (package extract, and consolidation through it), and embeddings
+// ([NewEmbeddingServer]), for dense vector search.
 package openaitest
 
 import (

@@ -4,7 +4,8 @@
 // the same run, with the ratio. `make bench` runs it.
 //
 //	go run ./scripts/bench [--size quick|full] [--events N] [--records N] [--scale N,N,…]
-//		[--decay-records N] [--episodes N] [--triggers N] [--only ingest,retrieve,decay,consolidate]
+//		[--decay-records N] [--episodes N] [--triggers N] [--dense-records N] [--dense-dims N]
+//		[--only ingest,retrieve,dense,decay,consolidate]
 //		[--out docs/bench/report.md] [--readme README.md]
 //
 // Each suite is `go test -run='^$' -bench=… ./pkg/` with its sizes in
@@ -40,14 +41,18 @@ type Sizes struct {
 	DecayRecords int    // records the decay sweep reads
 	Episodes     int    // closed episodes a consolidation pass reads
 	Triggers     int    // the distinct errors among them
+	DenseRecords int    // one tenant's records, embedded by a dense model, for the HNSW recall
+	DenseDims    int    // that model's dimensions
 }
 
 // presets: quick fits in minutes on a 2-core machine; full is the issue's
 // sizes (about two hours there, most of it seeding and indexing a million
 // records twice).
 var presets = map[string]Sizes{
-	"quick": {Events: 60_000, Records: 100_000, Scale: "1000,10000,100000", DecayRecords: 100_000, Episodes: 10_000, Triggers: 100},
-	"full":  {Events: 200_000, Records: 1_000_000, Scale: "1000,10000,100000,1000000", DecayRecords: 1_000_000, Episodes: 100_000, Triggers: 500},
+	"quick": {Events: 60_000, Records: 100_000, Scale: "1000,10000,100000", DecayRecords: 100_000, Episodes: 10_000, Triggers: 100,
+		DenseRecords: 20_000, DenseDims: 384},
+	"full": {Events: 200_000, Records: 1_000_000, Scale: "1000,10000,100000,1000000", DecayRecords: 1_000_000, Episodes: 100_000, Triggers: 500,
+		DenseRecords: 1_000_000, DenseDims: 1536},
 }
 
 // suite is one package's benchmarks.
@@ -67,6 +72,11 @@ var suites = []suite{
 			// scaling curve's largest.
 			return []string{fmt.Sprint("ENGRAM_BENCH_RECORDS=", s.Records), "ENGRAM_BENCH_SCALE=" + s.Scale,
 				"ENGRAM_BENCH_SCALE_MAX=" + largest(s.Scale), "ENGRAM_BENCH_KEEP=1"}
+		}},
+	{name: "dense", pkg: "./retrieve/", bench: "^BenchmarkDenseRecall$", benchtime: "100x",
+		env: func(s Sizes) []string {
+			return []string{fmt.Sprint("ENGRAM_BENCH_DENSE_RECORDS=", s.DenseRecords), fmt.Sprint("ENGRAM_BENCH_DENSE_DIMS=", s.DenseDims),
+				"ENGRAM_BENCH_KEEP=1"}
 		}},
 	{name: "decay", pkg: "./decay/", bench: "^Benchmark(Sweep|Feedback)$", benchtime: "1x",
 		env: func(s Sizes) []string { return []string{fmt.Sprint("ENGRAM_BENCH_RECORDS=", s.DecayRecords)} }},
@@ -95,7 +105,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	decayRecords := fs.Int("decay-records", 0, "records the decay sweep reads (preset if 0)")
 	episodes := fs.Int("episodes", 0, "closed episodes a consolidation pass reads (preset if 0)")
 	triggers := fs.Int("triggers", 0, "distinct errors among the episodes (preset if 0)")
-	only := fs.String("only", "", "run only these suites, comma separated: ingest, retrieve, decay, consolidate")
+	denseRecords := fs.Int("dense-records", 0, "one tenant's records embedded by a dense model, for the HNSW recall (preset if 0)")
+	denseDims := fs.Int("dense-dims", 0, "that model's dimensions; above 2,000 the index is over halfvec (preset if 0)")
+	only := fs.String("only", "", "run only these suites, comma separated: ingest, retrieve, dense, decay, consolidate")
 	out := fs.String("out", "docs/bench/report.md", "where to write the report")
 	readme := fs.String("readme", "", "a README whose bench block to replace with the table")
 	asIs := fs.Bool("autovacuum-as-is", false, "leave the server's autovacuum as it is (by default it is on for the run)")
@@ -113,6 +125,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	override(&sizes.DecayRecords, *decayRecords)
 	override(&sizes.Episodes, *episodes)
 	override(&sizes.Triggers, *triggers)
+	override(&sizes.DenseRecords, *denseRecords)
+	override(&sizes.DenseDims, *denseDims)
 	if *scale != "" {
 		sizes.Scale = *scale
 	}
@@ -203,7 +217,7 @@ func choose(only string) ([]suite, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("--only: no suite %q (ingest, retrieve, decay, consolidate)", name)
+			return nil, fmt.Errorf("--only: no suite %q (ingest, retrieve, dense, decay, consolidate)", name)
 		}
 	}
 	return out, nil

@@ -123,8 +123,8 @@ func (r Report) Markdown() string {
 
 func (r Report) sizeText() string {
 	s := r.Sizes
-	return fmt.Sprintf("%s events a case, %s records across 100 tenants, one tenant of %s records, a decay sweep over %s, consolidation of %s episodes (%d errors)",
-		count(s.Events), count(s.Records), s.Scale, count(s.DecayRecords), count(s.Episodes), s.Triggers)
+	return fmt.Sprintf("%s events a case, %s records across 100 tenants, one tenant of %s records, one tenant of %s records embedded by a dense model of %d dimensions, a decay sweep over %s, consolidation of %s episodes (%d errors)",
+		count(s.Events), count(s.Records), s.Scale, count(s.DenseRecords), s.DenseDims, count(s.DecayRecords), count(s.Episodes), s.Triggers)
 }
 
 // rows are the table's lines, in the order; a figure the run did
@@ -241,6 +241,25 @@ func (r Report) rows() []row {
 		}
 		add(x)
 	}
+
+	// Dense vectors on their HNSW index, against exact ranking.
+	dense := fmt.Sprintf("one tenant of %s records, a dense model of %d dimensions", count(r.Sizes.DenseRecords), r.Sizes.DenseDims)
+	v, ok = rs.get("DenseRecall", "recall@10")
+	vec, _ := rs.get("DenseRecall", "vector-recall@10")
+	add(fill(row{what: "recall@10 of dense vectors on the HNSW index against exact ranking, " + dense,
+		figure: fmt.Sprintf("%.3f (the vector half alone: %.3f)", v, vec), target: "≥ 0.95",
+		status: atLeast(math.Min(v, vec), 0.95, ""), floor: "—", ratio: "—"}, ok))
+	p50, ok := rs.get("DenseRecall", "p50-ms")
+	p99, _ = rs.get("DenseRecall", "p99-ms")
+	e50, hasExact := rs.get("DenseRecall", "exact-p50-ms")
+	e99, _ := rs.get("DenseRecall", "exact-p99-ms")
+	x := row{what: "retrieval p50 / p99 with dense vectors on the HNSW index, the same tenant", figure: msText(p50) + " / " + msText(p99),
+		target: "≤ the exact search", status: atMost(p50, e50, ""), floor: "—", ratio: "—"}
+	if hasExact {
+		x.floor = "exact ranking of the tenant's vectors: " + msText(e50) + " / " + msText(e99)
+		x.ratio = fmt.Sprintf("%.2f×", p50/e50)
+	}
+	add(fill(x, ok && hasExact))
 
 	// Decay.
 	d := float64(r.Sizes.DecayRecords)
