@@ -11,18 +11,29 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/revise"
 )
 
 // leaseAgent is the agent a lease request, or a write under the leases,
-// acts for (write-path RFC §12.8.3). A key names a tenant only, so today it
-// is the agent the caller names: named (agent_id in a lease's body or
-// query), else X-Engram-Actor. It is the one place that decides, so that
-// once keys carry an agent of their own it binds to the key's agent
-// instead of the caller's word.
-func leaseAgent(r *http.Request, named string) string {
-	return strings.TrimSpace(cmp.Or(named, r.Header.Get("X-Engram-Actor")))
+// acts for (write-path RFC §12.8.3). A key bound to an agent (an executor's
+// always is, write-path RFC §12.8.2) holds leases as that agent and no
+// other: a request naming another agent is refused, so no agent can take
+// or release another's lease by naming it. A key bound to no agent acts for
+// the agent the caller names: named (agent_id in a lease's body or query),
+// else X-Engram-Actor.
+func leaseAgent(r *http.Request, named string) (string, error) {
+	p := principalOf(r)
+	named = strings.TrimSpace(named)
+	if p.agent == "" {
+		return strings.TrimSpace(cmp.Or(named, r.Header.Get("X-Engram-Actor"))), nil
+	}
+	if named != "" && named != p.agent {
+		return "", &access.DeniedError{Rule: "key-agent", Reason: access.ReasonRole,
+			Detail: "this key acts for its own agent only: leave agent_id out, or name the key's agent"}
+	}
+	return p.agent, nil
 }
 
 // fencedChange is the audit identity of a records API write (see
@@ -31,7 +42,11 @@ func leaseAgent(r *http.Request, named string) string {
 // the write to the leases on what it writes.
 func (rd *redaction) fencedChange(r *http.Request, rationale string) (revise.Change, error) {
 	ch := rd.change(r, rationale)
-	f := &revise.Fence{Agent: rd.string(leaseAgent(r, ""))}
+	agent, err := leaseAgent(r, "")
+	if err != nil {
+		return ch, err
+	}
+	f := &revise.Fence{Agent: rd.string(agent)}
 	if v := strings.TrimSpace(r.Header.Get(api.FencingTokenHeader)); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
@@ -89,7 +104,10 @@ func (s *Server) acquireLease(w http.ResponseWriter, r *http.Request) error {
 	if err := rd.decode(r, &req); err != nil {
 		return err
 	}
-	agent := leaseAgent(r, req.AgentID)
+	agent, err := leaseAgent(r, req.AgentID)
+	if err != nil {
+		return err
+	}
 	if req.AgentID == "" {
 		agent = rd.string(agent)
 	}
@@ -148,7 +166,11 @@ func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rd := s.redaction()
-	agent := rd.string(leaseAgent(r, r.URL.Query().Get("agent_id")))
+	agent, err := leaseAgent(r, r.URL.Query().Get("agent_id"))
+	if err != nil {
+		return err
+	}
+	agent = rd.string(agent)
 	if err := rd.check(); err != nil {
 		return err
 	}
@@ -178,7 +200,10 @@ func (s *Server) leaseMethod(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	agent := leaseAgent(r, req.AgentID)
+	agent, err := leaseAgent(r, req.AgentID)
+	if err != nil {
+		return err
+	}
 	if req.AgentID == "" {
 		agent = rd.string(agent)
 	}

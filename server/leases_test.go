@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -389,4 +390,46 @@ func TestLeaseBadRequests(t *testing.T) {
 
 	require.Equal(t, http.StatusForbidden, e.do("POST", "/v1/leases", opsKey, map[string]any{"scope": "s", "agent_id": "a"}).status)
 	require.Equal(t, http.StatusNotFound, e.do("POST", "/v1/leases/"+l.ID.String()+":steal", acmeKey, nil).status)
+}
+
+// A key bound to an agent holds leases as that agent only (write-path RFC
+// §12.8.2, §12.8.3): naming another agent is refused, so no agent takes or
+// releases another's lease by naming it; leaving agent_id out takes the
+// key's agent. A key bound to no agent names the agent it acts for.
+func TestLeaseAgentIsTheKeysAgent(t *testing.T) {
+	t.Parallel()
+	e := setupLeases(t)
+	const plannerKey = "planner-7-key-0123456789abcdef"
+	keys := append(append([]server.Key{}, testKeys...),
+		server.Key{Tenant: "acme", Name: "planner-7", Secret: plannerKey, Role: server.RoleOrchestrator, Agent: "planner-7"})
+	wr := revise.New(e.db.Pool, revise.Config{Now: e.clock.Now})
+	srv := httptest.NewServer(server.New(server.Config{DB: e.db.Pool, Writer: wr, Keys: keys, Now: e.clock.Now}))
+	t.Cleanup(srv.Close)
+	e.url = srv.URL
+	rec := e.workingRecord("s", "start")
+
+	res := e.do("POST", "/v1/leases", plannerKey, map[string]any{"record_id": rec.ID, "agent_id": "someone-else"})
+	require.Equal(t, http.StatusForbidden, res.status, string(res.body))
+	require.Equal(t, "urn:engram:problem:access-denied", res.problem(t).Type)
+	var n int
+	require.NoError(t, e.db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM leases`).Scan(&n))
+	require.Zero(t, n, "nothing granted")
+
+	res = e.do("POST", "/v1/leases", plannerKey, map[string]any{"record_id": rec.ID}, "X-Engram-Actor", "someone-else")
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	var l api.Lease
+	require.NoError(t, json.Unmarshal(res.body, &l))
+	require.Equal(t, "planner-7", l.AgentID, "the key's agent, whatever the actor header says")
+
+	// An unbound key naming the holder is the holder's word; naming
+	// another agent finds the record held.
+	res = e.do("POST", "/v1/leases", acmeKey, map[string]any{"record_id": rec.ID, "agent_id": "someone-else"})
+	require.Equal(t, http.StatusConflict, res.status, string(res.body))
+	require.Equal(t, "urn:engram:problem:lease-held", res.problem(t).Type)
+
+	// The planner's key cannot release the lease as another agent either.
+	res = e.do("DELETE", "/v1/leases/"+l.ID.String()+"?agent_id=someone-else", plannerKey, nil)
+	require.Equal(t, http.StatusForbidden, res.status, string(res.body))
+	res = e.do("DELETE", "/v1/leases/"+l.ID.String(), plannerKey, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
 }
