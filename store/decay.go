@@ -353,15 +353,27 @@ type PurgeResult struct {
 // Records an operator deleted are not purged here: revise.Tx.Purge erases
 // them one at a time.
 func PurgeExpired(ctx context.Context, db pg.DBTX, cutoff time.Time, limit int, actor string) (PurgeResult, error) {
-	var res PurgeResult
 	rationale := "expired before " + cutoff.UTC().Format(time.RFC3339) + " and past the purge grace period"
+	res, err := purge(ctx, db, purgeExpiredSQL, cutoff.UTC(), limit, actor, rationale)
+	if err != nil {
+		return res, fmt.Errorf("purge records: %w", err)
+	}
+	return res, nil
+}
+
+// purge runs a purging statement — one that hard-deletes records and
+// returns, for each, its tenant and the artifact digests it referenced —
+// with purging allowed for its transaction, then deletes the artifacts no
+// remaining record references.
+func purge(ctx context.Context, db pg.DBTX, sql string, args ...any) (PurgeResult, error) {
+	var res PurgeResult
 	err := pg.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL engram.purge = 'on'"); err != nil {
 			return fmt.Errorf("allow purge: %w", err)
 		}
-		rows, err := tx.Query(ctx, purgeExpiredSQL, cutoff.UTC(), limit, actor, rationale)
+		rows, err := tx.Query(ctx, sql, args...)
 		if err != nil {
-			return fmt.Errorf("purge records: %w", err)
+			return err
 		}
 		var tenants, shas []string
 		for rows.Next() {
@@ -369,7 +381,7 @@ func PurgeExpired(ctx context.Context, db pg.DBTX, cutoff time.Time, limit int, 
 			var refs []string
 			if err := rows.Scan(&tenant, &refs); err != nil {
 				rows.Close()
-				return fmt.Errorf("purge records: %w", err)
+				return err
 			}
 			res.Records++
 			for _, ref := range refs {
@@ -379,14 +391,14 @@ func PurgeExpired(ctx context.Context, db pg.DBTX, cutoff time.Time, limit int, 
 			}
 		}
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("purge records: %w", err)
+			return err
 		}
 		if len(shas) == 0 {
 			return nil
 		}
 		tag, err := tx.Exec(ctx, deleteOrphanArtifactsSQL, tenants, shas)
 		if err != nil {
-			return fmt.Errorf("purge artifacts: %w", err)
+			return fmt.Errorf("artifacts: %w", err)
 		}
 		res.Artifacts = int(tag.RowsAffected())
 		return nil

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,44 +89,11 @@ SELECT tenant_id, artifacts FROM gone`
 // no remaining record references. Each purged record leaves an audit entry
 // by actor giving rationale, naming its id only.
 func PurgePastRetention(ctx context.Context, db pg.DBTX, class memory.RetentionClass, cutoff time.Time, limit int, actor, rationale string) (PurgeResult, error) {
-	var res PurgeResult
-	err := pg.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL engram.purge = 'on'"); err != nil {
-			return fmt.Errorf("allow purge: %w", err)
-		}
-		rows, err := tx.Query(ctx, retentionPurgeSQL, string(class), cutoff.UTC(), limit, actor, rationale)
-		if err != nil {
-			return fmt.Errorf("purge records past retention: %w", err)
-		}
-		var tenants, shas []string
-		for rows.Next() {
-			var tenant string
-			var refs []string
-			if err := rows.Scan(&tenant, &refs); err != nil {
-				rows.Close()
-				return fmt.Errorf("purge records past retention: %w", err)
-			}
-			res.Records++
-			for _, ref := range refs {
-				if sum, err := hex.DecodeString(ref); err == nil && len(sum) == 32 {
-					tenants, shas = append(tenants, tenant), append(shas, hex.EncodeToString(sum))
-				}
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("purge records past retention: %w", err)
-		}
-		if len(shas) == 0 {
-			return nil
-		}
-		tag, err := tx.Exec(ctx, deleteOrphanArtifactsSQL, tenants, shas)
-		if err != nil {
-			return fmt.Errorf("purge artifacts: %w", err)
-		}
-		res.Artifacts = int(tag.RowsAffected())
-		return nil
-	})
-	return res, err
+	res, err := purge(ctx, db, retentionPurgeSQL, string(class), cutoff.UTC(), limit, actor, rationale)
+	if err != nil {
+		return res, fmt.Errorf("purge records past retention: %w", err)
+	}
+	return res, nil
 }
 
 // RetentionCount is how many records of one tenant, class and status are
