@@ -3,7 +3,7 @@
 
 DATABASE_URL      ?= postgres://postgres@127.0.0.1:5432/engram?sslmode=disable
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/engram_test?sslmode=disable
-TEST_TIMEOUT      ?= 15m
+TEST_TIMEOUT      ?= 25m
 TEST_FLAGS        ?= -race -count=1
 FUZZTIME          ?= 1m
 # Every fuzz target, as package:Target; make fuzz runs them one at a time.

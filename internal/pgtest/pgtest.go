@@ -66,7 +66,9 @@ type Schema struct {
 // connections use it; both are closed and dropped when the test ends.
 func NewSchema(t testing.TB) *Schema {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Generous: a schema's migrations take about a second on a quiet
+	// machine, but many test processes migrate at once on a busy one.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	require.NoError(t, extensionOnce(), "prepare test database %s (run `make db`)", URL())
 
