@@ -199,7 +199,7 @@ func TestProblemFieldErrors(t *testing.T) {
 	var ce *client.Error
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, http.StatusUnprocessableEntity, ce.Problem.Status)
-	require.True(t, strings.HasPrefix(ce.Problem.Type, "urn:engram:problem:"), ce.Problem.Type)
+	require.Equal(t, client.ProblemValidation, ce.Problem.Type)
 	require.NotEmpty(t, ce.Problem.Errors)
 	require.Equal(t, "/payload", ce.Problem.Errors[0].Pointer, "%+v", ce.Problem.Errors)
 	require.Contains(t, ce.Problem.Errors[0].Message, "object")

@@ -3,7 +3,7 @@
 // records those of package memory.
 //
 //	c, err := client.New(client.Config{URL: "http://localhost:8080", Key: os.Getenv("ENGRAM_API_KEY")})
-//	res, err := c.Retrieve(ctx, api.RetrieveRequest{Task: api.Task{Description: "deploy the api"}})
+//	res, err := c.Retrieve(ctx, api.RetrieveRequest{Task: api.Task{Text: "deploy the api"}})
 //
 // Every method takes a context first and a trailing list of [CallOption]s
 // that set a header for that call only ([WithActor], [WithSession],

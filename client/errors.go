@@ -14,7 +14,7 @@ import (
 // answers is a stable URN of this form.
 const (
 	ProblemForbidden  = "urn:engram:problem:forbidden"
-	ProblemValidation = "urn:engram:problem:validation"
+	ProblemValidation = "urn:engram:problem:validation-failed"
 	ProblemNotFound   = "urn:engram:problem:not-found"
 )
 

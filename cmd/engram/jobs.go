@@ -112,13 +112,9 @@ func jobsRun(c *cli, ctx context.Context, args []string) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		b, err := fetch(ctx, cl, "GET", "/v1/jobs", nil, nil)
+		ov, err := cl.Jobs(ctx)
 		if err != nil {
 			return err
-		}
-		var ov api.JobsOverview
-		if err := json.Unmarshal(b, &ov); err != nil {
-			return fmt.Errorf("decode jobs: %w", err)
 		}
 		for _, j := range ov.Jobs {
 			r := j.LastRun
