@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// The CLI speaks to engramd only through the wire types of package api: it
-// does not link pgx, nor any of engram's packages beyond api and memory —
-// and loadgen, `engram bench ingest`'s load, which is an API client too.
+// The CLI speaks to engramd only through package client and the wire types
+// of package api: it does not link pgx, nor any of engram's packages beyond
+// client, api and memory — and loadgen, `engram bench ingest`'s load, which
+// is an API client too.
 func TestImportsNoDatabase(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
@@ -24,8 +25,9 @@ func TestImportsNoDatabase(t *testing.T) {
 			t.Errorf("the CLI depends on %s", dep)
 		case strings.HasPrefix(dep, "github.com/engram-dev/engram/") && dep != "github.com/engram-dev/engram/cmd/engram" &&
 			dep != "github.com/engram-dev/engram/api" && dep != "github.com/engram-dev/engram/memory" &&
+			dep != "github.com/engram-dev/engram/client" &&
 			dep != "github.com/engram-dev/engram/internal/loadgen":
-			t.Errorf("the CLI depends on %s; it may use only api, memory and loadgen of engram's packages", dep)
+			t.Errorf("the CLI depends on %s; it may use only client, api, memory and loadgen of engram's packages", dep)
 		}
 	}
 }

@@ -46,7 +46,7 @@ func erase(c *cli, ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := cl.do(ctx, "POST", "/v1/erasures", nil, body)
+	b, err := fetch(ctx, cl, "POST", "/v1/erasures", nil, body)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func erase(c *cli, ctx context.Context, args []string) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		if b, err = cl.do(ctx, "GET", "/v1/erasures/"+e.ID.String(), nil, nil); err != nil {
+		if b, err = fetch(ctx, cl, "GET", "/v1/erasures/"+e.ID.String(), nil, nil); err != nil {
 			return err
 		}
 		if err := json.Unmarshal(b, &e); err != nil {

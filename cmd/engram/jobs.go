@@ -89,7 +89,7 @@ func jobsRun(c *cli, ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := cl.do(ctx, "POST", "/v1/jobs/"+url.PathEscape(pos[0])+":run", nil, nil)
+	b, err := fetch(ctx, cl, "POST", "/v1/jobs/"+url.PathEscape(pos[0])+":run", nil, nil)
 	if err != nil {
 		return err
 	}
@@ -112,13 +112,9 @@ func jobsRun(c *cli, ctx context.Context, args []string) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		b, err := cl.do(ctx, "GET", "/v1/jobs", nil, nil)
+		ov, err := cl.Jobs(ctx)
 		if err != nil {
 			return err
-		}
-		var ov api.JobsOverview
-		if err := json.Unmarshal(b, &ov); err != nil {
-			return fmt.Errorf("decode jobs: %w", err)
 		}
 		for _, j := range ov.Jobs {
 			r := j.LastRun

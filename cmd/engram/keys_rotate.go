@@ -79,7 +79,7 @@ func keysRotateData(c *cli, ctx context.Context, args []string) error {
 	}
 	total := 0
 	for steps := 1; ; steps++ {
-		b, err := cl.do(ctx, "POST", "/v1/encryption:rotate-data", nil, body)
+		b, err := fetch(ctx, cl, "POST", "/v1/encryption:rotate-data", nil, body)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/client"
 )
 
 // recordCommands are the subcommands of engram records.
@@ -112,7 +113,7 @@ func (c *cli) recordsList(ctx context.Context, args []string) error {
 	}
 	var recs []json.RawMessage
 	for {
-		b, err := cl.do(ctx, "GET", "/v1/records", q, nil)
+		b, err := fetch(ctx, cl, "GET", "/v1/records", q, nil)
 		if err != nil {
 			return err
 		}
@@ -433,11 +434,19 @@ func (c *cli) call(ctx context.Context, method, path string, q url.Values, body 
 	if err != nil {
 		return err
 	}
-	b, err := cl.do(ctx, method, path, q, body)
+	b, err := fetch(ctx, cl, method, path, q, body)
 	if err != nil {
 		return err
 	}
 	return print(b)
+}
+
+// fetch sends a request through cl and returns the body of a successful
+// answer as it came, which --json prints unchanged.
+func fetch(ctx context.Context, cl *client.Client, method, path string, q url.Values, body []byte) ([]byte, error) {
+	var b []byte
+	err := cl.Do(ctx, method, path, q, json.RawMessage(body), &b)
+	return b, err
 }
 
 // readJSON reads the JSON document of -f: a file, or standard input for

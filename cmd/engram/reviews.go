@@ -62,7 +62,7 @@ func (c *cli) reviewsList(ctx context.Context, args []string) error {
 	}
 	var reviews []json.RawMessage
 	for {
-		b, err := cl.do(ctx, "GET", "/v1/reviews", q, nil)
+		b, err := fetch(ctx, cl, "GET", "/v1/reviews", q, nil)
 		if err != nil {
 			return err
 		}

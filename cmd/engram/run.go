@@ -6,10 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/client"
 )
 
 // DefaultURL is engramd's default listen address.
@@ -361,8 +365,9 @@ func flagError(err error) error {
 	return usageErrorf("%v", err)
 }
 
-// client returns a client for the configured server and key.
-func (c *cli) client() (*client, error) {
+// client returns a client of engramd's API (package client) for the
+// configured server, key, actor and fencing token.
+func (c *cli) client() (*client.Client, error) {
 	if c.key == "" {
 		return nil, usageErrorf("no API key: set ENGRAM_API_KEY or pass --api-key")
 	}
@@ -370,9 +375,16 @@ func (c *cli) client() (*client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, usageErrorf("%q is not an engramd URL such as %s", c.url, DefaultURL)
 	}
-	cl := newClient(strings.TrimSuffix(u.String(), "/"), c.key, c.actor)
-	cl.fence = c.fence
-	return cl, nil
+	var fence int64
+	if c.fence != "" {
+		if fence, err = strconv.ParseInt(c.fence, 10, 64); err != nil {
+			return nil, usageErrorf("fencing token %q is not a number: use the fencing token of engram leases acquire", c.fence)
+		}
+	}
+	return client.New(client.Config{
+		URL: c.url, Key: c.key, Actor: c.actor, FencingToken: fence,
+		HTTPClient: &http.Client{Timeout: time.Minute}, UserAgent: "engram-cli",
+	})
 }
 
 // report writes err for a person: an API problem with its details, a usage
@@ -399,7 +411,7 @@ func report(w io.Writer, err error) {
 			}
 			fmt.Fprintf(w, "  records: %s\n", strings.Join(ids, ", "))
 		}
-		if p.Type == problemForbidden {
+		if p.Type == client.ProblemForbidden {
 			fmt.Fprintln(w, "  ENGRAM_API_KEY (or --api-key) picks the key: engram jobs takes an operator key, as does engram stats writes; the other commands a tenant's key, but engram compliance an operator's")
 		}
 	case errors.As(err, &u):
