@@ -93,9 +93,10 @@ class Client:
         """stream_events sends events as NDJSON over one request (POST
         /v1/events:stream) and yields an acknowledgement per line, in line
         order, as the daemon makes each batch durable; events may be a
-        generator that yields as the agent works. Sending and reading
-        overlap (a thread sends), so a long stream does not fill the
-        connection's buffers. A bad line is acknowledged with its error and
+        generator that yields as the agent works. Over http, sending and
+        reading overlap (a thread sends), so a long stream does not fill the
+        connection's buffers; over https the events are sent first and the
+        acknowledgements read after, so send long https streams in parts. A bad line is acknowledged with its error and
         the stream goes on. timeout bounds the wait for an acknowledgement
         (None: no bound, since events may come slowly). Leaving the loop
         early closes the stream; lines not yet acknowledged may or may not
@@ -111,7 +112,11 @@ class Client:
             conn.putheader("Content-Type", "application/x-ndjson")
             conn.putheader("Transfer-Encoding", "chunked")
             conn.endheaders()
-            conn.sock.settimeout(timeout)
+            # The sender writes to the socket itself: http.client would
+            # open a new connection to send on once a response said
+            # Connection: close.
+            sock = conn.sock
+            sock.settimeout(timeout)
         except OSError as e:
             conn.close()
             raise self._connection_error(e) from None
@@ -122,20 +127,26 @@ class Client:
                 for ev in events:
                     buf.append(json.dumps(ev, separators=(",", ":")).encode("utf-8") + b"\n")
                     if len(buf) >= lines_per_chunk:
-                        _chunk(conn, b"".join(buf))
+                        _chunk(sock, b"".join(buf))
                         buf = []
                 if buf:
-                    _chunk(conn, b"".join(buf))
-                conn.send(b"0\r\n\r\n")
+                    _chunk(sock, b"".join(buf))
+                sock.sendall(b"0\r\n\r\n")
             except BaseException as e:  # the reader raises it
                 failed.append(e)
                 try:
-                    conn.sock.shutdown(socket.SHUT_RDWR)
-                except (OSError, AttributeError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
                     pass
 
         sender = threading.Thread(target=send, name="engram-stream", daemon=True)
-        sender.start()
+        if u.scheme == "https":
+            # One TLS connection is not read and written from two threads
+            # at once: over https the events are sent first, then the
+            # acknowledgements read.
+            send()
+        else:
+            sender.start()
         try:
             try:
                 resp = conn.getresponse()
@@ -150,12 +161,14 @@ class Client:
                 line = line.strip()
                 if line:
                     yield StreamAck.from_dict(json.loads(line))
-            sender.join()
+            if sender.is_alive():
+                sender.join()
             if failed:
                 raise failed[0]
         finally:
             conn.close()
-            sender.join(timeout=5)
+            if sender.is_alive():
+                sender.join(timeout=5)
 
     # -- retrieval and feedback -------------------------------------------
 
@@ -281,8 +294,8 @@ class Client:
         return s.replace(self._key, "[REDACTED]") if self._key else s
 
 
-def _chunk(conn: http.client.HTTPConnection, data: bytes) -> None:
-    conn.send(b"%x\r\n" % len(data) + data + b"\r\n")
+def _chunk(sock: socket.socket, data: bytes) -> None:
+    sock.sendall(b"%x\r\n" % len(data) + data + b"\r\n")
 
 
 def _seg(s: str) -> str:
