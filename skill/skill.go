@@ -221,12 +221,13 @@ func body(out *bytes.Buffer, skillName string, p memory.CompetencePayload, rec m
 	if len(p.FailureModes) > 0 {
 		out.WriteString("Seen to fail:\n\n")
 		list(out, p.FailureModes, maxNotes, item)
-		out.WriteString("\n")
 	}
 	if len(p.Fallbacks) > 0 {
+		if len(p.FailureModes) > 0 {
+			out.WriteString("\n")
+		}
 		out.WriteString("Then try:\n\n")
 		list(out, p.Fallbacks, maxNotes, item)
-		out.WriteString("\n")
 	}
 
 	out.WriteString("\n## Success record\n\n")
