@@ -29,7 +29,10 @@ import (
 	"github.com/engram-dev/engram/store"
 )
 
-const otherKey = "fedcba9876543210"
+const (
+	otherKey  = "fedcba9876543210"
+	publicKey = "public0123456789"
+)
 
 // skillsEnv is engramd with its policy plane and a consolidator over the
 // same database: events in over HTTP, procedures learned the way engramd's
@@ -72,7 +75,8 @@ func setupSkills(t *testing.T) *skillsEnv {
 	srv := httptest.NewServer(server.New(server.Config{
 		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler),
 		Ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
-		Keys:   []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}, {Tenant: "other", Name: "other", Secret: otherKey}},
+		Keys:   []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}, {Tenant: "other", Name: "other", Secret: otherKey},
+			{Tenant: "acme", Name: "public", Secret: publicKey, Clearance: memory.Public}},
 	}))
 	t.Cleanup(srv.Close)
 	return &skillsEnv{
@@ -262,6 +266,15 @@ func TestSkillsExport(t *testing.T) {
 	status, _, body = e.get(otherKey, "/v1/records/"+linux.ID.String()+"/skill.md")
 	require.Equal(t, http.StatusNotFound, status, body)
 	require.NotContains(t, body, "cache")
+	// A key cleared below the procedure is refused as GET /v1/records/{id}
+	// refuses it, and sees none of it.
+	require.NotEqual(t, memory.Public, linux.Sensitivity)
+	status, _, body = e.get(publicKey, "/v1/records/"+linux.ID.String()+"/skill.md")
+	require.Equal(t, http.StatusForbidden, status, body)
+	require.Contains(t, body, "access-denied")
+	require.NotContains(t, body, "cache")
+	plain, _, _ := e.get(publicKey, "/v1/records/"+linux.ID.String())
+	require.Equal(t, plain, status)
 	status, _, _ = e.get(testKey, "/v1/records/nope/skill.md")
 	require.Equal(t, http.StatusNotFound, status)
 
