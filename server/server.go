@@ -271,6 +271,8 @@ func (s *Server) routes() []route {
 		{"GET /v1/encryption", s.encryptionStatus, operatorRoles, false},
 		{"POST /v1/encryption:rotate-master", s.rotateMaster, operatorRoles, false},
 		{"POST /v1/encryption:rotate-data", s.rotateData, operatorRoles, false},
+		// A learned procedure as an Agent Skills SKILL.md (issue 15).
+		{"GET /v1/records/{id}/skill.md", s.recordSkill, tenantRoles, false},
 	}
 }
 

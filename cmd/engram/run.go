@@ -94,6 +94,10 @@ Retrieval:
                                           smoothed success rate (successes/uses), evidence
                                           count and state (probation, active; --status
                                           retracted or all for the ones given up)
+  skills export DIR [--min-success-rate R]
+                                          every active procedure as DIR/NAME/SKILL.md in the Agent
+                                          Skills format (Claude Code, Codex, Cursor, Copilot, Letta);
+                                          R leaves out those whose smoothed success rate is below it
 
 Review (the approval gate's queue of drafts; a tenant's key):
   reviews list [--status S]... [--all]    the queue, oldest first: pending reviews, or those with
@@ -292,6 +296,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return statsCommand(c, ctx, args)
 	case "procedures":
 		return procedures(c, ctx, args)
+	case "skills":
+		return skillsCommand(c, ctx, args)
 	case "leases":
 		return leasesCommand(c, ctx, args)
 	case "compliance":
