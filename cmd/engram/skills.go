@@ -48,7 +48,7 @@ func skillsCommand(c *cli, ctx context.Context, args []string) error {
 	var recs []memory.Record
 	q := url.Values{"type": {string(memory.Competence)}, "status": {string(memory.Active)}, "limit": {"1000"}}
 	for {
-		b, err := cl.do(ctx, "GET", "/v1/records", q, nil)
+		b, err := fetch(ctx, cl, "GET", "/v1/records", q, nil)
 		if err != nil {
 			return err
 		}
@@ -77,7 +77,7 @@ func skillsCommand(c *cli, ctx context.Context, args []string) error {
 	}
 	seen := map[string]string{}
 	for i, r := range chosen {
-		md, err := cl.do(ctx, "GET", "/v1/records/"+r.ID.String()+"/skill.md", nil, nil)
+		md, err := fetch(ctx, cl, "GET", "/v1/records/"+r.ID.String()+"/skill.md", nil, nil)
 		if err != nil {
 			return fmt.Errorf("procedure %s: %w", r.ID, err)
 		}
