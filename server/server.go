@@ -236,6 +236,11 @@ func (s *Server) routes() []route {
 		// Statistics and previews read the caller's tenant only.
 		{"GET /v1/stats/salience", s.salienceStats, tenantRoles, false},
 		{"POST /v1/decay/preview", s.decayPreview, tenantRoles, false},
+		// The health page's metrics (substrate RFC §15.10): a tenant's keys
+		// read their tenant's, an operator's the tenant it names; and the
+		// tenants an operator may name.
+		{"GET /v1/stats/health", s.healthStats, anyRole, false},
+		{"GET /v1/tenants", s.listTenants, operatorRoles, false},
 		// The review queue (write-path RFC §12.6): a tenant's keys review
 		// its drafts, until reviewers get a role of their own.
 		{"GET /v1/agents", s.listAgents, tenantRoles, false},
