@@ -59,7 +59,8 @@ type HealthBucket struct {
 	// used_failure on a plan_graph record).
 	PlanReuse int64 `json:"plan_reuse"`
 	// Writes counts the write path's outcomes for new records, from the
-	// audit log: created, absorbed (duplicates), merged, contested, queued
+	// audit log: created, absorbed (duplicates that brought new evidence
+	// or tags: one that changed nothing leaves no row to count), merged, contested, queued
 	// (for review), approved, rejected (by a reviewer).
 	Writes map[string]int64 `json:"writes"`
 	// AcceptanceRate is created and approved over created, absorbed and

@@ -38,8 +38,7 @@ func statsTenant(r *http.Request) (string, error) {
 	p, want := principalOf(r), r.URL.Query().Get("tenant")
 	if p.role != RoleOperator {
 		if want != "" && want != p.tenant {
-			return "", problem(http.StatusForbidden, "forbidden", "Forbidden",
-				"a tenant's key reads its own tenant's statistics only: leave out tenant, or use an operator key")
+			return "", badParam("tenant", "a tenant's key reads its own tenant's statistics only: leave tenant out, or use an operator key")
 		}
 		return p.tenant, nil
 	}
@@ -68,7 +67,8 @@ func (s *Server) listTenants(w http.ResponseWriter, r *http.Request) error {
 // healthStats serves GET /v1/stats/health: a tenant's metrics of
 // substrate RFC §15.10 over a time range, in buckets, with the composite
 // health score of write-path RFC §12.12.7. A tenant's keys read their own
-// tenant; an operator's any one it names.
+// tenant (a tenant parameter naming another is a bad parameter, so the
+// route admits every role); an operator's any one it names.
 func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 	tenant, err := statsTenant(r)
 	if err != nil {
@@ -94,6 +94,13 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 		return err
 	} else if t != nil {
 		from = t.UTC()
+	}
+	// PostgreSQL keeps microseconds: whole seconds keep its buckets' starts
+	// and ours the same. The range widens to them, so "now" includes what
+	// was written this second.
+	from = from.Truncate(time.Second)
+	if t := to.Truncate(time.Second); !t.Equal(to) {
+		to = t.Add(time.Second)
 	}
 	if !from.Before(to) {
 		return badParam("from", "must be before to")
@@ -129,7 +136,7 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 	for _, c := range counts {
 		var b *api.HealthBucket
 		if !c.Bucket.IsZero() {
-			i := int(c.Bucket.Sub(from) / step)
+			i := int((c.Bucket.Sub(from) + step/2) / step)
 			if i < 0 || i >= n {
 				continue
 			}
@@ -270,14 +277,20 @@ func healthScore(feedback, writes map[string]int64, t store.HealthTotals) api.He
 		parts[5].Value, parts[5].Normalized, parts[5].Detail = &one, &one, "no review pending"
 	}
 	var sum, weights float64
+	measured := 0
 	for _, p := range parts {
 		if p.Normalized != nil {
 			sum += p.Weight * *p.Normalized
 			weights += p.Weight
+			if p.Name != "operational" {
+				measured++
+			}
 		}
 	}
+	// An empty tenant's queue is within its deadlines, which says nothing
+	// of its memory: no score without a quality metric.
 	sc := api.HealthScore{Status: "unknown", Parts: parts}
-	if weights > 0 {
+	if measured > 0 {
 		v := sum / weights
 		sc.Score = &v
 		switch {
