@@ -95,13 +95,9 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 	} else if t != nil {
 		from = t.UTC()
 	}
-	// PostgreSQL keeps microseconds: whole seconds keep its buckets' starts
-	// and ours the same. The range widens to them, so "now" includes what
-	// was written this second.
-	from = from.Truncate(time.Second)
-	if t := to.Truncate(time.Second); !t.Equal(to) {
-		to = t.Add(time.Second)
-	}
+	// PostgreSQL keeps microseconds: so must the range, for its buckets'
+	// starts and ours to be the same.
+	from, to = from.Truncate(time.Microsecond), to.Truncate(time.Microsecond)
 	if !from.Before(to) {
 		return badParam("from", "must be before to")
 	}

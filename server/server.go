@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/engram-dev/engram/access"
+	"github.com/engram-dev/engram/console"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pg"
@@ -186,6 +187,11 @@ func New(cfg Config) *Server {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(OpenAPI)
 	})
+
+	// The operator console (issue 16): static assets, which call /v1 with
+	// the key the operator signs in with, like any client.
+	mux.Handle("GET /console", console.Handler())
+	mux.Handle("GET "+console.Prefix, console.Handler())
 
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.authenticated(rt))

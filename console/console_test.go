@@ -1,0 +1,375 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/memory"
+)
+
+const (
+	curatorKey = "console-curator-0123456789"
+	emptyKey   = "console-empty-0123456789"
+	opsKey     = "console-operator-0123456789"
+)
+
+// chromium is the browser the tests drive: $CHROMIUM, or Debian's. Without
+// it the tests skip, unless ENGRAM_REQUIRE_BROWSER=1 (make test sets it),
+// when they fail: scripts/browser.sh installs it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	path := cmpOr(os.Getenv("CHROMIUM"), "/usr/bin/chromium")
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("ENGRAM_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("no browser at %s (ENGRAM_REQUIRE_BROWSER=1): run scripts/browser.sh", path)
+		}
+		t.Skipf("no browser at %s: run scripts/browser.sh, or set CHROMIUM", path)
+	}
+	return path
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// daemon is a real engramd, built from cmd/engramd, over a fresh schema.
+type daemon struct {
+	t    *testing.T
+	url  string
+	db   *pgtest.Schema
+	logs *bytes.Buffer
+}
+
+func startEngramd(t *testing.T) *daemon {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "engramd")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/engramd").CombinedOutput()
+	require.NoError(t, err, string(out))
+	conf := filepath.Join(dir, "engram.yaml")
+	// Consolidation and the decay sweep run when the test says, through
+	// the jobs API, so what the pages show does not move under them.
+	require.NoError(t, os.WriteFile(conf, []byte("jobs: {consolidate: \"off\", decay_sweep: \"off\", embedding_backfill: \"@every 1h\", retrieval_stats: \"@every 1h\"}\n"), 0o600))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	db := pgtest.NewSchema(t)
+	cmd := exec.Command(bin, "run", "--migrate")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+db.URL, "ENGRAM_LISTEN="+addr, "ENGRAM_CONFIG="+conf,
+		"ENGRAM_API_KEYS=acme:"+curatorKey+",empty:"+emptyKey+",*:"+opsKey, "ENGRAM_LOG_LEVEL=warn")
+	logs := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = io.Discard, logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	d := &daemon{t: t, url: "http://" + addr, db: db, logs: logs}
+	d.poll("engramd ready", 30*time.Second, func() bool {
+		res, err := http.Get(d.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	return d
+}
+
+// poll waits for cond, failing after timeout.
+func (d *daemon) poll(what string, timeout time.Duration, cond func() bool) {
+	d.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("timed out waiting for %s; engramd said:\n%s", what, d.logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// call is one API call; out, if not nil, receives the JSON answer.
+func (d *daemon) call(method, path, key string, body any, out any) int {
+	d.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(d.t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, d.url+path, rd)
+	require.NoError(d.t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(d.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(d.t, err)
+	if out != nil && res.StatusCode < 300 {
+		require.NoError(d.t, json.Unmarshal(b, out), string(b))
+	}
+	if res.StatusCode >= 300 {
+		d.t.Logf("%s %s: %d %s", method, path, res.StatusCode, b)
+	}
+	return res.StatusCode
+}
+
+// stream sends events as NDJSON on one POST /v1/events:stream.
+func (d *daemon) stream(events []memory.Event) {
+	d.t.Helper()
+	var buf bytes.Buffer
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		require.NoError(d.t, err)
+		buf.Write(append(b, '\n'))
+	}
+	req, err := http.NewRequest("POST", d.url+"/v1/events:stream", &buf)
+	require.NoError(d.t, err)
+	req.Header.Set("Authorization", "Bearer "+curatorKey)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(d.t, err)
+	acks, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(d.t, http.StatusOK, res.StatusCode, string(acks))
+	require.Equal(d.t, len(events), strings.Count(string(acks), "\n"), string(acks))
+	require.NotContains(d.t, string(acks), "problem", string(acks))
+	d.poll("events classified", 30*time.Second, func() bool {
+		var pending int
+		require.NoError(d.t, d.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM candidates WHERE status = 'pending'`).Scan(&pending))
+		return pending == 0
+	})
+}
+
+// runJob runs a job through the jobs API and waits until it succeeded.
+func (d *daemon) runJob(name string) {
+	d.t.Helper()
+	var started api.JobStarted
+	require.Equal(d.t, http.StatusAccepted, d.call("POST", "/v1/jobs/"+name+":run", opsKey, nil, &started))
+	d.poll("job "+name, 60*time.Second, func() bool {
+		var status string
+		require.NoError(d.t, d.db.Pool.QueryRow(context.Background(), `SELECT status FROM job_runs WHERE id = $1`, started.Run.ID).Scan(&status))
+		require.Contains(d.t, []string{"running", "succeeded"}, status, "job %s", name)
+		return status == "succeeded"
+	})
+}
+
+// episode is one solved task as an agent streams it: the request, the
+// error, the fix and its check, and the outcome.
+func episode(thread string, at time.Time) []memory.Event {
+	env := map[string]any{"os": "linux", "service": "billing-db"}
+	ev := func(kind memory.EventKind, i int) memory.Event {
+		return memory.Event{Kind: kind, AgentID: "agent-7", ThreadID: thread, Environment: env, Tags: []string{"intent:restart_db"},
+			Time: at.Add(time.Duration(i) * time.Second)}
+	}
+	in := ev(memory.UserInput, 0)
+	in.Text = "billing is down: fix the database connection"
+	fail := ev(memory.ErrorEvent, 1)
+	fail.Error = &memory.EventError{Message: "connection refused: billing-db:5432", Code: "ECONNREFUSED"}
+	call := ev(memory.ToolCall, 2)
+	call.Tool = &memory.EventTool{Name: "systemctl", CallID: "c1", Arguments: json.RawMessage(`{"action":"restart","unit":"billing-db"}`)}
+	out := ev(memory.ToolOutput, 3)
+	out.Tool = &memory.EventTool{Name: "systemctl", CallID: "c1", Result: json.RawMessage(`{"exit":0}`)}
+	check := ev(memory.ToolCall, 4)
+	check.Tool = &memory.EventTool{Name: "pg_isready", CallID: "c2", Arguments: json.RawMessage(`{"host":"billing-db"}`)}
+	checked := ev(memory.ToolOutput, 5)
+	checked.Tool = &memory.EventTool{Name: "pg_isready", CallID: "c2", Result: json.RawMessage(`{"accepting":true}`)}
+	end := ev(memory.Outcome, 6)
+	end.Outcome = &memory.EventOutcome{Status: "success", Summary: "database restarted"}
+	return []memory.Event{in, fail, call, out, check, checked, end}
+}
+
+// seed streams solved episodes and facts for acme, consolidates them into
+// a learned procedure, uses it, and queues a contradiction for review.
+type seeded struct {
+	procedure api.RecordPage
+	review    api.ReviewPage
+}
+
+func seed(d *daemon) seeded {
+	t := d.t
+	now := time.Now().UTC()
+	var events []memory.Event
+	for i := range 4 {
+		events = append(events, episode(fmt.Sprintf("restart-%d", i), now.Add(time.Duration(i-10)*time.Minute))...)
+	}
+	for i, f := range [][2]string{{"billing-db", "postgres 16"}, {"billing-api", "go 1.25"}, {"payments", "stripe"}} {
+		events = append(events, memory.Event{Kind: memory.FactEvent, AgentID: "agent-7", ThreadID: "facts", Time: now.Add(time.Duration(i) * time.Second),
+			Fact: &memory.EventFact{Subject: f[0], Predicate: "runs_on", Object: json.RawMessage(fmt.Sprintf("%q", f[1]))}})
+	}
+	d.stream(events)
+	d.runJob("consolidate")
+
+	var s seeded
+	require.Equal(t, http.StatusOK, d.call("GET", "/v1/records?type=competence", curatorKey, nil, &s.procedure))
+	require.Len(t, s.procedure.Records, 1, "one procedure learned from four episodes")
+	proc := s.procedure.Records[0].ID.String()
+	for i, outcome := range []string{"used_success", "used_success", "used_failure", "used_success"} {
+		require.Equal(t, http.StatusOK, d.call("POST", "/v1/feedback", curatorKey, api.FeedbackRequest{
+			Key: fmt.Sprintf("task-%d", i), RecordIDs: []string{proc}, Outcome: outcome}, nil))
+	}
+	// A contradiction of an active fact waits for a reviewer.
+	res := d.call("POST", "/v1/records", curatorKey, map[string]any{"type": "semantic", "confidence": 0.99,
+		"provenance": map[string]any{"sources": []map[string]any{{"kind": "human", "ref": "user://ops-lead"}, {"kind": "observation", "ref": "obs://inventory/billing-db"}}},
+		"payload": map[string]any{
+		"kind": "semantic", "subject": "billing-db", "predicate": "runs_on", "object": "mysql 8", "validity": map[string]any{"mode": "global"}}}, nil)
+	require.Equal(t, http.StatusAccepted, res)
+	require.Equal(t, http.StatusOK, d.call("GET", "/v1/reviews?status=pending", curatorKey, nil, &s.review))
+	require.Len(t, s.review.Reviews, 1)
+	return s
+}
+
+// browser is a headless Chromium with a fresh profile.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromium(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1360, 1000),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(cancelCtx)
+	require.NoError(t, chromedp.Do(ctx))
+	return ctx
+}
+
+// page drives one browser tab.
+type page struct {
+	t   *testing.T
+	ctx context.Context
+	url string
+}
+
+func (p *page) run(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		body, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 4000)`))
+		p.t.Fatalf("%v; the page shows:\n%s", err, body)
+	}
+}
+
+// eval returns the value of a JavaScript expression.
+func eval[T any](p *page, expr string) T {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	require.NoError(p.t, err, expr)
+	return v
+}
+
+// open navigates to a console page and waits until it shows its data.
+func (p *page) open(hash string) {
+	p.t.Helper()
+	p.run(chromedp.Navigate(p.url+"/console/#/"+hash), chromedp.WaitVisible(chromedp.CSS(`#page section[data-ready]`)))
+	require.Empty(p.t, eval[string](p, `document.querySelector("#page section").dataset.error || ""`), "page %s", hash)
+}
+
+func (p *page) signIn(key string) {
+	p.t.Helper()
+	p.run(chromedp.Navigate(p.url+"/console/"))
+	eval[bool](p, `sessionStorage.clear(), true`)
+	p.run(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#key`)), chromedp.SendKeys(chromedp.CSS(`#key`), key),
+		chromedp.Click(chromedp.CSS(`#signin-form button`)), chromedp.WaitVisible(chromedp.CSS(`#page section[data-ready]`)))
+}
+
+// screenshot writes the page to docs/console/<name>.png when
+// ENGRAM_SCREENSHOTS is set (make screenshots).
+func (p *page) screenshot(name string) {
+	p.t.Helper()
+	dir := os.Getenv("ENGRAM_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(p.t, err)
+	require.NoError(p.t, os.MkdirAll(dir, 0o755))
+	require.NoError(p.t, os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644))
+}
+
+// table reads a chart's text alternative: series name to its values.
+func (p *page) table(chart string) map[string][]string {
+	p.t.Helper()
+	return eval[map[string][]string](p, fmt.Sprintf(`(() => { const o = {};
+		for (const td of document.querySelectorAll('figure[data-chart=%q] table.data td')) (o[td.dataset.series] ||= []).push(td.dataset.y);
+		return o; })()`, chart))
+}
+
+func (p *page) text(sel string) string {
+	p.t.Helper()
+	return eval[string](p, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel))
+}
+
+func (p *page) count(sel string) int {
+	p.t.Helper()
+	return eval[int](p, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))
+}
+
+// The console against a real engramd: a tenant's curator sees its health,
+// records, what was learned, the review queue and the decay preview, with
+// the numbers the API has; an operator sees each tenant's health and the
+// jobs, and runs one.
+func TestConsole(t *testing.T) {
+	chromium(t)
+	d := startEngramd(t)
+	_ = seed(d)
+	p := &page{t: t, ctx: browser(t), url: d.url}
+
+	t.Run("health", func(t *testing.T) {
+		p.t = t
+		p.signIn(curatorKey)
+		p.open("health")
+		// The page's range is the last 7 days, day by day.
+		var hs api.HealthStats
+		now := time.Now().UTC()
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/stats/health?bucket=day&from="+now.Add(-7*24*time.Hour).Format(time.RFC3339Nano)+"&to="+now.Format(time.RFC3339Nano), curatorKey, nil, &hs))
+		for _, typ := range []memory.Type{memory.Semantic, memory.Competence, memory.Episodic} {
+			require.Positive(t, hs.Live[typ], typ)
+			require.Equal(t, fmt.Sprint(hs.Live[typ]), p.text(fmt.Sprintf(`[data-live-type=%q] .n`, typ)), typ)
+		}
+		last := hs.Series[len(hs.Series)-1]
+		records := p.table("records-by-type")
+		require.Len(t, records["semantic"], len(hs.Series))
+		require.Equal(t, fmt.Sprint(last.Records[memory.Semantic]), records["semantic"][len(hs.Series)-1])
+		require.Equal(t, fmt.Sprint(last.Records[memory.Competence]), records["competence"][len(hs.Series)-1])
+		comp := p.table("competence")["competence"]
+		require.NotNil(t, last.CompetenceSuccessRate)
+		require.Equal(t, fmt.Sprint(*last.CompetenceSuccessRate), comp[len(comp)-1], "3 of 4 uses worked")
+		points := 0
+		for _, b := range hs.Series {
+			if b.CompetenceSuccessRate != nil {
+				points++
+			}
+		}
+		require.Equal(t, points, p.count(`figure[data-chart="competence"] circle.point`), "one point per bucket with uses")
+		require.Equal(t, hs.Score.Status, p.text(`section.score .status`))
+		require.Equal(t, 6, p.count(`section.score tr[data-part]`))
+		p.screenshot("health")
+	})
+}
