@@ -230,7 +230,7 @@ func seed(d *daemon) seeded {
 	res := d.call("POST", "/v1/records", curatorKey, map[string]any{"type": "semantic", "confidence": 0.99,
 		"provenance": map[string]any{"sources": []map[string]any{{"kind": "human", "ref": "user://ops-lead"}, {"kind": "observation", "ref": "obs://inventory/billing-db"}}},
 		"payload": map[string]any{
-		"kind": "semantic", "subject": "billing-db", "predicate": "runs_on", "object": "mysql 8", "validity": map[string]any{"mode": "global"}}}, nil)
+			"kind": "semantic", "subject": "billing-db", "predicate": "runs_on", "object": "mysql 8", "validity": map[string]any{"mode": "global"}}}, nil)
 	require.Equal(t, http.StatusAccepted, res)
 	require.Equal(t, http.StatusOK, d.call("GET", "/v1/reviews?status=pending", curatorKey, nil, &s.review))
 	require.Len(t, s.review.Reviews, 1)
@@ -285,13 +285,20 @@ func eval[T any](p *page, expr string) T {
 // open navigates to a console page and waits until it shows its data.
 func (p *page) open(hash string) {
 	p.t.Helper()
-	p.run(chromedp.Navigate(p.url+"/console/#/"+hash), chromedp.WaitVisible(chromedp.CSS(`#page section[data-ready]`)))
+	name, id, _ := strings.Cut(hash, "/")
+	// A new hash on the same document is no reload: wait for this page's
+	// section, not the last one's.
+	sel := `#page section[data-page=` + name + `][data-ready]`
+	if id != "" {
+		sel = `#page section[data-page=` + name + `][data-id="` + id + `"][data-ready]`
+	}
+	p.run(chromedp.Navigate(p.url+"/console/#/"+hash), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(sel)))
 	require.Empty(p.t, eval[string](p, `document.querySelector("#page section").dataset.error || ""`), "page %s", hash)
 }
 
 func (p *page) signIn(key string) {
 	p.t.Helper()
-	p.run(chromedp.Navigate(p.url+"/console/"))
+	p.run(chromedp.Navigate(p.url + "/console/"))
 	eval[bool](p, `sessionStorage.clear(), true`)
 	p.run(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#key`)), chromedp.SendKeys(chromedp.CSS(`#key`), key),
 		chromedp.Click(chromedp.CSS(`#signin-form button`)), chromedp.WaitVisible(chromedp.CSS(`#page section[data-ready]`)))
@@ -321,6 +328,18 @@ func (p *page) table(chart string) map[string][]string {
 		return o; })()`, chart))
 }
 
+// poll waits until cond holds in the page, failing after 20 seconds.
+func (p *page) poll(what string, cond func() bool) {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (p *page) text(sel string) string {
 	p.t.Helper()
 	return eval[string](p, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel))
@@ -338,7 +357,7 @@ func (p *page) count(sel string) int {
 func TestConsole(t *testing.T) {
 	chromium(t)
 	d := startEngramd(t)
-	_ = seed(d)
+	s := seed(d)
 	p := &page{t: t, ctx: browser(t), url: d.url}
 
 	t.Run("health", func(t *testing.T) {
@@ -371,5 +390,154 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, hs.Score.Status, p.text(`section.score .status`))
 		require.Equal(t, 6, p.count(`section.score tr[data-part]`))
 		p.screenshot("health")
+	})
+
+	proc := s.procedure.Records[0]
+
+	t.Run("records", func(t *testing.T) {
+		p.t = t
+		p.open("records")
+		var all api.RecordPage
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records", curatorKey, nil, &all))
+		require.Equal(t, len(all.Records), p.count(`#records-list tbody tr`))
+		require.Contains(t, p.text(`#records-list tbody`), "billing-api runs_on go 1.25")
+		p.screenshot("records")
+
+		// Filter by type, as a person would.
+		var facts api.RecordPage
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records?type=semantic", curatorKey, nil, &facts))
+		p.run(chromedp.SetValue(chromedp.CSS(`#f-type`), "semantic"), chromedp.Click(chromedp.CSS(`form.controls button`)))
+		p.poll("the semantic rows", func() bool {
+			return p.count(`#records-list tbody tr`) == len(facts.Records) && p.count(`#records-list tbody tr:not([data-type=semantic])`) == 0
+		})
+
+		// The procedure's page: payload, versions as diffs, audit,
+		// provenance, relations and salience curve.
+		p.open("records/" + proc.ID.String())
+		var hist api.RecordHistory
+		var audit api.AuditTrail
+		var rel api.RecordRelations
+		id := proc.ID.String()
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records/"+id+"/history", curatorKey, nil, &hist))
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records/"+id+"/audit", curatorKey, nil, &audit))
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records/"+id+"/relations", curatorKey, nil, &rel))
+		require.Greater(t, len(hist.Versions), 1, "feedback revised the procedure")
+		require.Equal(t, len(hist.Versions), p.count(`ol.versions li[data-version]`))
+		require.Positive(t, p.count(`ol.versions li[data-version] tr[data-path^="/payload/performance"]`), "a use shows as a change of its performance")
+		require.Equal(t, len(audit.Entries), p.count(`table.audit tbody tr`))
+		require.Equal(t, len(rel.Relations), p.count(`figure[data-chart=relations] line.edge`))
+		require.Equal(t, len(rel.Relations), p.count(`figure[data-chart=relations] line.edge[data-predicate=derived_from]`), "learned from its episodes")
+		require.Contains(t, p.text(`.payload[data-kind=competence]`), "systemctl")
+		curve := p.table("salience-curve")["salience"]
+		require.Len(t, curve, 25)
+		p.screenshot("record")
+	})
+
+	t.Run("learning", func(t *testing.T) {
+		p.t = t
+		p.open("learning")
+		var rec memory.Record
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records/"+proc.ID.String(), curatorKey, nil, &rec))
+		var payload memory.CompetencePayload
+		require.NoError(t, json.Unmarshal(rec.Payload, &payload))
+		require.NotNil(t, payload.Performance)
+		perf := payload.Performance
+		row := fmt.Sprintf(`tr[data-id=%q]`, proc.ID.String())
+		require.Equal(t, 1, p.count(row))
+		rate := float64(perf.Successes) / float64(perf.Successes+perf.Failures)
+		require.Equal(t, fmt.Sprint(rate), eval[string](p, fmt.Sprintf(`document.querySelector('%s td[data-rate]').dataset.rate`, row)))
+		p.screenshot("learning")
+
+		p.open("learning/" + proc.ID.String())
+		points := p.table("success-rate")["success_rate"]
+		require.NotEmpty(t, points)
+		require.Equal(t, fmt.Sprint(rate), points[len(points)-1])
+		require.Equal(t, 4, p.count(`li[data-episode]`), "learned from the four episodes")
+		require.Contains(t, p.text(`.payload`), "connection refused")
+		p.screenshot("procedure")
+	})
+
+	t.Run("reviews", func(t *testing.T) {
+		p.t = t
+		p.open("reviews")
+		rv := s.review.Reviews[0]
+		card := fmt.Sprintf(`article[data-review=%q]`, rv.ID.String())
+		require.Equal(t, 1, p.count(card))
+		require.Contains(t, p.text(card), "mysql 8")
+		p.screenshot("reviews")
+		p.run(chromedp.SendKeys(chromedp.CSS(card+` textarea`), "the inventory says so"),
+			chromedp.Click(chromedp.CSS(card+` button[data-action=approve]`)),
+			chromedp.WaitVisible(chromedp.CSS(card+`[data-decided=approve]`)))
+		var got api.Review
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/reviews/"+rv.ID.String(), curatorKey, nil, &got))
+		require.Equal(t, "approved", got.Status)
+		require.Equal(t, "the inventory says so", got.Justification)
+	})
+
+	t.Run("decay", func(t *testing.T) {
+		p.t = t
+		p.open("decay")
+		var now api.DecayPreview
+		require.Equal(t, http.StatusOK, d.call("POST", "/v1/decay/preview", curatorKey, api.DecayPreviewRequest{}, &now))
+		for typ, x := range now.Types {
+			require.Equal(t, fmt.Sprint(x.Records), p.text(fmt.Sprintf(`#decay-summary tr[data-type=%q] td`, typ)), typ)
+		}
+		// Propose a semantic half-life of an hour: in 30 days a sweep would
+		// expire every fact, and the page says so beside the current profile.
+		var proposed map[string]any
+		require.NoError(t, json.Unmarshal(now.Current, &proposed))
+		proposed["profiles"].(map[string]any)["semantic"].(map[string]any)["half_life"] = "1h"
+		doc, err := json.Marshal(proposed)
+		require.NoError(t, err)
+		var want api.DecayPreview
+		require.Equal(t, http.StatusOK, d.call("POST", "/v1/decay/preview", curatorKey, api.DecayPreviewRequest{At: "+30d", Proposed: doc}, &want))
+		require.Greater(t, want.Types[memory.Semantic].Proposed.PruneAt, want.Types[memory.Semantic].Current.PruneAt)
+		p.run(chromedp.SetValue(chromedp.CSS(`#decay-proposed`), string(doc)), chromedp.Click(chromedp.CSS(`form.editor button`)))
+		row := `#decay-summary tr[data-type=semantic]`
+		p.poll("the proposed preview", func() bool {
+			return eval[string](p, `(document.querySelector('`+row+`') || {dataset: {}}).dataset.pruneProposed || ""`) == fmt.Sprint(want.Types[memory.Semantic].Proposed.PruneAt)
+		})
+		require.Equal(t, fmt.Sprint(want.Types[memory.Semantic].Current.PruneAt), eval[string](p, `document.querySelector('`+row+`').dataset.pruneCurrent`))
+		at := p.table("decay-semantic-proposed")
+		require.Len(t, at, 2, "now and at the horizon")
+		p.screenshot("decay")
+	})
+
+	t.Run("operator", func(t *testing.T) {
+		p.t = t
+		p.signIn(opsKey)
+		require.Equal(t, []string{"health", "jobs"}, eval[[]string](p, `[...document.querySelectorAll('[data-nav]')].map((a) => a.dataset.nav)`))
+		require.Equal(t, "acme", eval[string](p, `document.getElementById('health-body').dataset.tenant`))
+		require.Equal(t, []string{"acme", "empty"}, eval[[]string](p, `[...document.querySelectorAll('#health-tenant option')].map((o) => o.value)`))
+		require.Equal(t, 1, p.count(`figure[data-chart=gate-rejections]`), "the operator sees the gates' refusals")
+		p.screenshot("health-operator")
+
+		// An empty tenant degrades to zeros and an unknown score.
+		p.run(chromedp.SetValue(chromedp.CSS(`#health-tenant`), "empty"))
+		eval[bool](p, `document.getElementById('health-tenant').dispatchEvent(new Event('change')), true`)
+		p.poll("the empty tenant", func() bool {
+			return eval[string](p, `document.getElementById('health-body').dataset.tenant || ""`) == "empty" &&
+				eval[bool](p, `!document.getElementById('health-body').dataset.loading`)
+		})
+		require.Equal(t, "unknown", p.text(`section.score .status`))
+		require.Equal(t, "0", p.text(`[data-live-type=semantic] .n`))
+		require.Contains(t, p.text(`figure[data-chart=growth]`), "No data in this range.")
+
+		// Jobs: every job with its last run; run one now.
+		p.open("jobs")
+		var jobs api.JobsOverview
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/jobs", opsKey, nil, &jobs))
+		require.Equal(t, len(jobs.Jobs), p.count(`tr[data-job]`))
+		require.Equal(t, "succeeded", eval[string](p, `document.querySelector('tr[data-job=consolidate]').dataset.status`))
+		p.run(chromedp.Click(chromedp.CSS(`button[data-run=decay_sweep]`)))
+		p.poll("the sweep run from the page", func() bool {
+			var n int
+			require.NoError(t, d.db.Pool.QueryRow(context.Background(),
+				`SELECT count(*) FROM job_runs WHERE job = 'decay_sweep' AND trigger = 'manual' AND status = 'succeeded'`).Scan(&n))
+			return n == 1
+		})
+		p.open("jobs")
+		require.Equal(t, "succeeded", eval[string](p, `document.querySelector('tr[data-job=decay_sweep]').dataset.status`))
+		p.screenshot("jobs")
 	})
 }

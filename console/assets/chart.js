@@ -7,7 +7,7 @@
 // carry data-series, data-x and data-y.
 
 const SVG = "http://www.w3.org/2000/svg";
-const W = 640, H = 220, PAD = { l: 48, r: 12, t: 12, b: 40 };
+const W = 640, H = 220, PAD = { l: 48, r: 28, t: 12, b: 40 };
 
 export const palette = {
   episodic: "#6b7fd7", working: "#d99a3b", semantic: "#3a9d78", competence: "#c2508a", plan_graph: "#5aa5c8",
@@ -78,7 +78,15 @@ function xLabels(svg, labels, x) {
 
 function legend(series) {
   return h("ul", { class: "legend" }, series.map((s, i) =>
-    h("li", {}, h("span", { class: "swatch", style: `background:${color(s.name, i)}` }), s.label || s.name)));
+    h("li", {}, swatch(color(s.name, i)), s.label || s.name)));
+}
+
+// swatch is a legend's colour key (an SVG square: the page's policy allows
+// no inline styles).
+function swatch(c) {
+  const s = el("svg", { width: 10, height: 10, class: "swatch", "aria-hidden": "true" });
+  s.append(el("rect", { width: 10, height: 10, rx: 2, fill: c }));
+  return s;
 }
 
 // table is a chart's text alternative: one row per x, one column per
