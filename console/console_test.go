@@ -487,7 +487,7 @@ func TestConsole(t *testing.T) {
 		var proposed map[string]any
 		require.NoError(t, json.Unmarshal(now.Current, &proposed))
 		proposed["profiles"].(map[string]any)["semantic"].(map[string]any)["half_life"] = "1h"
-		doc, err := json.Marshal(proposed)
+		doc, err := json.MarshalIndent(proposed, "", "  ")
 		require.NoError(t, err)
 		var want api.DecayPreview
 		require.Equal(t, http.StatusOK, d.call("POST", "/v1/decay/preview", curatorKey, api.DecayPreviewRequest{At: "+30d", Proposed: doc}, &want))

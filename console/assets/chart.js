@@ -44,7 +44,7 @@ export function color(name, i) {
 function niceMax(v) {
   if (!(v > 0)) return 1;
   const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 5, 10]) if (v <= m * p) return m * p;
+  for (const m of [1, 2, 5, 10]) if (v <= m * p * 1.000001) return m * p;
   return 10 * p;
 }
 
@@ -183,7 +183,7 @@ export function histogramLabels(bounds) {
 // relationGraph draws a record (centre) and the records related to it on a
 // circle, an arrow from source to target labelled with the predicate. Each
 // node is a link to its record's page.
-export function relationGraph({ id = `graph-${++uid}`, center, edges, label = (x) => x.slice(0, 8), href }) {
+export function relationGraph({ id = `graph-${++uid}`, center, edges, label = (x) => x.slice(-8), href }) {
   const f = figure(id, "Relations");
   if (!edges.length) {
     f.append(h("p", { class: "empty" }, "No relations."));

@@ -10,7 +10,9 @@ const STATUSES = ["active", "contested", "superseded", "retracted", "merged", "d
 const filters = { type: "", status: "", tag: "", scope: "", subject: "", limit: "50" };
 
 export const href = (id) => `#/records/${id}`;
-export const short = (id) => id.slice(0, 8);
+// short is an id for people: its last 8 hex digits (a UUIDv7 begins with
+// its time, which records written together share).
+export const short = (id) => id.slice(-8);
 export const when = (iso) => (iso ? iso.slice(0, 19).replace("T", " ") : "–");
 
 export async function render(el, ctx) {
