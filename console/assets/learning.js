@@ -53,9 +53,10 @@ async function detail(el, id) {
     const k = `${p.s}/${p.f}`;
     if (k === last || p.rate === null) continue;
     last = k;
-    pts.push({ x: when(v.recorded_at), y: p.rate, v: v.version });
+    pts.push({ x: `v${v.version}`, y: p.rate, at: when(v.recorded_at) });
   }
-  el.append(lineChart({ id: "success-rate", title: "Success rate over time", format: "percent", xTitle: "Version recorded",
+  el.append(lineChart({ id: "success-rate", title: "Success rate over time", format: "percent", xTitle: "Version",
+    note: pts.length ? `One point per version that changed its counts, ${pts[0].at} to ${pts[pts.length - 1].at} UTC.` : undefined,
     labels: pts.map((p) => p.x), series: [{ name: "success_rate", label: "success rate", values: pts.map((p) => p.y) }] }));
 
   el.append(h("h2", {}, "What it says"), payloadView(r));
@@ -89,5 +90,6 @@ async function detail(el, id) {
     ...out.filter((e) => e.predicate === "forked_from").map((e) => ({ rel: "forked from", id: e.target_id }))];
   el.append(h("h2", {}, "Revisions"), h("ol", { class: "versions" }, hist.versions.map((v) => h("li", { "data-version": v.version },
     `v${v.version} ${when(v.recorded_at)} — ${v.record.status}`))),
-  revs.length ? h("ul", { class: "revisions" }, revs.map((x) => h("li", { "data-relation": x.rel }, `${x.rel} `, h("a", { href: href(x.id) }, short(x.id))))) : null);
+  revs.length ? h("ul", { class: "revisions" }, revs.map((x) => h("li", { "data-relation": x.rel }, `${x.rel} `, h("a", { href: href(x.id) }, short(x.id)))))
+    : h("p", { class: "note" }, "Neither superseded nor forked: drift would show here as a retraction and the successor that supersedes it."));
 }

@@ -66,8 +66,8 @@ export function summary(r) {
     case "semantic": return `${p.subject} ${p.predicate} ${typeof p.object === "string" ? p.object : JSON.stringify(p.object)}`;
     case "competence": return `${p.skill_name} (${(p.triggers || []).map((t) => t.signal).join(", ")})`;
     case "plan_graph": return `${p.plan_id} v${p.version}${p.intent ? ": " + p.intent : ""}`;
-    case "episodic": return `${p.thread_id || ""} ${p.summary || ""}`.trim() || `${(p.entries || []).length} entries`;
-    case "working": return `${p.thread_id || ""} ${p.state || ""}`.trim();
+    case "episodic": return [r.thread_id, p.outcome, p.summary || `${(p.timeline || []).length} events`].filter(Boolean).join(" · ");
+    case "working": return [p.thread_id, p.state].filter(Boolean).join(" · ");
   }
   return "";
 }
@@ -104,11 +104,14 @@ export function payloadView(r) {
         h("h3", {}, "Edges"), list(p.edges, (e) => `${e.from} → ${e.to} (${e.kind})`));
       break;
     case "episodic":
-      body = h("div", {}, dl([["Thread", p.thread_id], ["Outcome", p.outcome ? JSON.stringify(p.outcome) : ""]]),
-        list(p.entries, (e) => `${e.at || e.t || ""} ${e.kind || ""} ${e.text || e.summary || JSON.stringify(e).slice(0, 160)}`));
+      body = h("div", {}, dl([["Thread", r.thread_id], ["Outcome", p.outcome], ["Summary", p.summary],
+        ["Environment", p.environment ? Object.entries(p.environment).map(([k, v]) => `${k}=${v}`).join(", ") : ""]]),
+        h("h3", {}, "Timeline"), h("ol", { class: "timeline" }, (p.timeline || []).map((e) => h("li", {}, `${when(e.t)} ${e.event_kind}`, e.summary ? ` — ${e.summary}` : ""))));
       break;
     default:
-      body = dl([["Thread", p.thread_id], ["State", p.state]]);
+      body = h("div", {}, dl([["Thread", p.thread_id], ["State", p.state], ["Context", p.context_summary]]),
+        p.next_actions?.length ? [h("h3", {}, "Next actions"), list(p.next_actions)] : null,
+        p.open_questions?.length ? [h("h3", {}, "Open questions"), list(p.open_questions)] : null);
   }
   return h("div", { class: "payload", "data-kind": r.type }, body,
     h("details", {}, h("summary", {}, "JSON"), h("pre", {}, JSON.stringify(p, null, 2))));
