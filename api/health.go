@@ -24,7 +24,7 @@ type HealthStats struct {
 	// Series holds one entry per bucket from From, oldest first.
 	Series []HealthBucket `json:"series"`
 	// Salience is the stored salience (the last decay sweep's) of the live
-	// records, by type.
+	// records, by type; estimated from a sample for a large tenant.
 	Salience HealthSalience `json:"salience"`
 	// RejectionReasons counts the reviews rejected in the range, by reason
 	// (write-path RFC §12.12.3): the rejections the database keeps. Writes
@@ -83,6 +83,10 @@ type HealthBucket struct {
 type HealthSalience struct {
 	Bounds []float64               `json:"bounds"`
 	Types  map[memory.Type][]int64 `json:"types"`
+	// SamplePercent is 100 when every live record was counted; less, the
+	// share of the records table's pages read, the counts scaled to each
+	// type's live count (a tenant of more than 50,000 live records).
+	SamplePercent float64 `json:"sample_percent"`
 }
 
 // HealthScore is the composite memory health score of write-path RFC

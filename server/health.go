@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -116,10 +117,6 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	hist, err := store.SalienceHistogram(ctx, s.db, tenant, decay.Bounds)
-	if err != nil {
-		return err
-	}
 
 	st := api.HealthStats{Tenant: tenant, From: from, To: to, Bucket: bucket, Live: map[memory.Type]int64{},
 		Series: make([]api.HealthBucket, n), RejectionReasons: map[string]int64{},
@@ -128,7 +125,23 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 		st.Series[i] = api.HealthBucket{Start: from.Add(time.Duration(i) * step), Records: map[memory.Type]int64{},
 			Created: map[memory.Type]int64{}, Feedback: map[string]int64{}, Writes: map[string]int64{}, Actions: map[string]int64{}}
 	}
+	stored, err := store.HeldRecords(ctx, s.db, tenant, from)
+	if err != nil {
+		return err
+	}
 	before := map[memory.Type]int64{}
+	for _, h := range stored {
+		typ, status := memory.Type(h.Type), memory.Status(h.Status)
+		if h.Before {
+			before[typ] += h.N
+		}
+		if status == memory.Active || status == memory.Contested {
+			st.Live[typ] += h.N
+		}
+		if status == memory.Contested {
+			st.Contested += h.N
+		}
+	}
 	for _, c := range counts {
 		var b *api.HealthBucket
 		if !c.Bucket.IsZero() {
@@ -139,14 +152,6 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 			b = &st.Series[i]
 		}
 		switch c.Metric {
-		case store.HealthBefore:
-			before[memory.Type(c.Key)] += c.N
-		case store.HealthLive:
-			typ, status, _ := strings.Cut(c.Key, ":")
-			st.Live[memory.Type(typ)] += c.N
-			if status == string(memory.Contested) {
-				st.Contested += c.N
-			}
 		case store.HealthCreated:
 			b.Created[memory.Type(c.Key)] += c.N
 		case store.HealthRetrievals:
@@ -169,14 +174,8 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 			st.RejectionReasons[c.Key] += c.N
 		}
 	}
-	for _, h := range hist {
-		typ := memory.Type(h.Type)
-		if st.Salience.Types[typ] == nil {
-			st.Salience.Types[typ] = make([]int64, len(decay.Bounds)+1)
-		}
-		if h.Bucket >= 0 && h.Bucket <= len(decay.Bounds) {
-			st.Salience.Types[typ][h.Bucket] += h.N
-		}
+	if err := s.salienceHistogram(r, tenant, &st); err != nil {
+		return err
 	}
 
 	// Running sums: records held at each bucket's end, and the window's
@@ -210,6 +209,55 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 	}
 	st.Score = healthScore(fb.Feedback, writes.Writes, totals)
 	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// HealthSample is how many live records the health route's salience
+// distribution reads at most, about: above it, a sample of the records
+// table's pages is read and scaled to the live counts, so the route's cost
+// does not grow with a tenant's size.
+const HealthSample = 50_000
+
+// salienceHistogram fills st's salience distribution, from st.Live: exact
+// for a tenant of up to [HealthSample] live records, else estimated from a
+// sample of about that many and scaled to each type's live count. A
+// sample would have to read most of the table (a large tenant among few)
+// is not one: then it is exact.
+func (s *Server) salienceHistogram(r *http.Request, tenant string, st *api.HealthStats) error {
+	var live int64
+	for _, n := range st.Live {
+		live += n
+	}
+	percent := 100.0
+	if live > HealthSample {
+		if p := 100 * float64(HealthSample) / float64(live); p <= 30 {
+			percent = p
+		}
+	}
+	hist, err := store.SalienceHistogram(r.Context(), s.db, tenant, decay.Bounds, percent)
+	if err != nil {
+		return err
+	}
+	sampled := map[memory.Type]int64{}
+	for _, h := range hist {
+		typ := memory.Type(h.Type)
+		if st.Salience.Types[typ] == nil {
+			st.Salience.Types[typ] = make([]int64, len(decay.Bounds)+1)
+		}
+		if h.Bucket >= 0 && h.Bucket <= len(decay.Bounds) {
+			st.Salience.Types[typ][h.Bucket] += h.N
+			sampled[typ] += h.N
+		}
+	}
+	st.Salience.SamplePercent = percent
+	if percent < 100 {
+		for typ, counts := range st.Salience.Types {
+			scale := float64(st.Live[typ]) / float64(sampled[typ])
+			for i, n := range counts {
+				counts[i] = int64(math.Round(float64(n) * scale))
+			}
+		}
+	}
 	return nil
 }
 

@@ -89,6 +89,7 @@ func TestHealthStats(t *testing.T) {
 	require.Equal(t, map[string]int64{"used_success": 1, "unused": 1}, feedback)
 	require.InDelta(t, 0.5, *usefulness, 1e-9)
 	require.Len(t, st.Salience.Types[memory.Semantic], len(st.Salience.Bounds)+1)
+	require.Equal(t, 100.0, st.Salience.SamplePercent, "a small tenant is counted exactly")
 	var held int64
 	for _, n := range st.Salience.Types[memory.Semantic] {
 		held += n

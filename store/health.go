@@ -25,8 +25,6 @@ type HealthCount struct {
 const (
 	// HealthCreated: records created in the bucket, by type (growth).
 	HealthCreated = "created"
-	// HealthBefore: records created before the range, by type (no bucket).
-	HealthBefore = "before"
 	// HealthFeedback: feedback given in the bucket, by "type:outcome".
 	HealthFeedback = "feedback"
 	// HealthRetrievals: retrievals answered in the bucket (key empty).
@@ -35,27 +33,18 @@ const (
 	HealthAudit = "audit"
 	// HealthRejected: reviews rejected in the bucket, by rejection reason.
 	HealthRejected = "rejected"
-	// HealthLive: live records now, by "type:status" (no bucket).
-	HealthLive = "live"
 )
 
 // healthSeriesSQL counts, in one round trip, what the health page charts:
 // each part reads one tenant's time range through an index made for it
 // (migration 026), and date_bin puts each row in its bucket, counted from
 // the range's start ($2). Records still stored are counted, whatever their
-// status: the growth of what the tenant holds.
+// status: the growth of what the tenant holds. What reads every record of
+// the tenant is [HeldRecords], apart.
 const healthSeriesSQL = `
 SELECT 'created', date_bin($4::interval, created_at, $2), type, count(*)
   FROM records WHERE tenant_id = $1 AND created_at >= $2 AND created_at < $3
  GROUP BY 2, 3
-UNION ALL
-SELECT 'before', NULL, type, count(*)
-  FROM records WHERE tenant_id = $1 AND created_at < $2
- GROUP BY 3
-UNION ALL
-SELECT 'live', NULL, type || ':' || status, count(*)
-  FROM records WHERE tenant_id = $1 AND status IN ('active', 'contested')
- GROUP BY 3
 UNION ALL
 SELECT 'feedback', date_bin($4::interval, f.at, $2), r.type || ':' || f.outcome, count(*)
   FROM feedback f JOIN records r ON r.tenant_id = f.tenant_id AND r.id = f.record_id
@@ -92,6 +81,37 @@ func HealthSeries(ctx context.Context, db pg.DBTX, tenant string, from, to time.
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read health series: %w", err)
+	}
+	return out, nil
+}
+
+// Held is how many records of a type and status a tenant holds, created
+// before a time or not.
+type Held struct {
+	Type, Status string
+	Before       bool
+	N            int64
+}
+
+// heldSQL is the one count that reads every record of the tenant: a single
+// index-only pass, grouped by plain columns so that PostgreSQL can split it
+// over parallel workers.
+const heldSQL = `
+SELECT type, status, created_at < $2, count(*) FROM records WHERE tenant_id = $1 GROUP BY 1, 2, 3`
+
+// HeldRecords counts a tenant's records by type and status, and whether
+// they were created before before.
+func HeldRecords(ctx context.Context, db pg.DBTX, tenant string, before time.Time) ([]Held, error) {
+	rows, err := db.Query(ctx, heldSQL, tenant, before)
+	if err != nil {
+		return nil, fmt.Errorf("count held records: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Held, error) {
+		var h Held
+		return h, row.Scan(&h.Type, &h.Status, &h.Before, &h.N)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count held records: %w", err)
 	}
 	return out, nil
 }
@@ -146,15 +166,30 @@ type SalienceBucket struct {
 // width_bucket over the bounds counts a value equal to a bound in the next
 // bucket; a histogram's bucket i holds the values above bounds[i-1] and at
 // most bounds[i], hence the negation.
-const salienceHistogramSQL = `
+const (
+	salienceHistogramSQL = `
 SELECT type, cardinality($2::float8[]) - width_bucket(-salience, (SELECT array_agg(-b ORDER BY b DESC) FROM unnest($2::float8[]) b)), count(*)
   FROM records WHERE tenant_id = $1 AND status IN ('active', 'contested')
  GROUP BY 1, 2`
+	// salienceSampleSQL is salienceHistogramSQL over a sample of the
+	// table's pages ($3 percent), the same sample every time.
+	salienceSampleSQL = `
+SELECT type, cardinality($2::float8[]) - width_bucket(-salience, (SELECT array_agg(-b ORDER BY b DESC) FROM unnest($2::float8[]) b)), count(*)
+  FROM records TABLESAMPLE SYSTEM ($3) REPEATABLE (16)
+ WHERE tenant_id = $1 AND status IN ('active', 'contested')
+ GROUP BY 1, 2`
+)
 
 // SalienceHistogram returns how a tenant's live records' stored salience
-// falls over bounds (ascending), by type.
-func SalienceHistogram(ctx context.Context, db pg.DBTX, tenant string, bounds []float64) ([]SalienceBucket, error) {
-	rows, err := db.Query(ctx, salienceHistogramSQL, tenant, bounds)
+// falls over bounds (ascending), by type: counted exactly when percent is
+// 100 or more, else over that percentage of the table's pages, which the
+// caller scales.
+func SalienceHistogram(ctx context.Context, db pg.DBTX, tenant string, bounds []float64, percent float64) ([]SalienceBucket, error) {
+	sql, args := salienceHistogramSQL, []any{tenant, bounds}
+	if percent < 100 {
+		sql, args = salienceSampleSQL, append(args, percent)
+	}
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read salience histogram: %w", err)
 	}
