@@ -388,6 +388,7 @@ func TestConsole(t *testing.T) {
 		}
 		require.Equal(t, points, p.count(`figure[data-chart="competence"] circle.point`), "one point per bucket with uses")
 		require.Equal(t, hs.Score.Status, p.text(`section.score .status`))
+		require.Equal(t, "Tenant acme", p.text(`#who-name`), "the health page names the key's tenant")
 		require.Equal(t, 6, p.count(`section.score tr[data-part]`))
 		p.screenshot("health")
 	})

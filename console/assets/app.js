@@ -50,8 +50,8 @@ async function signIn(key) {
   $("nav").replaceChildren(h("ul", {}, allowed.map((p) => h("li", {}, h("a", { href: `#/${p.path}`, "data-nav": p.path }, p.title)))));
   const out = h("button", { type: "button", class: "link" }, "Sign out");
   out.addEventListener("click", () => { session.key = ""; state.who = null; location.hash = ""; showSignIn(); });
-  $("who").replaceChildren(h("span", { "data-who": state.who.operator ? "operator" : state.who.tenant },
-    state.who.operator ? "Operator" : `Tenant ${state.who.tenant}`), " ", out);
+  $("who").replaceChildren(h("span", { id: "who-name", "data-who": state.who.operator ? "operator" : "tenant" },
+    state.who.operator ? "Operator" : "Tenant key"), " ", out);
   return true;
 }
 

@@ -50,6 +50,11 @@ export async function render(el, { who }) {
     const writes = who.operator ? await get("/v1/stats/writes") : null;
     body.replaceChildren(...view(st, writes));
     body.dataset.tenant = st.tenant;
+    if (!who.operator && !who.tenant) {
+      who.tenant = st.tenant;
+      const name = document.getElementById("who-name");
+      if (name) name.textContent = `Tenant ${st.tenant}`;
+    }
     delete body.dataset.loading;
   }
   await load();

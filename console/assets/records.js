@@ -7,7 +7,8 @@ import { fmt, h, lineChart, relationGraph } from "./chart.js";
 
 const TYPES = ["episodic", "working", "semantic", "competence", "plan_graph"];
 const STATUSES = ["active", "contested", "superseded", "retracted", "merged", "deleted", "expired", "all"];
-const filters = { type: "", status: "", tag: "", scope: "", subject: "", limit: "50" };
+const SENSITIVITIES = ["public", "low", "medium", "high", "hyper"];
+const filters = { type: "", status: "", sensitivity: "", tag: "", scope: "", subject: "", predicate: "", limit: "50" };
 
 export const href = (id) => `#/records/${id}`;
 // short is an id for people: its last 8 hex digits (a UUIDv7 begins with
@@ -24,7 +25,8 @@ export async function render(el, ctx) {
     opts.map((o) => h("option", { value: o, selected: filters[name] === o }, o)));
   field("type", select("type", TYPES));
   field("status", select("status", STATUSES));
-  for (const name of ["tag", "scope", "subject"]) field(name, h("input", { id: `f-${name}`, name, value: filters[name] }));
+  field("sensitivity", select("sensitivity", SENSITIVITIES));
+  for (const name of ["tag", "scope", "subject", "predicate"]) field(name, h("input", { id: `f-${name}`, name, value: filters[name], size: 12 }));
   form.append(h("button", { type: "submit" }, "Filter"));
   const list = h("div", { id: "records-list" });
   el.append(form, list);
