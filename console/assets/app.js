@@ -36,9 +36,12 @@ function showSignIn(message) {
 }
 
 async function signIn(key) {
+  if (key !== session.key) sessionStorage.removeItem("engram.tenant");
   session.key = key;
   try {
     state.who = await whoami();
+    // The tenant's name, once a page has shown it this session.
+    if (!state.who.operator) state.who.tenant = sessionStorage.getItem("engram.tenant") || "";
   } catch (e) {
     session.key = "";
     state.who = null;
@@ -49,9 +52,9 @@ async function signIn(key) {
   const allowed = pages.filter((p) => p.who(state.who));
   $("nav").replaceChildren(h("ul", {}, allowed.map((p) => h("li", {}, h("a", { href: `#/${p.path}`, "data-nav": p.path }, p.title)))));
   const out = h("button", { type: "button", class: "link" }, "Sign out");
-  out.addEventListener("click", () => { session.key = ""; state.who = null; location.hash = ""; showSignIn(); });
+  out.addEventListener("click", () => { session.key = ""; sessionStorage.removeItem("engram.tenant"); state.who = null; location.hash = ""; showSignIn(); });
   $("who").replaceChildren(h("span", { id: "who-name", "data-who": state.who.operator ? "operator" : "tenant" },
-    state.who.operator ? "Operator" : "Tenant key"), " ", out);
+    state.who.operator ? "Operator" : state.who.tenant ? `Tenant ${state.who.tenant}` : "Tenant key"), " ", out);
   return true;
 }
 

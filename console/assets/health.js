@@ -52,6 +52,7 @@ export async function render(el, { who }) {
     body.dataset.tenant = st.tenant;
     if (!who.operator && !who.tenant) {
       who.tenant = st.tenant;
+      sessionStorage.setItem("engram.tenant", st.tenant);
       const name = document.getElementById("who-name");
       if (name) name.textContent = `Tenant ${st.tenant}`;
     }

@@ -30,6 +30,7 @@ function card(rv, ctx) {
     h("h2", { id: `${id}-h` }, `Draft `, h("a", { href: href(rv.record_id) }, short(rv.record_id)), ` · risk ${rv.risk.toFixed(2)} · ${rv.tier}`),
     h("p", {}, `Queued ${when(rv.created_at)}, due ${when(rv.sla_deadline)}${rv.agent_id ? `, by ${rv.agent_id}` : ""}.`),
     h("ul", { class: "reasons" }, (rv.reasons || []).map((r) => h("li", {}, r))),
+    rv.proposal?.supersedes ? h("p", { "data-supersedes": rv.proposal.supersedes }, "Approving it supersedes ", h("a", { href: href(rv.proposal.supersedes) }, short(rv.proposal.supersedes)), ".") : null,
     rv.record ? payloadView(rv.record) : null,
     h("div", { class: "decide" }, h("label", { for: just.id }, "Justification"), just,
       h("label", { for: reason.id }, "Reason (to reject)"), reason, approve, reject), msg);
