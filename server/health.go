@@ -143,14 +143,11 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	for _, c := range counts {
-		var b *api.HealthBucket
-		if !c.Bucket.IsZero() {
-			i := int((c.Bucket.Sub(from) + step/2) / step)
-			if i < 0 || i >= n {
-				continue
-			}
-			b = &st.Series[i]
+		i := int((c.Bucket.Sub(from) + step/2) / step)
+		if c.Bucket.IsZero() || i < 0 || i >= n {
+			continue
 		}
+		b := &st.Series[i]
 		switch c.Metric {
 		case store.HealthCreated:
 			b.Created[memory.Type(c.Key)] += c.N

@@ -11,8 +11,7 @@ import (
 )
 
 // HealthCount is one count of a tenant's health series: Metric names what
-// is counted, Bucket the time bucket it falls in (zero for the counts that
-// have none), Key what it is grouped by (a record type, an audit action, a
+// is counted, Bucket the start of the time bucket it falls in, Key what it is grouped by (a record type, an audit action, a
 // feedback outcome, a rejection reason), N the count.
 type HealthCount struct {
 	Metric string
@@ -49,7 +48,7 @@ SELECT 'created', date_bin($4::interval, created_at, $2), type, count(*)
  GROUP BY 2, 3
 UNION ALL
 SELECT 'feedback', date_bin($4::interval, f.at, $2),
-       (SELECT r.type FROM records r WHERE r.tenant_id = f.tenant_id AND r.id = f.record_id) || ':' || f.outcome, count(*)
+       coalesce((SELECT r.type FROM records r WHERE r.tenant_id = f.tenant_id AND r.id = f.record_id), '') || ':' || f.outcome, count(*)
   FROM feedback f
  WHERE f.tenant_id = $1 AND f.at >= $2 AND f.at < $3
  GROUP BY 2, 3
