@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
@@ -108,13 +111,30 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 			n, bucket, from.Format(time.RFC3339), to.Format(time.RFC3339), MaxHealthBuckets)
 	}
 
-	ctx := r.Context()
-	counts, err := store.HealthSeries(ctx, s.db, tenant, from, to, step)
-	if err != nil {
-		return err
+	// The statements are independent: over a pool they run at once, each
+	// on its own connection; in a transaction, one after another.
+	var (
+		counts []store.HealthCount
+		totals store.HealthTotals
+		stored []store.Held
+	)
+	g, ctx := errgroup.WithContext(r.Context())
+	if _, pool := s.db.(*pgxpool.Pool); !pool {
+		g.SetLimit(1)
 	}
-	totals, err := store.ReadHealthTotals(ctx, s.db, tenant, from, to)
-	if err != nil {
+	g.Go(func() (err error) {
+		stored, err = store.HeldRecords(ctx, s.db, tenant, from)
+		return err
+	})
+	g.Go(func() (err error) {
+		counts, err = store.HealthSeries(ctx, s.db, tenant, from, to, step)
+		return err
+	})
+	g.Go(func() (err error) {
+		totals, err = store.ReadHealthTotals(ctx, s.db, tenant, from, to)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return err
 	}
 
@@ -124,10 +144,6 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 	for i := range st.Series {
 		st.Series[i] = api.HealthBucket{Start: from.Add(time.Duration(i) * step), Records: map[memory.Type]int64{},
 			Created: map[memory.Type]int64{}, Feedback: map[string]int64{}, Writes: map[string]int64{}, Actions: map[string]int64{}}
-	}
-	stored, err := store.HeldRecords(ctx, s.db, tenant, from)
-	if err != nil {
-		return err
 	}
 	before := map[memory.Type]int64{}
 	for _, h := range stored {
