@@ -387,6 +387,10 @@ func TestConsole(t *testing.T) {
 			}
 		}
 		require.Equal(t, points, p.count(`figure[data-chart="competence"] circle.point`), "one point per bucket with uses")
+		// Each point is reachable by keyboard and says its value; each chart
+		// has its data as a table.
+		require.Equal(t, points, p.count(`figure[data-chart="competence"] circle.point[tabindex="0"][aria-label]`))
+		require.Equal(t, p.count(`figure.chart`), p.count(`figure.chart details.alt table`))
 		require.Equal(t, hs.Score.Status, p.text(`section.score .status`))
 		require.Equal(t, "Tenant acme", p.text(`#who-name`), "the health page names the key's tenant")
 		require.Equal(t, 6, p.count(`section.score tr[data-part]`))
