@@ -26,6 +26,13 @@ type RecordFilter struct {
 	Scope              *string
 	Subject, Predicate string
 	Flag               memory.FlagKind
+	// AgentID lists the records of that agent; ScopePrefix those whose
+	// scope starts with it; AnyTags those with at least one of these tags.
+	AgentID, ScopePrefix string
+	AnyTags              []string
+	// UpdatedAfter and UpdatedBefore, when not zero, list the records last
+	// updated strictly after, or strictly before, that time.
+	UpdatedAfter, UpdatedBefore time.Time
 	// AsOf lists the records as they were then.
 	AsOf   time.Time
 	Limit  int
@@ -59,6 +66,16 @@ func (f RecordFilter) Values() url.Values {
 	set("predicate", f.Predicate)
 	set("flag", string(f.Flag))
 	set("cursor", f.Cursor)
+	set("agent_id", f.AgentID)
+	set("scope_prefix", f.ScopePrefix)
+	for _, t := range f.AnyTags {
+		q.Add("tag_any", t)
+	}
+	for k, t := range map[string]time.Time{"updated_after": f.UpdatedAfter, "updated_before": f.UpdatedBefore} {
+		if !t.IsZero() {
+			q.Set(k, t.UTC().Format(time.RFC3339Nano))
+		}
+	}
 	if !f.AsOf.IsZero() {
 		q.Set("as_of", f.AsOf.UTC().Format(time.RFC3339Nano))
 	}

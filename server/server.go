@@ -20,11 +20,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/engram-dev/engram/access"
+	"github.com/engram-dev/engram/client"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/openintent"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -189,6 +191,15 @@ func New(cfg Config) *Server {
 
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.authenticated(rt))
+	}
+	// OpenIntent RFC-0015 memory (issue 15): a translation onto this
+	// API, called in process with each caller's own key.
+	oi := openintent.New(openintent.Config{
+		HTTPClient: client.InProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) })),
+		Now:        s.now,
+	})
+	for _, pattern := range openintent.Routes {
+		mux.Handle(pattern, oi)
 	}
 	s.handler = s.observe(problemOnMiss(mux, s))
 	return s

@@ -27,6 +27,15 @@ type Filter struct {
 	Predicate     string
 	// Flag selects the records flagged with it now (flags have no history).
 	Flag memory.FlagKind
+	// AgentID selects the records of that agent (their agent_id).
+	AgentID string
+	// ScopePrefix selects the records whose scope starts with it.
+	ScopePrefix string
+	// AnyTags selects the records having at least one of these tags.
+	AnyTags []string
+	// UpdatedAfter and UpdatedBefore select the records last updated
+	// strictly after, or strictly before, the time.
+	UpdatedAfter, UpdatedBefore *time.Time
 	// AsOf, when set, lists the records as they were at that time, from the
 	// version log.
 	AsOf   *time.Time
@@ -76,18 +85,23 @@ const listWhere = `
 	AND ($15::int IS NULL OR array_position('{public,low,medium,high,hyper}'::text[], sensitivity) - 1 <= $15)
 	AND ($16::text[] IS NULL OR NOT EXISTS (
 		SELECT 1 FROM unnest(tags) t WHERE t LIKE 'domain:_%' AND substr(t, 8) <> ALL ($16)))
+	AND ($17::text IS NULL OR agent_id = $17)
+	AND ($18::text IS NULL OR starts_with(scope, $18))
+	AND ($19::text[] IS NULL OR tags && $19)
+	AND ($20::timestamptz IS NULL OR updated_at > $20)
+	AND ($21::timestamptz IS NULL OR updated_at < $21)
 ORDER BY id
 LIMIT $10`
 
 const listSQL = `SELECT ` + recordColumns + ` FROM records WHERE tenant_id = $1 AND ` + listWhere
 
-// versionsAsOf is each record of a tenant as it was at $17: the last
+// versionsAsOf is each record of a tenant as it was at $22: the last
 // snapshot recorded by then.
 const versionsAsOf = `
 WITH r AS (
 	SELECT DISTINCT ON (v.record_id) s.*
 	FROM record_versions v, jsonb_populate_record(NULL::records, v.snapshot) s
-	WHERE v.tenant_id = $1 AND v.recorded_at <= $17
+	WHERE v.tenant_id = $1 AND v.recorded_at <= $22
 	ORDER BY v.record_id, v.version DESC
 )`
 
@@ -144,6 +158,7 @@ func List(ctx context.Context, db pg.DBTX, tenant string, f Filter) (Page, error
 	args := []any{pgx.QueryExecModeExec, tenant, strs(f.Types), strs(statuses), f.Scope, strs(f.Tags), strs(f.Sensitivities),
 		nilIfZero(f.Subject), nilIfZero(f.Predicate), after, limit + 1, nilIfZero(string(f.Flag))}
 	args = append(args, f.Visible.args()...)
+	args = append(args, nilIfZero(f.AgentID), nilIfZero(f.ScopePrefix), strs(f.AnyTags), f.UpdatedAfter, f.UpdatedBefore)
 	query := listSQL
 	if f.AsOf != nil {
 		query, args = listAsOfSQL, append(args, *f.AsOf)
