@@ -240,4 +240,3 @@ func eventKind(action, rationale string) string {
 	}
 	return ""
 }
-
