@@ -79,13 +79,13 @@ func (h *Handler) batchUpsert(cl *call) error {
 			if err != nil {
 				return err
 			}
-			if ok {
+			if ok && !h.expired(cur.rec) {
 				if it.version == 0 {
-					it.version = cur.Version
+					it.version = cur.entry.Version
 				}
 				// An upsert of an existing entry changes what an update
 				// may; the rest was set when it was created.
-				it.id, it.body = uuid.MustParse(cur.ID), map[string]json.RawMessage{}
+				it.id, it.body = cur.rec.ID, map[string]json.RawMessage{}
 				for _, name := range []string{"value", "tags", "pinned", "priority"} {
 					if v, ok := raw[name]; ok {
 						it.body[name] = v

@@ -180,7 +180,7 @@ func (h *Handler) archive(cl *call) error {
 	return nil
 }
 
-// events serves GET /api/v1/memory/{id}/events: the entry's lifecycle
+// events serves GET /api/v1/memory/events/{id}: the entry's lifecycle
 // events (RFC-0015 §5), read from its audit trail, without values (§5.2).
 // They are answered while the record's trail is kept, after its deletion
 // too.
@@ -233,6 +233,8 @@ func eventKind(action, rationale string) string {
 			return "memory.evicted"
 		case strings.Contains(rationale, "memory.archived"):
 			return "memory.archived"
+		case strings.Contains(rationale, "memory.expired"):
+			return "memory.expired"
 		}
 		return "memory.deleted"
 	case "expire":

@@ -104,13 +104,27 @@ func (h *Handler) createEntry(cl *call, req createRequest) (Entry, error) {
 		return Entry{}, err
 	}
 	rec, err := cl.c.CreateRecord(cl.ctx, recordOf(req, h.cfg.Now()), "OpenIntent memory.created")
-	if err != nil {
-		if ce, ok := apiError(err); ok && ce.Problem.Status == http.StatusConflict && strings.HasSuffix(ce.Problem.Type, ":entry-key-taken") {
-			if cur, ok, ferr := h.findKey(cl, req.stored); ferr == nil && ok {
-				return Entry{}, versionConflict("an entry with this agent, namespace and key exists", cur)
+	if keyTaken(err) {
+		cur, ok, ferr := h.findKey(cl, req.stored)
+		switch {
+		case ferr != nil:
+			return Entry{}, ferr
+		case ok && !h.expired(cur.rec):
+			return Entry{}, versionConflict("an entry with this agent, namespace and key exists", cur.entry)
+		case ok:
+			// An entry past its expires_at that decay has not expired
+			// yet: it is removed now (RFC-0015 §9.3), and the key is
+			// free.
+			if err := h.remove(cl, cur.rec.ID, "OpenIntent memory.expired: its expires_at passed"); err != nil {
+				return Entry{}, err
 			}
-			return Entry{}, &Error{Status: http.StatusConflict, Code: "CONFLICT", Message: "an entry with this agent, namespace and key exists"}
+			rec, err = cl.c.CreateRecord(cl.ctx, recordOf(req, h.cfg.Now()), "OpenIntent memory.created")
 		}
+	}
+	if keyTaken(err) {
+		return Entry{}, &Error{Status: http.StatusConflict, Code: "CONFLICT", Message: "an entry with this agent, namespace and key exists"}
+	}
+	if err != nil {
 		return Entry{}, err
 	}
 	e, _, ok := entryOf(*rec)
@@ -122,18 +136,28 @@ func (h *Handler) createEntry(cl *call, req createRequest) (Entry, error) {
 	return e, nil
 }
 
+// keyTaken reports whether err is the /v1 conflict of an entry whose
+// agent, namespace and key another entry has.
+func keyTaken(err error) bool {
+	ce, ok := apiError(err)
+	return ok && ce.Problem.Status == http.StatusConflict && strings.HasSuffix(ce.Problem.Type, ":entry-key-taken")
+}
+
 // findKey finds the live entry with s's agent (unless semantic),
-// namespace and key.
-func (h *Handler) findKey(cl *call, s stored) (Entry, bool, error) {
-	sel := selector{namespace: s.Namespace, key: s.Key, tier: s.MemoryType}
+// namespace and key, past its expires_at or not. Semantic entries of every
+// agent share a namespace's keys (RFC-0015 §1.2).
+func (h *Handler) findKey(cl *call, s stored) (found, bool, error) {
+	sel := selector{namespace: s.Namespace, key: s.Key, expiredIncluded: true}
 	if s.MemoryType != TierSemantic {
 		sel.agent = s.AgentID
 	}
-	found, err := h.entries(cl, sel)
-	if err != nil || len(found) == 0 {
-		return Entry{}, false, err
+	all, err := h.entries(cl, sel)
+	for _, f := range all {
+		if (f.entry.MemoryType == TierSemantic) == (s.MemoryType == TierSemantic) {
+			return f, true, err
+		}
 	}
-	return found[0].entry, true, nil
+	return found{}, false, err
 }
 
 // makeRoom enforces capacity before s is created (RFC-0015 §9.4): a task's

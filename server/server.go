@@ -87,6 +87,9 @@ type Config struct {
 	// Now is the time records' current salience is shown at; nil means
 	// time.Now.
 	Now func() time.Time
+	// OpenIntent configures OpenIntent memory (/api/v1/memory): its
+	// capacities. Its HTTPClient and Now are the server's own.
+	OpenIntent openintent.Config
 }
 
 // Server serves the engram API.
@@ -194,10 +197,10 @@ func New(cfg Config) *Server {
 	}
 	// OpenIntent RFC-0015 memory (issue 15): a translation onto this
 	// API, called in process with each caller's own key.
-	oi := openintent.New(openintent.Config{
-		HTTPClient: client.InProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) })),
-		Now:        s.now,
-	})
+	oic := cfg.OpenIntent
+	oic.HTTPClient = client.InProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }))
+	oic.Now = s.now
+	oi := openintent.New(oic)
 	for _, pattern := range openintent.Routes {
 		mux.Handle(pattern, oi)
 	}
