@@ -387,12 +387,12 @@ func TestQuery(t *testing.T) {
 	}
 	cases := map[string][]string{
 		"agent_id=a1&namespace=billing.invoices&tags=batch,in-progress&memory_type=working": {"a1/w1"},
-		"agent_id=a1&namespace=billing.*":                     {"a1/w1", "a1/w2", "a1/e1"},
-		"agent_id=a1&tags_any=refund,stripe":                  {"a1/e1", "a1/e2"},
-		"scope.task_id=t1&memory_type=working":                {"a1/w1", "a2/w1"},
-		"agent_id=a1&pinned=true":                             {"a1/e1"},
-		"memory_type=semantic":                                {"a2/s1"},
-		"key=w1":                                              {"a1/w1", "a2/w1"},
+		"agent_id=a1&namespace=billing.*":      {"a1/w1", "a1/w2", "a1/e1"},
+		"agent_id=a1&tags_any=refund,stripe":   {"a1/e1", "a1/e2"},
+		"scope.task_id=t1&memory_type=working": {"a1/w1", "a2/w1"},
+		"agent_id=a1&pinned=true":              {"a1/e1"},
+		"memory_type=semantic":                 {"a2/s1"},
+		"key=w1":                               {"a1/w1", "a2/w1"},
 		"agent_id=a1&updated_after=" + url.QueryEscape(first["updated_at"].(string)): {"a1/e2"},
 	}
 	for q, want := range cases {
