@@ -19,6 +19,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/openintent"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
@@ -130,6 +131,8 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	for _, rt := range (&Server{}).routes() {
 		want = append(want, rt.documented()...)
 	}
+	// OpenIntent memory, mounted beside the API.
+	want = append(want, openintent.Routes...)
 	got := slices.Collect(maps.Keys(parseOpenAPI(t, OpenAPI).operations(t)))
 	require.ElementsMatch(t, want, got, "documented operations (right) must be exactly the server's routes (left)")
 }
@@ -313,6 +316,8 @@ func TestOpenAPIDescribesTheAnswerTypes(t *testing.T) {
 		"ComplianceViolation":  reflect.TypeFor[api.ComplianceViolation](),
 		"ErasureReport":        reflect.TypeFor[api.ErasureReport](),
 		"PendingErasure":       reflect.TypeFor[api.PendingErasure](),
+		// OpenIntent memory (issue 15).
+		"OpenIntentEntry": reflect.TypeFor[openintent.Entry](),
 	} {
 		raw, ok := d.Components.Schemas[name]
 		require.True(t, ok, "components.schemas has no %s", name)
