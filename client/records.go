@@ -26,10 +26,11 @@ type RecordFilter struct {
 	Scope              *string
 	Subject, Predicate string
 	Flag               memory.FlagKind
-	// AgentID lists the records of that agent; ScopePrefix those whose
-	// scope starts with it; AnyTags those with at least one of these tags.
-	AgentID, ScopePrefix string
-	AnyTags              []string
+	// AgentID lists the records of that agent, ThreadID those of that
+	// thread; ScopePrefix those whose scope starts with it; AnyTags those
+	// with at least one of these tags.
+	AgentID, ThreadID, ScopePrefix string
+	AnyTags                        []string
 	// UpdatedAfter and UpdatedBefore, when not zero, list the records last
 	// updated strictly after, or strictly before, that time.
 	UpdatedAfter, UpdatedBefore time.Time
@@ -67,6 +68,7 @@ func (f RecordFilter) Values() url.Values {
 	set("flag", string(f.Flag))
 	set("cursor", f.Cursor)
 	set("agent_id", f.AgentID)
+	set("thread_id", f.ThreadID)
 	set("scope_prefix", f.ScopePrefix)
 	for _, t := range f.AnyTags {
 		q.Add("tag_any", t)

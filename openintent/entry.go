@@ -262,6 +262,9 @@ func decodeCreate(body map[string]json.RawMessage, agent string) (createRequest,
 			bad("scope", "must be an object, such as {\"task_id\": \"task_1\"}")
 		} else {
 			req.Scope = compact(raw)
+			if len(req.taskID()) > 180 {
+				bad("scope", "task_id is longer than 180 bytes")
+			}
 		}
 	}
 	if raw, ok := body["ttl"]; ok && string(raw) != "null" {

@@ -39,6 +39,7 @@ func recordOf(req createRequest, now time.Time) map[string]any {
 		lifecycle["expires_at"] = at.Format(time.RFC3339Nano)
 	}
 	rec := map[string]any{
+		"thread_id":  threadOf(req.stored),
 		"type":       memory.Working,
 		"scope":      req.Namespace,
 		"tags":       nonNil(req.Tags),
@@ -57,15 +58,24 @@ func recordOf(req createRequest, now time.Time) map[string]any {
 // RFC §6) whose thread is the entry's task, or its agent's, and the entry
 // under [payloadKey].
 func payloadOf(s stored) map[string]any {
-	thread := threadPrefix + "agent:" + s.AgentID
-	p := map[string]any{"kind": memory.Working, "state": "executing", payloadKey: s}
+	p := map[string]any{"kind": memory.Working, "state": "executing", "thread_id": threadOf(s), payloadKey: s}
 	if task := s.taskID(); task != "" {
-		thread = threadPrefix + "task:" + task
 		p["task_id"] = task
 	}
-	p["thread_id"] = thread
 	return p
 }
+
+// threadOf is the thread of an entry, its record's and its payload's
+// thread_id: its task's, or, with none, its agent's. A task's entries are
+// listed by it.
+func threadOf(s stored) string {
+	if task := s.taskID(); task != "" {
+		return taskThread(task)
+	}
+	return threadPrefix + "agent:" + s.AgentID
+}
+
+func taskThread(task string) string { return threadPrefix + "task:" + task }
 
 func nonNil(tags []string) []string {
 	if tags == nil {

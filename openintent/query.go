@@ -100,6 +100,9 @@ type found struct {
 func (h *Handler) entries(cl *call, sel selector) ([]found, error) {
 	f := client.RecordFilter{Types: []memory.Type{memory.Working}, AgentID: sel.agent, Tags: sel.tags,
 		AnyTags: sel.tagsAny, UpdatedAfter: sel.after, UpdatedBefore: sel.before, Limit: MaxLimit}
+	if sel.task != "" {
+		f.ThreadID = taskThread(sel.task)
+	}
 	switch {
 	case sel.prefix:
 		f.ScopePrefix = sel.namespace

@@ -15,10 +15,10 @@ func workingBody(agent, scope string, tags []string, entry map[string]any) map[s
 	if entry != nil {
 		p["openintent"] = entry
 	}
-	return map[string]any{"type": "working", "agent_id": agent, "scope": scope, "tags": tags, "payload": p}
+	return map[string]any{"type": "working", "agent_id": agent, "thread_id": "t-" + agent, "scope": scope, "tags": tags, "payload": p}
 }
 
-// GET /v1/records selects by agent, scope prefix, any of some tags and
+// GET /v1/records selects by agent, thread, scope prefix, any of some tags and
 // update time, alone and together, through the Go client too.
 func TestListRecordFilters(t *testing.T) {
 	t.Parallel()
@@ -61,6 +61,7 @@ func TestListRecordFilters(t *testing.T) {
 	require.Equal(t, []string{"b", "c", "d"}, names(client.RecordFilter{UpdatedAfter: made["a"].UpdatedAt}))
 	require.Equal(t, []string{"a"}, names(client.RecordFilter{UpdatedBefore: made["b"].UpdatedAt}))
 	require.Empty(t, names(client.RecordFilter{AgentID: "agent-3"}))
+	require.Equal(t, []string{"c", "d"}, names(client.RecordFilter{ThreadID: "t-agent-2"}))
 	// As query parameters, comma-separated.
 	var page struct{ Records []memory.Record }
 	res := e.do("GET", "/v1/records?tag_any=y,x&agent_id=agent-1", acmeKey, nil)

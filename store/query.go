@@ -27,8 +27,9 @@ type Filter struct {
 	Predicate     string
 	// Flag selects the records flagged with it now (flags have no history).
 	Flag memory.FlagKind
-	// AgentID selects the records of that agent (their agent_id).
-	AgentID string
+	// AgentID selects the records of that agent (their agent_id), ThreadID
+	// those of that thread (their thread_id).
+	AgentID, ThreadID string
 	// ScopePrefix selects the records whose scope starts with it.
 	ScopePrefix string
 	// AnyTags selects the records having at least one of these tags.
@@ -90,18 +91,19 @@ const listWhere = `
 	AND ($19::text[] IS NULL OR tags && $19)
 	AND ($20::timestamptz IS NULL OR updated_at > $20)
 	AND ($21::timestamptz IS NULL OR updated_at < $21)
+	AND ($22::text IS NULL OR thread_id = $22)
 ORDER BY id
 LIMIT $10`
 
 const listSQL = `SELECT ` + recordColumns + ` FROM records WHERE tenant_id = $1 AND ` + listWhere
 
-// versionsAsOf is each record of a tenant as it was at $22: the last
+// versionsAsOf is each record of a tenant as it was at $23: the last
 // snapshot recorded by then.
 const versionsAsOf = `
 WITH r AS (
 	SELECT DISTINCT ON (v.record_id) s.*
 	FROM record_versions v, jsonb_populate_record(NULL::records, v.snapshot) s
-	WHERE v.tenant_id = $1 AND v.recorded_at <= $22
+	WHERE v.tenant_id = $1 AND v.recorded_at <= $23
 	ORDER BY v.record_id, v.version DESC
 )`
 
@@ -158,7 +160,8 @@ func List(ctx context.Context, db pg.DBTX, tenant string, f Filter) (Page, error
 	args := []any{pgx.QueryExecModeExec, tenant, strs(f.Types), strs(statuses), f.Scope, strs(f.Tags), strs(f.Sensitivities),
 		nilIfZero(f.Subject), nilIfZero(f.Predicate), after, limit + 1, nilIfZero(string(f.Flag))}
 	args = append(args, f.Visible.args()...)
-	args = append(args, nilIfZero(f.AgentID), nilIfZero(f.ScopePrefix), strs(f.AnyTags), f.UpdatedAfter, f.UpdatedBefore)
+	args = append(args, nilIfZero(f.AgentID), nilIfZero(f.ScopePrefix), strs(f.AnyTags), f.UpdatedAfter, f.UpdatedBefore,
+		nilIfZero(f.ThreadID))
 	query := listSQL
 	if f.AsOf != nil {
 		query, args = listAsOfSQL, append(args, *f.AsOf)
