@@ -107,7 +107,7 @@ func New(cfg Config) *Handler {
 // ServeHTTP implements [http.Handler].
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := h.mux.Handler(r); pattern == "" {
-		writeError(w, &Error{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no such OpenIntent memory route"})
+		writeError(w, &Error{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no OpenIntent memory route has this method and path"})
 		return
 	}
 	h.mux.ServeHTTP(w, r)

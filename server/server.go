@@ -204,6 +204,9 @@ func New(cfg Config) *Server {
 	for _, pattern := range openintent.Routes {
 		mux.Handle(pattern, oi)
 	}
+	// Any other path under /api/v1/ is answered in OpenIntent's error
+	// shape, which its SDK reads.
+	mux.Handle("/api/v1/", oi)
 	s.handler = s.observe(problemOnMiss(mux, s))
 	return s
 }
