@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -44,27 +45,38 @@ const (
 // maxPutBytes caps a put's body: the content, its tags and their encoding.
 const maxPutBytes = 4 * MaxEntryBytes
 
-// Config configures an [Adapter].
+// Config configures an [Adapter]. In engramd's configuration file it is
+// the openwop section, whose one key is on_secret; the server sets the
+// rest.
 type Config struct {
 	// HTTPClient reaches engramd's /v1 API at URL; mounted in engramd it is
 	// [client.InProcess] over the API. Required.
-	HTTPClient *http.Client
+	HTTPClient *http.Client `yaml:"-"`
 	// URL is the API's base URL; empty is http://engramd, which a client
 	// made by client.InProcess ignores.
-	URL string
+	URL string `yaml:"-"`
 	// OnSecret is what a put does when the policy's redactor finds a secret
-	// or personal datum in the content or the tags: redact (store it with
-	// [REDACTED:<label>] markers) or reject (refuse the write with
-	// secret_leakage). Empty follows the policy's secrets.on_secret; any
-	// other value rejects, failing closed. A policy that rejects wins: the
-	// API refuses such writes itself.
-	OnSecret string
+	// or personal datum in the content or the tags (SR-1): redact (store it
+	// with [REDACTED:<label>] markers) or reject (refuse the write with
+	// secret_leakage). Empty follows the policy's secrets.on_secret. A
+	// policy that rejects wins: the API refuses such writes itself. yaml
+	// openwop.on_secret.
+	OnSecret string `yaml:"on_secret"`
 	// Policy returns the policy in force, whose redactor a put runs; nil
 	// means policy.Default().
-	Policy func() *policy.Policy
+	Policy func() *policy.Policy `yaml:"-"`
 	// Now is the clock expiresAt is judged by; nil means time.Now.
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now    func() time.Time `yaml:"-"`
+	Logger *slog.Logger     `yaml:"-"`
+}
+
+// Validate names a bad field of c.
+func (c Config) Validate() error {
+	switch c.OnSecret {
+	case "", OnSecretRedact, OnSecretReject:
+		return nil
+	}
+	return fmt.Errorf("openwop.on_secret: %q is not redact or reject", c.OnSecret)
 }
 
 // Adapter serves the OpenWOP MemoryAdapter over engramd's /v1 API. It
@@ -146,6 +158,7 @@ func (a *Adapter) onSecret() string {
 		}
 		return OnSecretRedact
 	default:
+		// Not a valid choice (see [Config.Validate]): fail closed.
 		return OnSecretReject
 	}
 }

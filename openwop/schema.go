@@ -22,6 +22,15 @@ const (
 	ListOptionsSchemaID = "https://openwop.dev/spec/v1/memory-list-options.schema.json"
 )
 
+// EntrySchema returns memory-entry.schema.json as the spec publishes it.
+func EntrySchema() []byte {
+	b, err := schemaFiles.ReadFile("schema/memory-entry.schema.json")
+	if err != nil {
+		panic(fmt.Sprintf("openwop: %v", err))
+	}
+	return b
+}
+
 var listOptionsSchema = sync.OnceValue(func() *jsonschema.Schema {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
