@@ -131,11 +131,14 @@ func (a *Adapter) Mount(mux *http.ServeMux) {
 	}
 	for _, rt := range Routes {
 		h := handlers[rt.Pattern]
+		if h == nil {
+			panic("openwop: no handler for " + rt.Pattern)
+		}
 		mux.Handle(rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := h(w, r); err != nil {
 				e := fromAPI(err)
 				if e.Code == CodeInternal {
-					a.cfg.Logger.ErrorContext(r.Context(), "openwop", slog.String("route", rt.Pattern), slog.String("error", err.Error()))
+					a.cfg.Logger.ErrorContext(r.Context(), "openwop call failed", slog.String("route", rt.Pattern), slog.String("error", err.Error()))
 				}
 				writeError(w, e)
 			}
@@ -144,23 +147,13 @@ func (a *Adapter) Mount(mux *http.ServeMux) {
 }
 
 // onSecret is the put's choice in force: reject when the adapter or the
-// policy rejects.
+// policy rejects, or when OnSecret is no valid choice (see
+// [Config.Validate]): failing closed.
 func (a *Adapter) onSecret() string {
-	switch a.cfg.OnSecret {
-	case OnSecretRedact:
-		if a.cfg.Policy().RejectSecrets() {
-			return OnSecretReject
-		}
-		return OnSecretRedact
-	case "":
-		if a.cfg.Policy().RejectSecrets() {
-			return OnSecretReject
-		}
-		return OnSecretRedact
-	default:
-		// Not a valid choice (see [Config.Validate]): fail closed.
+	if a.cfg.OnSecret != "" && a.cfg.OnSecret != OnSecretRedact || a.cfg.Policy().RejectSecrets() {
 		return OnSecretReject
 	}
+	return OnSecretRedact
 }
 
 // Capabilities is the document of /.well-known/openwop (RFC 0004 §B).

@@ -382,6 +382,8 @@ func TestOpenWOPReject(t *testing.T) {
 	for name, modes := range map[string][2]string{
 		"adapter": {openwop.OnSecretReject, ""},
 		"policy":  {openwop.OnSecretRedact, "reject"},
+		// A choice that is none fails closed.
+		"invalid": {"shred", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -488,4 +490,22 @@ func TestOpenWOPErrors(t *testing.T) {
 	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "planner", "namespace": "x y"}, http.StatusBadRequest, openwop.CodeValidation)
 	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agent": "planner"}, http.StatusBadRequest, openwop.CodeValidation)
 	require.Equal(t, e.ref("planner", "default"), e.ref("planner", ""), "the default namespace")
+}
+
+// A memoryRef resolves to the agent and namespace it was issued for, and
+// any other string to not_found.
+func TestMemoryRef(t *testing.T) {
+	t.Parallel()
+	for _, ref := range []openwop.MemoryRef{{Agent: "planner", Namespace: "default"}, {Agent: "a.b:c@d-e_f", Namespace: "x"}, {Agent: "p", Namespace: "ns:with:colons"}} {
+		got, err := openwop.ParseMemoryRef(ref.String())
+		require.NoError(t, err)
+		require.Equal(t, ref, got)
+	}
+	require.NotEqual(t, openwop.MemoryRef{Agent: "a", Namespace: "bc"}.String(), openwop.MemoryRef{Agent: "ab", Namespace: "c"}.String())
+	for _, s := range []string{"", "mem_", "mem_!!", "planner/default", "mem_" + "cGxhbm5lcg", "mem_L2RlZmF1bHQ", "mem_cC9hL2I"} {
+		_, err := openwop.ParseMemoryRef(s)
+		var e *openwop.Error
+		require.ErrorAs(t, err, &e, s)
+		require.Equal(t, openwop.CodeNotFound, e.Code, s)
+	}
 }
