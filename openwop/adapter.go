@@ -216,6 +216,9 @@ func (a *Adapter) issueRef(w http.ResponseWriter, r *http.Request) error {
 	if err := ref.invalid(); err != nil {
 		return err
 	}
+	if err := a.clean(ref); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"memoryRef": ref.String()})
 	return nil
 }
@@ -232,6 +235,9 @@ func (a *Adapter) begin(r *http.Request) (call, error) {
 	if err != nil {
 		return call{}, err
 	}
+	if err := a.clean(ref); err != nil {
+		return call{}, err
+	}
 	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if key = strings.TrimSpace(key); !ok || key == "" {
 		return call{}, &Error{Code: CodeUnauthenticated, Message: "send the API key as Authorization: Bearer <key>"}
@@ -241,6 +247,19 @@ func (a *Adapter) begin(r *http.Request) (call, error) {
 		return call{}, err
 	}
 	return call{ref: ref, c: c}, nil
+}
+
+// clean refuses a ref whose agent or namespace the redactor would change:
+// the API would store its entries under a redacted scope, where the ref
+// could not find them.
+func (a *Adapter) clean(ref MemoryRef) *Error {
+	red := a.cfg.Policy().Redactor()
+	for _, f := range [][2]string{{"agentId", ref.Agent}, {"namespace", ref.Namespace}} {
+		if _, found := red.String(f[1]); len(found) > 0 {
+			return invalid(f[0], "must not look like a secret or personal data ("+found[0].Label+")")
+		}
+	}
+	return nil
 }
 
 // snapshotOf reads the snapshot parameter: the run's start (§A).
@@ -409,22 +428,27 @@ func (a *Adapter) put(w http.ResponseWriter, r *http.Request) error {
 	if verr != nil {
 		return verr
 	}
-	red := a.cfg.Policy().Redactor()
-	content, found := red.String(req.Content)
-	tags, more := red.Strings(req.Tags)
-	found = append(found, more...)
-	if len(found) > 0 && a.onSecret() == OnSecretReject {
-		var labels []string
-		for _, f := range found {
-			labels = append(labels, f.Label)
+	// SR-1 (§D). Rejecting, the adapter refuses the write itself; redacting,
+	// it leaves the redaction to the API, which runs the same redactor over
+	// every string of the record, replaces each finding with its
+	// [REDACTED:<label>] marker, and raises the record's sensitivity (and
+	// tags it PII-bearing) for what it found, as for any write.
+	if a.onSecret() == OnSecretReject {
+		red := a.cfg.Policy().Redactor()
+		_, found := red.String(req.Content)
+		_, more := red.Strings(req.Tags)
+		if found = append(found, more...); len(found) > 0 {
+			var labels []string
+			for _, f := range found {
+				labels = append(labels, f.Label)
+			}
+			slices.Sort(labels)
+			labels = slices.Compact(labels)
+			return &Error{Code: CodeSecretLeakage,
+				Message: "the entry holds secrets or personal data (" + strings.Join(labels, ", ") + ") and this host refuses such writes (SR-1)",
+				Details: map[string]any{"labels": labels}}
 		}
-		slices.Sort(labels)
-		labels = slices.Compact(labels)
-		return &Error{Code: CodeSecretLeakage,
-			Message: "the entry holds secrets or personal data (" + strings.Join(labels, ", ") + ") and this host refuses such writes (SR-1)",
-			Details: map[string]any{"labels": labels}}
 	}
-	req.Content, req.Tags = content, tags
 	rec, err := req.record(cl.ref)
 	if err != nil {
 		return err

@@ -55,13 +55,17 @@
 //
 // # Secrets (SR-1)
 //
-// A put runs engram's policy redactor (package policy, the operator's
-// literals included) over the content and tags (§D). [Config.OnSecret]
-// chooses what a finding does: redact stores the entry with each secret
-// replaced by a [REDACTED:<label>] marker; reject refuses the write with
-// secret_leakage, naming the labels and never a value. Empty follows the
-// policy's secrets.on_secret. The API redacts and, under a reject policy,
-// refuses on its own as well, so a reject policy wins over redact here.
+// A put's content and tags go through engram's policy redactor (package
+// policy, the operator's literals included) before anything is stored
+// (§D). [Config.OnSecret] chooses what a finding does: redact stores the
+// entry with each secret replaced by a [REDACTED:<label>] marker (the
+// redactor's own marker, the spec's) — the API redacts every string of the
+// record it is given, and raises the record's sensitivity, and tags it
+// pii, for what it found, as for any write; reject refuses the write here,
+// before any call, with secret_leakage, naming the labels and never a
+// value. Empty follows the policy's secrets.on_secret. A policy that
+// rejects wins. A memoryRef's agent or namespace that the redactor would
+// change is refused: its entries' scope would be redacted.
 //
 // # Errors
 //

@@ -364,6 +364,7 @@ func TestOpenWOPRedact(t *testing.T) {
 	require.Equal(t, "use key [REDACTED:aws_access_key] and the token [REDACTED:literal_secret] for the deploy", got.Content)
 	require.Contains(t, got.Tags, "owner:[REDACTED:email]")
 	require.Contains(t, got.Tags, "ops")
+	require.Contains(t, got.Tags, "pii", "the write path tags a record made from personal data")
 	read := e.get(ref, acmeKey, got.ID, nil)
 	require.Equal(t, got.Content, read.Content)
 	listed := e.list(ref, acmeKey, nil, nil)
@@ -489,6 +490,10 @@ func TestOpenWOPErrors(t *testing.T) {
 	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "a/b"}, http.StatusBadRequest, openwop.CodeValidation)
 	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "planner", "namespace": "x y"}, http.StatusBadRequest, openwop.CodeValidation)
 	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agent": "planner"}, http.StatusBadRequest, openwop.CodeValidation)
+	// A name the redactor would change could not find its own entries.
+	msg = e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "ada@example.com"}, http.StatusBadRequest, openwop.CodeValidation)
+	require.NotContains(t, msg, "ada@example.com")
+	e.fails("GET", entries(openwop.MemoryRef{Agent: "p", Namespace: canary}.String()), acmeKey, nil, http.StatusBadRequest, openwop.CodeValidation)
 	require.Equal(t, e.ref("planner", "default"), e.ref("planner", ""), "the default namespace")
 }
 
