@@ -27,7 +27,9 @@ type RecordFilter struct {
 	Subject, Predicate string
 	Flag               memory.FlagKind
 	// AsOf lists the records as they were then.
-	AsOf   time.Time
+	AsOf time.Time
+	// Newest lists the newest records first; the default is oldest first.
+	Newest bool
 	Limit  int
 	Cursor string
 }
@@ -61,6 +63,9 @@ func (f RecordFilter) Values() url.Values {
 	set("cursor", f.Cursor)
 	if !f.AsOf.IsZero() {
 		q.Set("as_of", f.AsOf.UTC().Format(time.RFC3339Nano))
+	}
+	if f.Newest {
+		q.Set("order", "newest")
 	}
 	if f.Limit != 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))

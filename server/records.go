@@ -138,6 +138,13 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		f.Scope = &scope
 	}
 	f.Subject, f.Predicate, f.Cursor = q.Get("subject"), q.Get("predicate"), q.Get("cursor")
+	switch q.Get("order") {
+	case "", "oldest":
+	case "newest":
+		f.Newest = true
+	default:
+		return badParam("order", "must be oldest (the default) or newest")
+	}
 	if v := q.Get("flag"); v != "" {
 		f.Flag = memory.FlagKind(v)
 		if !f.Flag.Valid() {

@@ -20,11 +20,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/engram-dev/engram/access"
+	"github.com/engram-dev/engram/client"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -85,6 +87,11 @@ type Config struct {
 	// Now is the time records' current salience is shown at; nil means
 	// time.Now.
 	Now func() time.Time
+	// OpenWOP configures the OpenWOP MemoryAdapter mounted under /openwop
+	// and /.well-known/openwop: its OnSecret (redact or reject; empty
+	// follows the policy). Its client, policy, clock and logger are the
+	// server's.
+	OpenWOP openwop.Config
 }
 
 // Server serves the engram API.
@@ -190,6 +197,12 @@ func New(cfg Config) *Server {
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.authenticated(rt))
 	}
+	// The OpenWOP MemoryAdapter calls the API in this process with its
+	// caller's key (issue 15).
+	wop := cfg.OpenWOP
+	wop.HTTPClient = client.InProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }))
+	wop.Policy, wop.Now, wop.Logger = s.policy, s.now, s.logger
+	openwop.New(wop).Mount(mux)
 	s.handler = s.observe(problemOnMiss(mux, s))
 	return s
 }

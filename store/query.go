@@ -29,7 +29,10 @@ type Filter struct {
 	Flag memory.FlagKind
 	// AsOf, when set, lists the records as they were at that time, from the
 	// version log.
-	AsOf   *time.Time
+	AsOf *time.Time
+	// Newest lists the newest records first (descending id, which is
+	// creation order: ids are UUIDv7); the default is oldest first.
+	Newest bool
 	Limit  int
 	Cursor string
 	// Visible, when set, keeps the records a key may read (write-path RFC
@@ -62,6 +65,7 @@ const (
 )
 
 // listWhere filters a listing; unset parameters are NULL and match all.
+// The cursor ($9) and the order follow it: oldestFirst or newestFirst.
 const listWhere = `
 	($2::text[] IS NULL OR type = ANY($2))
 	AND status = ANY($3)
@@ -71,15 +75,28 @@ const listWhere = `
 	AND ($7::text IS NULL OR subject = $7)
 	AND ($8::text IS NULL OR predicate = $8)
 	AND ($11::text IS NULL OR id IN (SELECT f.record_id FROM record_flags f WHERE f.tenant_id = $1 AND f.flag = $11))
-	AND ($9::uuid IS NULL OR id > $9)
 	AND ($12::text[] IS NULL OR type = ANY($12) OR (type = ANY($13) AND $14 <> '' AND agent_id = $14))
 	AND ($15::int IS NULL OR array_position('{public,low,medium,high,hyper}'::text[], sensitivity) - 1 <= $15)
 	AND ($16::text[] IS NULL OR NOT EXISTS (
-		SELECT 1 FROM unnest(tags) t WHERE t LIKE 'domain:_%' AND substr(t, 8) <> ALL ($16)))
+		SELECT 1 FROM unnest(tags) t WHERE t LIKE 'domain:_%' AND substr(t, 8) <> ALL ($16)))`
+
+// oldestFirst and newestFirst end a listing: the page after the cursor $9,
+// in id order or its reverse.
+const (
+	oldestFirst = `
+	AND ($9::uuid IS NULL OR id > $9)
 ORDER BY id
 LIMIT $10`
+	newestFirst = `
+	AND ($9::uuid IS NULL OR id < $9)
+ORDER BY id DESC
+LIMIT $10`
+)
 
-const listSQL = `SELECT ` + recordColumns + ` FROM records WHERE tenant_id = $1 AND ` + listWhere
+const (
+	listSQL       = `SELECT ` + recordColumns + ` FROM records WHERE tenant_id = $1 AND ` + listWhere + oldestFirst
+	listNewestSQL = `SELECT ` + recordColumns + ` FROM records WHERE tenant_id = $1 AND ` + listWhere + newestFirst
+)
 
 // versionsAsOf is each record of a tenant as it was at $17: the last
 // snapshot recorded by then.
@@ -91,7 +108,10 @@ WITH r AS (
 	ORDER BY v.record_id, v.version DESC
 )`
 
-const listAsOfSQL = versionsAsOf + ` SELECT ` + recordColumns + ` FROM r WHERE ` + listWhere
+const (
+	listAsOfSQL       = versionsAsOf + ` SELECT ` + recordColumns + ` FROM r WHERE ` + listWhere + oldestFirst
+	listAsOfNewestSQL = versionsAsOf + ` SELECT ` + recordColumns + ` FROM r WHERE ` + listWhere + newestFirst
+)
 
 // args are the listing's parameters $12 to $16: all NULL without a
 // visibility, which match every record.
@@ -119,7 +139,8 @@ func (v *Visibility) args() []any {
 	return []any{layers, own, v.Agent, rank, domains}
 }
 
-// List returns one page of a tenant's records, in id (creation) order.
+// List returns one page of a tenant's records, in id (creation) order, or
+// its reverse with f.Newest.
 func List(ctx context.Context, db pg.DBTX, tenant string, f Filter) (Page, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -145,8 +166,14 @@ func List(ctx context.Context, db pg.DBTX, tenant string, f Filter) (Page, error
 		nilIfZero(f.Subject), nilIfZero(f.Predicate), after, limit + 1, nilIfZero(string(f.Flag))}
 	args = append(args, f.Visible.args()...)
 	query := listSQL
+	if f.Newest {
+		query = listNewestSQL
+	}
 	if f.AsOf != nil {
 		query, args = listAsOfSQL, append(args, *f.AsOf)
+		if f.Newest {
+			query = listAsOfNewestSQL
+		}
 	}
 	rows, err := db.Query(ctx, query, args...)
 	if err != nil {

@@ -205,6 +205,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		Decay:        per.decayer,
 		Jobs:         per.scheduler,
 		Retrieve:     ret.retriever,
+		OpenWOP:      cfg.OpenWOP,
 	})
 	httpServer := &http.Server{
 		Handler:           srv,

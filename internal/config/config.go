@@ -22,6 +22,7 @@ import (
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/retention"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -117,6 +118,10 @@ type Config struct {
 	// Encryption configures encryption at rest (see [Encryption]). yaml
 	// encryption; the master keys also from ENGRAM_MASTER_KEY.
 	Encryption Encryption `yaml:"encryption"`
+	// OpenWOP configures the OpenWOP MemoryAdapter: on_secret, what a put
+	// does with a secret, redact or reject (empty follows the policy's
+	// secrets.on_secret; see [openwop.Config]). yaml openwop.
+	OpenWOP openwop.Config `yaml:"openwop"`
 }
 
 // Embedding chooses the embedder (yaml embedding.*): the built-in lexical
@@ -392,6 +397,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.Leases.Validate(); err != nil {
+		return err
+	}
+	if err := c.OpenWOP.Validate(); err != nil {
 		return err
 	}
 	if err := c.Retrieve.Validate(); err != nil {
