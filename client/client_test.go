@@ -164,6 +164,11 @@ func TestRecordRoundTrip(t *testing.T) {
 	page, err = c.ListRecords(ctx, client.RecordFilter{Types: []memory.Type{memory.Working}})
 	require.NoError(t, err)
 	require.Empty(t, page.Records, "the filter reaches the server")
+	other, err := c.CreateRecord(ctx, fact("team", "go"), "")
+	require.NoError(t, err)
+	page, err = c.ListRecords(ctx, client.RecordFilter{Types: []memory.Type{memory.Semantic}, Newest: true})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{other.ID, rec.ID}, []uuid.UUID{page.Records[0].ID, page.Records[1].ID}, "newest first")
 
 	next, err := json.Marshal(fact("user", "rust"))
 	require.NoError(t, err)

@@ -35,7 +35,9 @@ type RecordFilter struct {
 	// updated strictly after, or strictly before, that time.
 	UpdatedAfter, UpdatedBefore time.Time
 	// AsOf lists the records as they were then.
-	AsOf   time.Time
+	AsOf time.Time
+	// Newest lists the newest records first; the default is oldest first.
+	Newest bool
 	Limit  int
 	Cursor string
 }
@@ -80,6 +82,9 @@ func (f RecordFilter) Values() url.Values {
 	}
 	if !f.AsOf.IsZero() {
 		q.Set("as_of", f.AsOf.UTC().Format(time.RFC3339Nano))
+	}
+	if f.Newest {
+		q.Set("order", "newest")
 	}
 	if f.Limit != 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))

@@ -20,6 +20,7 @@ import (
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/openintent"
+	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
@@ -32,6 +33,20 @@ var revisionOps = []string{"supersede", "fork", "contest", "retract", "rollback"
 // publicRoutes are the endpoints New registers outside routes(), which need
 // no API key.
 var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /v1/openapi.json"}
+
+// adapterRoutes are the endpoints of the protocol adapters New mounts
+// outside routes(), and keyless those of them that need no API key.
+func adapterRoutes() (all, keyless []string) {
+	for _, rt := range openwop.Routes {
+		all = append(all, rt.Pattern)
+		if !rt.NeedsKey {
+			keyless = append(keyless, rt.Pattern)
+		}
+	}
+	// OpenIntent memory: every route takes the caller's key.
+	all = append(all, openintent.Routes...)
+	return all, keyless
+}
 
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -127,12 +142,11 @@ func (rt route) documented() []string {
 // operation is a route.
 func TestOpenAPICoversEveryRoute(t *testing.T) {
 	t.Parallel()
-	want := slices.Clone(publicRoutes)
+	want, _ := adapterRoutes()
+	want = append(want, publicRoutes...)
 	for _, rt := range (&Server{}).routes() {
 		want = append(want, rt.documented()...)
 	}
-	// OpenIntent memory, mounted beside the API.
-	want = append(want, openintent.Routes...)
 	got := slices.Collect(maps.Keys(parseOpenAPI(t, OpenAPI).operations(t)))
 	require.ElementsMatch(t, want, got, "documented operations (right) must be exactly the server's routes (left)")
 }
@@ -189,6 +203,8 @@ func TestOpenAPIRoles(t *testing.T) {
 func TestOpenAPIOperations(t *testing.T) {
 	t.Parallel()
 	d := parseOpenAPI(t, OpenAPI)
+	_, keyless := adapterRoutes()
+	keyless = append(keyless, publicRoutes...)
 	ids := map[string]string{}
 	for name, op := range d.operations(t) {
 		require.NotEmpty(t, op.OperationID, name)
@@ -211,7 +227,7 @@ func TestOpenAPIOperations(t *testing.T) {
 			security = *op.Security
 		}
 		authenticated := len(security) > 0
-		require.Equal(t, !slices.Contains(publicRoutes, name), authenticated, "%s: every route but %v needs an API key", name, publicRoutes)
+		require.Equal(t, !slices.Contains(keyless, name), authenticated, "%s: every route but %v needs an API key", name, keyless)
 		for _, req := range security {
 			for scheme := range req {
 				require.Contains(t, d.Components.SecuritySchemes, scheme, "%s: security names an undeclared scheme", name)
@@ -296,6 +312,13 @@ func TestOpenAPIEmbedsCanonicalSchemas(t *testing.T) {
 		require.True(t, ok, "components.schemas has no copy of the canonical schema %s", name)
 		require.JSONEq(t, string(raw), string(got), "components.schemas.%s differs from the canonical schema: copy schemas/ into server/openapi.json again", name)
 	}
+}
+
+// The OpenWOP MemoryEntry schema is the spec's, verbatim.
+func TestOpenAPIEmbedsOpenWOPSchema(t *testing.T) {
+	t.Parallel()
+	d := parseOpenAPI(t, OpenAPI)
+	require.JSONEq(t, string(openwop.EntrySchema()), string(d.Components.Schemas["OpenWOPMemoryEntry"]))
 }
 
 // The document describes the answer's types as the server writes them: a

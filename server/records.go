@@ -147,6 +147,13 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 	if f.UpdatedBefore, err = timeParam(r, "updated_before"); err != nil {
 		return err
 	}
+	switch q.Get("order") {
+	case "", "oldest":
+	case "newest":
+		f.Newest = true
+	default:
+		return badParam("order", "must be oldest (the default) or newest")
+	}
 	if v := q.Get("flag"); v != "" {
 		f.Flag = memory.FlagKind(v)
 		if !f.Flag.Valid() {

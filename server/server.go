@@ -27,6 +27,7 @@ import (
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/openintent"
+	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -90,6 +91,11 @@ type Config struct {
 	// OpenIntent configures OpenIntent memory (/api/v1/memory): its
 	// capacities. Its HTTPClient and Now are the server's own.
 	OpenIntent openintent.Config
+	// OpenWOP configures the OpenWOP MemoryAdapter mounted under /openwop
+	// and /.well-known/openwop: its OnSecret (redact or reject; empty
+	// follows the policy). Its client, policy, clock and logger are the
+	// server's.
+	OpenWOP openwop.Config
 }
 
 // Server serves the engram API.
@@ -207,6 +213,12 @@ func New(cfg Config) *Server {
 	// Any other path under /api/v1/ is answered in OpenIntent's error
 	// shape, which its SDK reads.
 	mux.Handle("/api/v1/", oi)
+	// The OpenWOP MemoryAdapter calls the API in this process with its
+	// caller's key (issue 15).
+	wop := cfg.OpenWOP
+	wop.HTTPClient = client.InProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }))
+	wop.Policy, wop.Now, wop.Logger = s.policy, s.now, s.logger
+	openwop.New(wop).Mount(mux)
 	s.handler = s.observe(problemOnMiss(mux, s))
 	return s
 }

@@ -208,6 +208,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		Retrieve:     ret.retriever,
 		OpenIntent: openintent.Config{EpisodicCapacity: cfg.OpenIntent.EpisodicCapacity,
 			WorkingCapacity: cfg.OpenIntent.WorkingCapacity},
+		OpenWOP: cfg.OpenWOP,
 	})
 	httpServer := &http.Server{
 		Handler:           srv,

@@ -22,6 +22,7 @@ import (
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/retention"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -120,6 +121,10 @@ type Config struct {
 	// OpenIntent sizes OpenIntent memory (/api/v1/memory, OpenIntent
 	// RFC-0015 §9.4; see [OpenIntent]). yaml openintent.
 	OpenIntent OpenIntent `yaml:"openintent"`
+	// OpenWOP configures the OpenWOP MemoryAdapter: on_secret, what a put
+	// does with a secret, redact or reject (empty follows the policy's
+	// secrets.on_secret; see [openwop.Config]). yaml openwop.
+	OpenWOP openwop.Config `yaml:"openwop"`
 }
 
 // OpenIntent sizes OpenIntent memory (yaml openintent.*); zero is the
@@ -413,6 +418,9 @@ func (c Config) Validate() error {
 		return errors.New("openintent.episodic_capacity: must not be negative")
 	case c.OpenIntent.WorkingCapacity < 0:
 		return errors.New("openintent.working_capacity: must not be negative")
+	}
+	if err := c.OpenWOP.Validate(); err != nil {
+		return err
 	}
 	if err := c.Retrieve.Validate(); err != nil {
 		return err
