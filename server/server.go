@@ -190,6 +190,9 @@ func New(cfg Config) *Server {
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.authenticated(rt))
 	}
+	// The MCP server (issue 15): its tools call the routes above in
+	// process, with the caller's key.
+	mux.Handle("/mcp", s.mcpHandler())
 	s.handler = s.observe(problemOnMiss(mux, s))
 	return s
 }
