@@ -61,7 +61,11 @@ func toolError(err error, at func(pointer string) string) error {
 		}
 		fmt.Fprintf(&b, "\nRecords concerned: %s.", strings.Join(ids, ", "))
 	}
-	if h := hint(p.Status); h != "" {
+	h := hint(p.Status)
+	if p.Gate != "" {
+		h = gateHint(p.Gate)
+	}
+	if h != "" {
 		b.WriteString("\n" + h)
 	}
 	if p.RetryAfter > 0 {
@@ -89,6 +93,25 @@ func hint(status int) string {
 		return "engramd cannot serve this now: retry later."
 	}
 	return ""
+}
+
+// gateHint is what to do about a write the gate refused (write-path RFC
+// §12.1): the same write would be refused again.
+func gateHint(gate string) string {
+	switch gate {
+	case "contradiction":
+		return "It contradicts the records concerned: read them (get_record). If it is right, propose it with evidence " +
+			"(rationale) and a higher confidence, or with the conditions under which it holds; otherwise keep the record as it is."
+	case "evidence":
+		return "The evidence is not enough for this layer: cite where it comes from (a person, a tool call, an outcome)."
+	case "dedup":
+		return "It duplicates the records concerned: use them instead."
+	case "provenance":
+		return "Its provenance is refused (a cycle, or a source it cannot cite): name other evidence."
+	case "approval":
+		return "A reviewer must decide: it was not stored; do not retry the same write."
+	}
+	return "The write path refused it; the same write would be refused again."
 }
 
 // argError is a tool error about one argument.
