@@ -32,6 +32,10 @@ var revisionOps = []string{"supersede", "fork", "contest", "retract", "rollback"
 // no API key.
 var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /v1/openapi.json"}
 
+// adapterRoutes are the protocol adapters New mounts outside routes(),
+// authenticated like them, and the roles they admit.
+var adapterRoutes = map[string][]Role{"POST /mcp": tenantRoles}
+
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
 type openAPIDoc struct {
@@ -130,6 +134,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	for _, rt := range (&Server{}).routes() {
 		want = append(want, rt.documented()...)
 	}
+	want = slices.AppendSeq(want, maps.Keys(adapterRoutes))
 	got := slices.Collect(maps.Keys(parseOpenAPI(t, OpenAPI).operations(t)))
 	require.ElementsMatch(t, want, got, "documented operations (right) must be exactly the server's routes (left)")
 }
@@ -167,6 +172,9 @@ func TestOpenAPIRoles(t *testing.T) {
 	}
 	for _, name := range publicRoutes {
 		require.Nil(t, ops[name].Roles, "%s needs no key", name)
+	}
+	for name, roles := range adapterRoutes {
+		require.Equal(t, roles, ops[name].Roles, "%s: x-engram-roles", name)
 	}
 	var doc struct {
 		Components struct {
