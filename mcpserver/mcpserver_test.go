@@ -524,11 +524,16 @@ func TestMCPHTTPAuth(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
-	post := func(key string) (*http.Response, string) {
-		req, err := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(initialize))
+	post := func(key string, body ...string) (*http.Response, string) {
+		msg := initialize
+		if len(body) > 0 {
+			msg = body[0]
+		}
+		req, err := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(msg))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
 		if key != "" {
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
@@ -556,4 +561,18 @@ func TestMCPHTTPAuth(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
 	require.Contains(t, body, `"serverInfo"`)
 	require.Contains(t, body, `"engram"`)
+
+	// The README's curl: a tool call with no session, answered as JSON.
+	res, body = post(acmeKey, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"recall","arguments":{"task":"the build fails","signals":["ld: cache mismatch in /tmp/a1/obj.o"]}}}`)
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Equal(t, "application/json", res.Header.Get("Content-Type"))
+	var rpc struct {
+		Result struct {
+			IsError           bool                   `json:"isError"`
+			StructuredContent mcpserver.RecallOutput `json:"structuredContent"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &rpc), body)
+	require.False(t, rpc.Result.IsError, body)
+	require.NotEmpty(t, rpc.Result.StructuredContent.RetrievalID, body)
 }
