@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -147,6 +148,11 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// roundTripper is a function as an [http.RoundTripper].
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 var transports = []struct {
 	name    string
@@ -506,6 +512,21 @@ func TestMCPTenantsAndKeys(t *testing.T) {
 			if tr.name == "http" {
 				_, err := streamable(t, e, unknown)
 				require.Error(t, err)
+
+				// Each request is served with its own key: a client that
+				// changes its key mid-session acts with the new one.
+				var key atomic.Pointer[string]
+				key.Store(new(acmeKey))
+				hc := &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+					return bearer(*key.Load()).RoundTrip(r)
+				})}
+				s, err := mcp.NewClient(&mcp.Implementation{Name: "engram-test"}, nil).Connect(t.Context(),
+					&mcp.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
+				require.NoError(t, err)
+				defer s.Close()
+				call[mcpserver.Record](t, s, "get_record", map[string]any{"id": proc.ID.String()})
+				key.Store(new(otherKey))
+				require.Contains(t, callError(t, s, "get_record", map[string]any{"id": proc.ID.String()}), "HTTP 404")
 				return
 			}
 			s := connect(t, tr.connect, e, unknown)

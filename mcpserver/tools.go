@@ -347,9 +347,9 @@ type RememberOutput struct {
 	EventIDs   []string `json:"event_ids"`
 }
 
-// wireEvent is an event as POST /v1/events takes it.
+// wireEvent is an event as POST /v1/events takes it: the call's thread
+// and agent, and the event's own fields.
 type wireEvent struct {
-	Kind     string `json:"kind"`
 	AgentID  string `json:"agent_id"`
 	ThreadID string `json:"thread_id"`
 	Event
@@ -362,7 +362,7 @@ func (h *handlers) remember(ctx context.Context, _ *mcp.CallToolRequest, in Reme
 	}
 	events := make([]any, len(in.Events))
 	for i, e := range in.Events {
-		events[i] = wireEvent{Kind: e.Kind, AgentID: agent, ThreadID: in.ThreadID, Event: e}
+		events[i] = wireEvent{AgentID: agent, ThreadID: in.ThreadID, Event: e}
 	}
 	res, err := h.c.PostEvents(ctx, events)
 	if err != nil {
