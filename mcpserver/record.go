@@ -23,7 +23,7 @@ type Record struct {
 	Summary     string    `json:"summary" jsonschema:"the record in one line"`
 	Sensitivity string    `json:"sensitivity"`
 	Confidence  float64   `json:"confidence"`
-	Salience    float64   `json:"salience" jsonschema:"0 to 1: how alive the record is; use reinforces it"`
+	Salience    float64   `json:"salience" jsonschema:"0 to 1: how alive the record is; being used and useful reinforces it"`
 	Scope       string    `json:"scope,omitempty"`
 	Tags        []string  `json:"tags,omitempty"`
 	AgentID     string    `json:"agent_id,omitempty"`

@@ -1,7 +1,9 @@
 // Package server is engramd's HTTP API: routing under /v1, bearer-key
 // authentication that puts every request in one tenant (or, for the
 // operator's routes, in none), RFC 9457
-// problem+json errors, the OpenAPI document, health and Prometheus metrics.
+// problem+json errors, the OpenAPI document, health and Prometheus metrics;
+// and the protocol adapters mounted beside the API, each calling it in
+// process with its caller's key: the MCP server at /mcp (package mcpserver).
 package server
 
 import (
