@@ -279,3 +279,24 @@ func TestCallOptions(t *testing.T) {
 	_, err = client.New(client.Config{URL: url})
 	require.Error(t, err)
 }
+
+// Admit says how the write path took a record: created, then absorbed by
+// the live duplicate (the same record answers).
+func TestAdmit(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, setup(t), curatorKey)
+	a, err := c.Admit(t.Context(), fact("user", "go"), "the user said so")
+	require.NoError(t, err)
+	require.Equal(t, client.OutcomeCreated, a.Outcome)
+	require.Equal(t, memory.Active, a.Record.Status)
+	require.Empty(t, a.ReviewID)
+	again, err := c.Admit(t.Context(), fact("user", "go"), "")
+	require.NoError(t, err)
+	require.Equal(t, client.OutcomeAbsorbed, again.Outcome)
+	require.Equal(t, a.Record.ID, again.Record.ID)
+
+	_, err = c.Admit(t.Context(), map[string]any{"type": "semantic"}, "")
+	var ce *client.Error
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, http.StatusUnprocessableEntity, ce.StatusCode())
+}

@@ -45,8 +45,13 @@ func adapterRoutes() (all, keyless []string) {
 	}
 	// OpenIntent memory: every route takes the caller's key.
 	all = append(all, openintent.Routes...)
+	all = slices.AppendSeq(all, maps.Keys(adapterRoles))
 	return all, keyless
 }
+
+// adapterRoles are the roles of the adapters' routes that New
+// authenticates like routes() (the MCP server's).
+var adapterRoles = map[string][]Role{"POST /mcp": tenantRoles}
 
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -184,6 +189,9 @@ func TestOpenAPIRoles(t *testing.T) {
 	}
 	for _, name := range publicRoutes {
 		require.Nil(t, ops[name].Roles, "%s needs no key", name)
+	}
+	for name, roles := range adapterRoles {
+		require.Equal(t, roles, ops[name].Roles, "%s: x-engram-roles", name)
 	}
 	var doc struct {
 		Components struct {

@@ -1,7 +1,9 @@
 // Package server is engramd's HTTP API: routing under /v1, bearer-key
 // authentication that puts every request in one tenant (or, for the
 // operator's routes, in none), RFC 9457
-// problem+json errors, the OpenAPI document, health and Prometheus metrics.
+// problem+json errors, the OpenAPI document, health and Prometheus metrics;
+// and the protocol adapters mounted beside the API, each calling it in
+// process with its caller's key: the MCP server at /mcp (package mcpserver).
 package server
 
 import (
@@ -219,6 +221,9 @@ func New(cfg Config) *Server {
 	wop.HTTPClient = client.InProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }))
 	wop.Policy, wop.Now, wop.Logger = s.policy, s.now, s.logger
 	openwop.New(wop).Mount(mux)
+	// The MCP server (issue 15): its tools call the routes above in
+	// process, with the caller's key.
+	mux.Handle("/mcp", s.mcpHandler())
 	s.handler = s.observe(problemOnMiss(mux, s))
 	return s
 }
