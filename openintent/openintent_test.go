@@ -26,8 +26,9 @@ import (
 )
 
 const (
-	acmeKey   = "acme-curator-0123456789"
-	globexKey = "globex-curator-0123456789"
+	acmeKey     = "acme-curator-0123456789"
+	globexKey   = "globex-curator-0123456789"
+	executorKey = "acme-executor-a1-0123456789"
 )
 
 // env is a real engramd (server.New over a freshly migrated schema) with
@@ -58,6 +59,7 @@ func setup(t *testing.T, cfg openintent.Config) env {
 		Keys: []server.Key{
 			{Tenant: "acme", Name: "curator", Secret: acmeKey, Role: server.RoleCurator},
 			{Tenant: "globex", Name: "curator", Secret: globexKey, Role: server.RoleCurator},
+			{Tenant: "acme", Name: "executor-a1", Secret: executorKey, Role: server.RoleExecutor, Agent: "a1"},
 		},
 	}))
 	t.Cleanup(srv.Close)
@@ -491,6 +493,23 @@ func TestTenantIsolation(t *testing.T) {
 	res = e.sdk(t, acmeKey, "a2", "PATCH", "/api/v1/memory/"+w, map[string]any{"value": map[string]any{}}, "If-Match", "1")
 	require.Equal(t, http.StatusForbidden, res.status, "%s", res.body)
 	require.Equal(t, http.StatusForbidden, e.sdk(t, acmeKey, "a2", "DELETE", "/api/v1/memory/"+w, nil).status)
+
+	// The caller's key decides, with engram's roles: an executor key of
+	// agent a1 reads and writes a1's entries (working memory is its own
+	// session's), and nothing of another agent's.
+	res = e.sdk(t, executorKey, "a1", "GET", "/api/v1/memory/"+w, nil)
+	require.Equal(t, http.StatusOK, res.status, "%s", res.body)
+	res = e.sdk(t, executorKey, "a1", "POST", "/api/v1/memory", createBody("a1", "ns", "mine", map[string]any{}, "working", nil))
+	require.Equal(t, http.StatusCreated, res.status, "%s", res.body)
+	res = e.sdk(t, acmeKey, "a2", "POST", "/api/v1/memory", createBody("a2", "ns", "theirs", map[string]any{}, "working", nil))
+	require.Equal(t, http.StatusCreated, res.status, "%s", res.body)
+	theirs := res.object(t)["id"].(string)
+	require.Equal(t, http.StatusForbidden, e.sdk(t, executorKey, "a1", "GET", "/api/v1/memory/"+theirs, nil).status)
+	res = e.sdk(t, executorKey, "a2", "POST", "/api/v1/memory", createBody("a2", "ns", "forged", map[string]any{}, "working", nil))
+	require.Equal(t, http.StatusForbidden, res.status, "%s", res.body)
+	var mine []map[string]any
+	require.NoError(t, json.Unmarshal(e.sdk(t, executorKey, "a1", "GET", "/api/v1/agents/a2/memory", nil).body, &mine))
+	require.Empty(t, mine)
 }
 
 // An entry is never answered once its ttl or expires_at has passed.
