@@ -67,6 +67,7 @@ func (h *Handler) batchUpsert(cl *call) error {
 			if err != nil || it.version == 0 {
 				errs = append(errs, at([]fieldError{{"id", "must be an entry's id, with the version read as \"version\""}})...)
 			}
+			errs = append(errs, at(checkUpdate(raw))...)
 			it.id = id
 			items[i] = it
 			continue

@@ -307,34 +307,43 @@ func (h *Handler) update(cl *call) error {
 // updatable are the members an update may set.
 var updatable = []string{"value", "tags", "pinned", "priority", "version", "id"}
 
-// updateEntry revises entry id at version with body's members; a stale
-// version is a 409 with the entry as it is now.
-func (h *Handler) updateEntry(cl *call, id uuid.UUID, version int, body map[string]json.RawMessage) (Entry, error) {
+// checkUpdate validates an update's body: the members it may set, and
+// their values.
+func checkUpdate(body map[string]json.RawMessage) []fieldError {
 	var errs []fieldError
 	for name := range body {
 		if !slices.Contains(updatable, name) {
 			errs = append(errs, fieldError{name, "is set when the entry is created; an update changes value, tags, pinned and priority"})
 		}
 	}
-	rec, cur, s, err := h.fetch(cl, id)
-	if err != nil {
-		return Entry{}, err
-	}
-	req := createRequest{stored: s, Tags: rec.Tags}
-	errs = append(errs, req.decodeMutable(body)...)
+	var probe createRequest
+	errs = append(errs, probe.decodeMutable(body)...)
 	if raw, ok := body["value"]; ok {
 		switch {
 		case !isObject(raw):
 			errs = append(errs, fieldError{"value", "must be a JSON object"})
 		case len(raw) > MaxValueBytes:
 			errs = append(errs, fieldError{"value", fmt.Sprintf("is over %d bytes", MaxValueBytes)})
-		default:
-			req.Value = compact(raw)
 		}
 	}
-	if len(errs) > 0 {
-		slices.SortFunc(errs, func(a, b fieldError) int { return strings.Compare(a.Field, b.Field) })
+	slices.SortFunc(errs, func(a, b fieldError) int { return strings.Compare(a.Field, b.Field) })
+	return errs
+}
+
+// updateEntry revises entry id at version with body's members; a stale
+// version is a 409 with the entry as it is now.
+func (h *Handler) updateEntry(cl *call, id uuid.UUID, version int, body map[string]json.RawMessage) (Entry, error) {
+	rec, cur, s, err := h.fetch(cl, id)
+	if err != nil {
+		return Entry{}, err
+	}
+	if errs := checkUpdate(body); len(errs) > 0 {
 		return Entry{}, badRequest("invalid update", errs...)
+	}
+	req := createRequest{stored: s, Tags: rec.Tags}
+	req.decodeMutable(body)
+	if raw, ok := body["value"]; ok {
+		req.Value = compact(raw)
 	}
 	if err := cl.ownerOnly(s); err != nil {
 		return Entry{}, err

@@ -284,10 +284,25 @@ func TestBadRequest(t *testing.T) {
 			require.NotEmpty(t, fe.(map[string]any)["message"])
 		}
 	}
-	res := e.sdk(t, acmeKey, "a", "GET", "/api/v1/memory?limit=5000&memory_type=x", nil)
+	res := e.sdk(t, acmeKey, "a", "POST", "/api/v1/memory", createBody("a", "n", "k", map[string]any{"v": 1}, "working", nil))
+	require.Equal(t, http.StatusCreated, res.status, "%s", res.body)
+	id := res.object(t)["id"].(string)
+	res = e.sdk(t, acmeKey, "a", "PATCH", "/api/v1/memory/"+id, map[string]any{"ttl": "duration:PT1H", "value": 3, "priority": "urgent"}, "If-Match", "1")
+	require.Equal(t, http.StatusBadRequest, res.status, "%s", res.body)
+	require.Len(t, res.object(t)["errors"], 3)
+	res = e.sdk(t, acmeKey, "a", "POST", "/api/v1/memory/batch", map[string]any{"entries": []any{
+		createBody("a", "n", "k2", map[string]any{}, "working", nil),
+		map[string]any{"id": id, "version": 1, "namespace": "moved"}}})
+	require.Equal(t, http.StatusBadRequest, res.status, "%s", res.body)
+	require.Equal(t, "entries/1/namespace", res.object(t)["errors"].([]any)[0].(map[string]any)["field"])
+	res = e.sdk(t, acmeKey, "a", "GET", "/api/v1/memory/"+id, nil)
+	require.Equal(t, 1.0, res.object(t)["version"], "nothing was written")
+	require.Equal(t, 0.0, e.sdk(t, acmeKey, "a", "GET", "/api/v1/memory?key=k2", nil).object(t)["total"])
+
+	res = e.sdk(t, acmeKey, "a", "GET", "/api/v1/memory?limit=5000&memory_type=x", nil)
 	require.Equal(t, http.StatusBadRequest, res.status, "%s", res.body)
 	require.Len(t, res.object(t)["errors"], 2)
-	res = e.sdk(t, acmeKey, "a", "GET", "/api/v1/agents/a/memory", nil)
+	res = e.sdk(t, acmeKey, "a", "GET", "/api/v1/agents/nobody/memory", nil)
 	require.Equal(t, "[]\n", string(res.body))
 	res = e.sdk(t, acmeKey, "a", "GET", "/api/v1/intents", nil)
 	require.Equal(t, http.StatusNotFound, res.status)
