@@ -211,6 +211,7 @@ func TestSDKCalls(t *testing.T) {
 	require.Equal(t, []string{"batch_progress"}, keys(list(url.Values{"namespace": {"invoice_processing"}, "memory_type": {""}, "tags": {""}, "limit": {"100"}, "offset": {"0"}})))
 	require.Equal(t, []string{"stripe_thursdays"}, keys(list(url.Values{"memory_type": {"episodic"}})))
 	require.Equal(t, []string{"batch_progress"}, keys(list(url.Values{"tags": {"batch,invoices"}})))
+	require.Equal(t, []string{"batch_progress"}, keys(list(url.Values{"tags": {"batch", "invoices"}})), "repeated")
 	require.Empty(t, list(url.Values{"tags": {"batch,stripe"}}))
 	require.Equal(t, []string{"stripe_thursdays"}, keys(list(url.Values{"limit": {"1"}, "offset": {"1"}})))
 

@@ -42,7 +42,9 @@ func selectorOf(r *http.Request) (selector, error) {
 	if sel.tier != "" && !slices.Contains(tiers, sel.tier) {
 		errs = append(errs, fieldError{"memory_type", "must be one of working, episodic, semantic"})
 	}
-	sel.tags, sel.tagsAny = split(q.Get("tags")), split(q.Get("tags_any"))
+	// Comma-separated, as the SDK sends them; a repeated parameter adds to
+	// them.
+	sel.tags, sel.tagsAny = split(q["tags"]), split(q["tags_any"])
 	if v := q.Get("pinned"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -78,11 +80,13 @@ func selectorOf(r *http.Request) (selector, error) {
 	return sel, nil
 }
 
-func split(v string) []string {
+func split(vs []string) []string {
 	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
+	for _, v := range vs {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
 		}
 	}
 	return out
