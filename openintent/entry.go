@@ -43,18 +43,28 @@ func (t Time) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + t.UTC().Format(TimeFormat) + `"`), nil
 }
 
-// UnmarshalJSON reads an RFC 3339 timestamp.
+// UnmarshalJSON reads a timestamp as [parseTime] does.
 func (t *Time) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
-	v, err := time.Parse(time.RFC3339Nano, s)
+	v, err := parseTime(s)
 	if err != nil {
 		return err
 	}
 	t.Time = v
 	return nil
+}
+
+// parseTime reads an ISO 8601 timestamp: RFC 3339, or one without an
+// offset — what Python's isoformat writes for a naive datetime — taken as
+// UTC.
+func parseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.ParseInLocation("2006-01-02T15:04:05.999999999", s, time.UTC)
 }
 
 // Entry is a memory entry as the wire carries it (RFC-0015 §1.1): every
@@ -284,7 +294,7 @@ func decodeCreate(body map[string]json.RawMessage, agent string) (createRequest,
 		req.CuratedBy = &s
 	}
 	if s := str("expires_at", false); s != "" {
-		t, err := time.Parse(time.RFC3339Nano, s)
+		t, err := parseTime(s)
 		if err != nil {
 			bad("expires_at", "must be an ISO 8601 timestamp with an offset, such as 2026-02-08T10:00:00+00:00")
 		}

@@ -550,6 +550,12 @@ func TestTTL(t *testing.T) {
 	got, err := time.Parse(time.RFC3339Nano, abs["expires_at"].(string))
 	require.NoError(t, err)
 	require.Equal(t, at, got.Format(time.RFC3339), "expires_at takes precedence over ttl")
+	// A naive timestamp, as Python's isoformat writes one, is UTC.
+	naive := e.clock.Load().Add(90 * time.Minute).UTC()
+	res = e.sdk(t, acmeKey, "a1", "POST", "/api/v1/memory", createBody("a1", "ns", "naive", map[string]any{}, "working",
+		map[string]any{"expires_at": naive.Format("2006-01-02T15:04:05.000000")}))
+	require.Equal(t, http.StatusCreated, res.status, "%s", res.body)
+	require.Equal(t, naive.Truncate(time.Microsecond).Format(openintent.TimeFormat), res.object(t)["expires_at"])
 	res = e.sdk(t, acmeKey, "a1", "POST", "/api/v1/memory", createBody("a1", "ns", "forever", map[string]any{}, "episodic", nil))
 	require.Equal(t, http.StatusCreated, res.status, "%s", res.body)
 

@@ -54,9 +54,9 @@ func selectorOf(r *http.Request) (selector, error) {
 	}
 	for name, t := range map[string]*time.Time{"updated_after": &sel.after, "updated_before": &sel.before} {
 		if v := q.Get(name); v != "" {
-			p, err := time.Parse(time.RFC3339Nano, v)
+			p, err := parseTime(v)
 			if err != nil {
-				errs = append(errs, fieldError{name, "must be an ISO 8601 timestamp with an offset"})
+				errs = append(errs, fieldError{name, "must be an ISO 8601 timestamp, such as 2026-02-08T10:00:00+00:00"})
 			}
 			*t = p
 		}
