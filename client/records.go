@@ -28,6 +28,14 @@ type RecordFilter struct {
 	Scope              *string
 	Subject, Predicate string
 	Flag               memory.FlagKind
+	// AgentID lists the records of that agent, ThreadID those of that
+	// thread; ScopePrefix those whose scope starts with it; AnyTags those
+	// with at least one of these tags.
+	AgentID, ThreadID, ScopePrefix string
+	AnyTags                        []string
+	// UpdatedAfter and UpdatedBefore, when not zero, list the records last
+	// updated strictly after, or strictly before, that time.
+	UpdatedAfter, UpdatedBefore time.Time
 	// AsOf lists the records as they were then.
 	AsOf time.Time
 	// Newest lists the newest records first; the default is oldest first.
@@ -63,6 +71,17 @@ func (f RecordFilter) Values() url.Values {
 	set("predicate", f.Predicate)
 	set("flag", string(f.Flag))
 	set("cursor", f.Cursor)
+	set("agent_id", f.AgentID)
+	set("thread_id", f.ThreadID)
+	set("scope_prefix", f.ScopePrefix)
+	for _, t := range f.AnyTags {
+		q.Add("tag_any", t)
+	}
+	for k, t := range map[string]time.Time{"updated_after": f.UpdatedAfter, "updated_before": f.UpdatedBefore} {
+		if !t.IsZero() {
+			q.Set(k, t.UTC().Format(time.RFC3339Nano))
+		}
+	}
 	if !f.AsOf.IsZero() {
 		q.Set("as_of", f.AsOf.UTC().Format(time.RFC3339Nano))
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/openintent"
 	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
@@ -42,6 +43,8 @@ func adapterRoutes() (all, keyless []string) {
 			keyless = append(keyless, rt.Pattern)
 		}
 	}
+	// OpenIntent memory: every route takes the caller's key.
+	all = append(all, openintent.Routes...)
 	all = slices.AppendSeq(all, maps.Keys(adapterRoles))
 	return all, keyless
 }
@@ -344,6 +347,8 @@ func TestOpenAPIDescribesTheAnswerTypes(t *testing.T) {
 		"ComplianceViolation":  reflect.TypeFor[api.ComplianceViolation](),
 		"ErasureReport":        reflect.TypeFor[api.ErasureReport](),
 		"PendingErasure":       reflect.TypeFor[api.PendingErasure](),
+		// OpenIntent memory (issue 15).
+		"OpenIntentEntry": reflect.TypeFor[openintent.Entry](),
 	} {
 		raw, ok := d.Components.Schemas[name]
 		require.True(t, ok, "components.schemas has no %s", name)

@@ -28,6 +28,7 @@ import (
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/openintent"
 	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
@@ -89,6 +90,9 @@ type Config struct {
 	// Now is the time records' current salience is shown at; nil means
 	// time.Now.
 	Now func() time.Time
+	// OpenIntent configures OpenIntent memory (/api/v1/memory): its
+	// capacities. Its HTTPClient and Now are the server's own.
+	OpenIntent openintent.Config
 	// OpenWOP configures the OpenWOP MemoryAdapter mounted under /openwop
 	// and /.well-known/openwop: its OnSecret (redact or reject; empty
 	// follows the policy). Its client, policy, clock and logger are the
@@ -199,6 +203,18 @@ func New(cfg Config) *Server {
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.authenticated(rt))
 	}
+	// OpenIntent RFC-0015 memory (issue 15): a translation onto this
+	// API, called in process with each caller's own key.
+	oic := cfg.OpenIntent
+	oic.HTTPClient = client.InProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }))
+	oic.Now = s.now
+	oi := openintent.New(oic)
+	for _, pattern := range openintent.Routes {
+		mux.Handle(pattern, oi)
+	}
+	// Any other path under /api/v1/ is answered in OpenIntent's error
+	// shape, which its SDK reads.
+	mux.Handle("/api/v1/", oi)
 	// The OpenWOP MemoryAdapter calls the API in this process with its
 	// caller's key (issue 15).
 	wop := cfg.OpenWOP
