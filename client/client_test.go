@@ -165,6 +165,11 @@ func TestRecordRoundTrip(t *testing.T) {
 	page, err = c.ListRecords(ctx, client.RecordFilter{Types: []memory.Type{memory.Working}})
 	require.NoError(t, err)
 	require.Empty(t, page.Records, "the filter reaches the server")
+	other, err := c.CreateRecord(ctx, fact("team", "go"), "")
+	require.NoError(t, err)
+	page, err = c.ListRecords(ctx, client.RecordFilter{Types: []memory.Type{memory.Semantic}, Newest: true})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{other.ID, rec.ID}, []uuid.UUID{page.Records[0].ID, page.Records[1].ID}, "newest first")
 
 	next, err := json.Marshal(fact("user", "rust"))
 	require.NoError(t, err)
@@ -296,4 +301,25 @@ func TestHealth(t *testing.T) {
 	var ce *client.Error
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, http.StatusForbidden, ce.Problem.Status)
+}
+
+// Admit says how the write path took a record: created, then absorbed by
+// the live duplicate (the same record answers).
+func TestAdmit(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, setup(t), curatorKey)
+	a, err := c.Admit(t.Context(), fact("user", "go"), "the user said so")
+	require.NoError(t, err)
+	require.Equal(t, client.OutcomeCreated, a.Outcome)
+	require.Equal(t, memory.Active, a.Record.Status)
+	require.Empty(t, a.ReviewID)
+	again, err := c.Admit(t.Context(), fact("user", "go"), "")
+	require.NoError(t, err)
+	require.Equal(t, client.OutcomeAbsorbed, again.Outcome)
+	require.Equal(t, a.Record.ID, again.Record.ID)
+
+	_, err = c.Admit(t.Context(), map[string]any{"type": "semantic"}, "")
+	var ce *client.Error
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, http.StatusUnprocessableEntity, ce.StatusCode())
 }

@@ -1,8 +1,10 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strconv"
 	"time"
@@ -26,8 +28,18 @@ type RecordFilter struct {
 	Scope              *string
 	Subject, Predicate string
 	Flag               memory.FlagKind
+	// AgentID lists the records of that agent, ThreadID those of that
+	// thread; ScopePrefix those whose scope starts with it; AnyTags those
+	// with at least one of these tags.
+	AgentID, ThreadID, ScopePrefix string
+	AnyTags                        []string
+	// UpdatedAfter and UpdatedBefore, when not zero, list the records last
+	// updated strictly after, or strictly before, that time.
+	UpdatedAfter, UpdatedBefore time.Time
 	// AsOf lists the records as they were then.
-	AsOf   time.Time
+	AsOf time.Time
+	// Newest lists the newest records first; the default is oldest first.
+	Newest bool
 	Limit  int
 	Cursor string
 }
@@ -59,8 +71,22 @@ func (f RecordFilter) Values() url.Values {
 	set("predicate", f.Predicate)
 	set("flag", string(f.Flag))
 	set("cursor", f.Cursor)
+	set("agent_id", f.AgentID)
+	set("thread_id", f.ThreadID)
+	set("scope_prefix", f.ScopePrefix)
+	for _, t := range f.AnyTags {
+		q.Add("tag_any", t)
+	}
+	for k, t := range map[string]time.Time{"updated_after": f.UpdatedAfter, "updated_before": f.UpdatedBefore} {
+		if !t.IsZero() {
+			q.Set(k, t.UTC().Format(time.RFC3339Nano))
+		}
+	}
 	if !f.AsOf.IsZero() {
 		q.Set("as_of", f.AsOf.UTC().Format(time.RFC3339Nano))
+	}
+	if f.Newest {
+		q.Set("order", "newest")
 	}
 	if f.Limit != 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
@@ -191,3 +217,62 @@ func (c *Client) Relations(ctx context.Context, id uuid.UUID, opts ...CallOption
 }
 
 func recordPath(id uuid.UUID, suffix string) string { return "/v1/records/" + id.String() + suffix }
+
+// Outcomes of [Client.Admit]: how the write path took a new record
+// (write-path RFC §12.3, §12.6), as its Engram-Write-Outcome header says.
+const (
+	// OutcomeCreated: the record is stored as it was sent.
+	OutcomeCreated = "created"
+	// OutcomeAbsorbed: a live record holds the same content; the answer is
+	// that record, and nothing new was stored.
+	OutcomeAbsorbed = "absorbed"
+	// OutcomeMerged: the record was merged into a live near-duplicate, the
+	// answer.
+	OutcomeMerged = "merged"
+	// OutcomeContested: the record contradicts an active one; both are
+	// contested until resolved.
+	OutcomeContested = "contested"
+	// OutcomeQueued: the record is a draft waiting for a reviewer; its
+	// review is [Admission.ReviewID].
+	OutcomeQueued = "queued"
+)
+
+// Admission is the answer of [Client.Admit]: the record as the write path
+// took it, the outcome ([OutcomeCreated] and the like) and, for a queued
+// draft, the id of its review (GET /v1/reviews/{id}).
+type Admission struct {
+	Record   memory.Record
+	Outcome  string
+	ReviewID string
+}
+
+// Admit creates a record through the write path's gates, as
+// [Client.CreateRecord] does (POST /v1/records), and also returns how the
+// write path took it: created, absorbed into a duplicate, merged,
+// contested, or queued for review.
+func (c *Client) Admit(ctx context.Context, rec any, rationale string, opts ...CallOption) (*Admission, error) {
+	var q url.Values
+	if rationale != "" {
+		q = url.Values{"rationale": {rationale}}
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	if raw, ok := rec.(json.RawMessage); ok {
+		b = raw
+	}
+	res, err := c.send(ctx, "POST", "/v1/records", q, bytes.NewReader(b), "application/json", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	a := Admission{Outcome: res.Header.Get("Engram-Write-Outcome"), ReviewID: res.Header.Get("Engram-Review")}
+	if err := json.NewDecoder(res.Body).Decode(&a.Record); err != nil {
+		return nil, fmt.Errorf("decode POST /v1/records: %w", err)
+	}
+	if a.Outcome == "" {
+		a.Outcome = OutcomeCreated
+	}
+	return &a, nil
+}

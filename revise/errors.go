@@ -31,6 +31,9 @@ const (
 	CodeImmutable = "immutable"
 	// CodeExists: a record with that id already exists.
 	CodeExists = "exists"
+	// CodeEntryKeyTaken: another OpenIntent memory entry has the same
+	// agent, namespace and key (OpenIntent RFC-0015 §1.2).
+	CodeEntryKeyTaken = "entry_key_taken"
 )
 
 // ConflictError is a revision refused because of the current state of the
@@ -76,6 +79,8 @@ func written(tenant string, rec memory.Record, err error) error {
 			"an active fact %q %q with the same scope and conditions exists: supersede, fork or contest it", p.Subject, p.Predicate)
 		ce.fact, ce.tenant = &rec, tenant
 		return ce
+	case errors.Is(err, store.ErrEntryKeyTaken):
+		return conflict(CodeEntryKeyTaken, nil, "a memory entry with the same agent, namespace and key exists")
 	case errors.Is(err, store.ErrExists):
 		return conflict(CodeExists, []uuid.UUID{rec.ID}, "record %s already exists", rec.ID)
 	case errors.Is(err, store.ErrVersionConflict):

@@ -19,6 +19,8 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/openintent"
+	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
@@ -31,6 +33,25 @@ var revisionOps = []string{"supersede", "fork", "contest", "retract", "rollback"
 // publicRoutes are the endpoints New registers outside routes(), which need
 // no API key.
 var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /v1/openapi.json"}
+
+// adapterRoutes are the endpoints of the protocol adapters New mounts
+// outside routes(), and keyless those of them that need no API key.
+func adapterRoutes() (all, keyless []string) {
+	for _, rt := range openwop.Routes {
+		all = append(all, rt.Pattern)
+		if !rt.NeedsKey {
+			keyless = append(keyless, rt.Pattern)
+		}
+	}
+	// OpenIntent memory: every route takes the caller's key.
+	all = append(all, openintent.Routes...)
+	all = slices.AppendSeq(all, maps.Keys(adapterRoles))
+	return all, keyless
+}
+
+// adapterRoles are the roles of the adapters' routes that New
+// authenticates like routes() (the MCP server's).
+var adapterRoles = map[string][]Role{"POST /mcp": tenantRoles}
 
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -126,7 +147,8 @@ func (rt route) documented() []string {
 // operation is a route.
 func TestOpenAPICoversEveryRoute(t *testing.T) {
 	t.Parallel()
-	want := slices.Clone(publicRoutes)
+	want, _ := adapterRoutes()
+	want = append(want, publicRoutes...)
 	for _, rt := range (&Server{}).routes() {
 		want = append(want, rt.documented()...)
 	}
@@ -168,6 +190,9 @@ func TestOpenAPIRoles(t *testing.T) {
 	for _, name := range publicRoutes {
 		require.Nil(t, ops[name].Roles, "%s needs no key", name)
 	}
+	for name, roles := range adapterRoles {
+		require.Equal(t, roles, ops[name].Roles, "%s: x-engram-roles", name)
+	}
 	var doc struct {
 		Components struct {
 			SecuritySchemes map[string]struct {
@@ -186,6 +211,8 @@ func TestOpenAPIRoles(t *testing.T) {
 func TestOpenAPIOperations(t *testing.T) {
 	t.Parallel()
 	d := parseOpenAPI(t, OpenAPI)
+	_, keyless := adapterRoutes()
+	keyless = append(keyless, publicRoutes...)
 	ids := map[string]string{}
 	for name, op := range d.operations(t) {
 		require.NotEmpty(t, op.OperationID, name)
@@ -208,7 +235,7 @@ func TestOpenAPIOperations(t *testing.T) {
 			security = *op.Security
 		}
 		authenticated := len(security) > 0
-		require.Equal(t, !slices.Contains(publicRoutes, name), authenticated, "%s: every route but %v needs an API key", name, publicRoutes)
+		require.Equal(t, !slices.Contains(keyless, name), authenticated, "%s: every route but %v needs an API key", name, keyless)
 		for _, req := range security {
 			for scheme := range req {
 				require.Contains(t, d.Components.SecuritySchemes, scheme, "%s: security names an undeclared scheme", name)
@@ -295,6 +322,13 @@ func TestOpenAPIEmbedsCanonicalSchemas(t *testing.T) {
 	}
 }
 
+// The OpenWOP MemoryEntry schema is the spec's, verbatim.
+func TestOpenAPIEmbedsOpenWOPSchema(t *testing.T) {
+	t.Parallel()
+	d := parseOpenAPI(t, OpenAPI)
+	require.JSONEq(t, string(openwop.EntrySchema()), string(d.Components.Schemas["OpenWOPMemoryEntry"]))
+}
+
 // The document describes the answer's types as the server writes them: a
 // field of a type is a property of its schema, and a property a field.
 func TestOpenAPIDescribesTheAnswerTypes(t *testing.T) {
@@ -318,6 +352,8 @@ func TestOpenAPIDescribesTheAnswerTypes(t *testing.T) {
 		"HealthBucket": reflect.TypeFor[api.HealthBucket](),
 		"HealthPart":   reflect.TypeFor[api.HealthPart](),
 		"Tenants":      reflect.TypeFor[api.Tenants](),
+		// OpenIntent memory (issue 15).
+		"OpenIntentEntry": reflect.TypeFor[openintent.Entry](),
 	} {
 		raw, ok := d.Components.Schemas[name]
 		require.True(t, ok, "components.schemas has no %s", name)

@@ -138,6 +138,22 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		f.Scope = &scope
 	}
 	f.Subject, f.Predicate, f.Cursor = q.Get("subject"), q.Get("predicate"), q.Get("cursor")
+	f.AgentID, f.ThreadID = q.Get("agent_id"), q.Get("thread_id")
+	f.ScopePrefix, f.AnyTags = q.Get("scope_prefix"), multi(q["tag_any"])
+	var err error
+	if f.UpdatedAfter, err = timeParam(r, "updated_after"); err != nil {
+		return err
+	}
+	if f.UpdatedBefore, err = timeParam(r, "updated_before"); err != nil {
+		return err
+	}
+	switch q.Get("order") {
+	case "", "oldest":
+	case "newest":
+		f.Newest = true
+	default:
+		return badParam("order", "must be oldest (the default) or newest")
+	}
 	if v := q.Get("flag"); v != "" {
 		f.Flag = memory.FlagKind(v)
 		if !f.Flag.Valid() {

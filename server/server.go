@@ -1,7 +1,9 @@
 // Package server is engramd's HTTP API: routing under /v1, bearer-key
 // authentication that puts every request in one tenant (or, for the
 // operator's routes, in none), RFC 9457
-// problem+json errors, the OpenAPI document, health and Prometheus metrics.
+// problem+json errors, the OpenAPI document, health and Prometheus metrics;
+// and the protocol adapters mounted beside the API, each calling it in
+// process with its caller's key: the MCP server at /mcp (package mcpserver).
 package server
 
 import (
@@ -20,12 +22,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/engram-dev/engram/access"
+	"github.com/engram-dev/engram/client"
 	"github.com/engram-dev/engram/console"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/openintent"
+	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -86,6 +91,14 @@ type Config struct {
 	// Now is the time records' current salience is shown at; nil means
 	// time.Now.
 	Now func() time.Time
+	// OpenIntent configures OpenIntent memory (/api/v1/memory): its
+	// capacities. Its HTTPClient and Now are the server's own.
+	OpenIntent openintent.Config
+	// OpenWOP configures the OpenWOP MemoryAdapter mounted under /openwop
+	// and /.well-known/openwop: its OnSecret (redact or reject; empty
+	// follows the policy). Its client, policy, clock and logger are the
+	// server's.
+	OpenWOP openwop.Config
 }
 
 // Server serves the engram API.
@@ -196,6 +209,27 @@ func New(cfg Config) *Server {
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.authenticated(rt))
 	}
+	// OpenIntent RFC-0015 memory (issue 15): a translation onto this
+	// API, called in process with each caller's own key.
+	oic := cfg.OpenIntent
+	oic.HTTPClient = client.InProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }))
+	oic.Now = s.now
+	oi := openintent.New(oic)
+	for _, pattern := range openintent.Routes {
+		mux.Handle(pattern, oi)
+	}
+	// Any other path under /api/v1/ is answered in OpenIntent's error
+	// shape, which its SDK reads.
+	mux.Handle("/api/v1/", oi)
+	// The OpenWOP MemoryAdapter calls the API in this process with its
+	// caller's key (issue 15).
+	wop := cfg.OpenWOP
+	wop.HTTPClient = client.InProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }))
+	wop.Policy, wop.Now, wop.Logger = s.policy, s.now, s.logger
+	openwop.New(wop).Mount(mux)
+	// The MCP server (issue 15): its tools call the routes above in
+	// process, with the caller's key.
+	mux.Handle("/mcp", s.mcpHandler())
 	s.handler = s.observe(problemOnMiss(mux, s))
 	return s
 }

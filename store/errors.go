@@ -22,6 +22,10 @@ var (
 	ErrExists = errors.New("the record exists")
 	// ErrTooLargeToIndex: a value is over the size an index entry can hold.
 	ErrTooLargeToIndex = errors.New("a value is too large to index")
+	// ErrEntryKeyTaken: another OpenIntent memory entry has the same agent,
+	// namespace and key (the records_openintent_key index; OpenIntent
+	// RFC-0015 §1.2).
+	ErrEntryKeyTaken = errors.New("a memory entry with the same agent, namespace and key exists")
 )
 
 // ImmutableError is a change a trigger refused: it would rewrite what may

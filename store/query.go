@@ -27,9 +27,22 @@ type Filter struct {
 	Predicate     string
 	// Flag selects the records flagged with it now (flags have no history).
 	Flag memory.FlagKind
+	// AgentID selects the records of that agent (their agent_id), ThreadID
+	// those of that thread (their thread_id).
+	AgentID, ThreadID string
+	// ScopePrefix selects the records whose scope starts with it.
+	ScopePrefix string
+	// AnyTags selects the records having at least one of these tags.
+	AnyTags []string
+	// UpdatedAfter and UpdatedBefore select the records last updated
+	// strictly after, or strictly before, the time.
+	UpdatedAfter, UpdatedBefore *time.Time
 	// AsOf, when set, lists the records as they were at that time, from the
 	// version log.
-	AsOf   *time.Time
+	AsOf *time.Time
+	// Newest lists the newest records first (descending id, which is
+	// creation order: ids are UUIDv7); the default is oldest first.
+	Newest bool
 	Limit  int
 	Cursor string
 	// Visible, when set, keeps the records a key may read (write-path RFC
@@ -62,6 +75,7 @@ const (
 )
 
 // listWhere filters a listing; unset parameters are NULL and match all.
+// The cursor ($9) and the order follow it: oldestFirst or newestFirst.
 const listWhere = `
 	($2::text[] IS NULL OR type = ANY($2))
 	AND status = ANY($3)
@@ -71,27 +85,49 @@ const listWhere = `
 	AND ($7::text IS NULL OR subject = $7)
 	AND ($8::text IS NULL OR predicate = $8)
 	AND ($11::text IS NULL OR id IN (SELECT f.record_id FROM record_flags f WHERE f.tenant_id = $1 AND f.flag = $11))
-	AND ($9::uuid IS NULL OR id > $9)
 	AND ($12::text[] IS NULL OR type = ANY($12) OR (type = ANY($13) AND $14 <> '' AND agent_id = $14))
 	AND ($15::int IS NULL OR array_position('{public,low,medium,high,hyper}'::text[], sensitivity) - 1 <= $15)
 	AND ($16::text[] IS NULL OR NOT EXISTS (
 		SELECT 1 FROM unnest(tags) t WHERE t LIKE 'domain:_%' AND substr(t, 8) <> ALL ($16)))
+	AND ($17::text IS NULL OR agent_id = $17)
+	AND ($18::text IS NULL OR starts_with(scope, $18))
+	AND ($19::text[] IS NULL OR tags && $19)
+	AND ($20::timestamptz IS NULL OR updated_at > $20)
+	AND ($21::timestamptz IS NULL OR updated_at < $21)
+	AND ($22::text IS NULL OR thread_id = $22)`
+
+// oldestFirst and newestFirst end a listing: the page after the cursor $9,
+// in id order or its reverse.
+const (
+	oldestFirst = `
+	AND ($9::uuid IS NULL OR id > $9)
 ORDER BY id
 LIMIT $10`
+	newestFirst = `
+	AND ($9::uuid IS NULL OR id < $9)
+ORDER BY id DESC
+LIMIT $10`
+)
 
-const listSQL = `SELECT ` + recordColumns + ` FROM records WHERE tenant_id = $1 AND ` + listWhere
+const (
+	listSQL       = `SELECT ` + recordColumns + ` FROM records WHERE tenant_id = $1 AND ` + listWhere + oldestFirst
+	listNewestSQL = `SELECT ` + recordColumns + ` FROM records WHERE tenant_id = $1 AND ` + listWhere + newestFirst
+)
 
-// versionsAsOf is each record of a tenant as it was at $17: the last
+// versionsAsOf is each record of a tenant as it was at $23: the last
 // snapshot recorded by then.
 const versionsAsOf = `
 WITH r AS (
 	SELECT DISTINCT ON (v.record_id) s.*
 	FROM record_versions v, jsonb_populate_record(NULL::records, v.snapshot) s
-	WHERE v.tenant_id = $1 AND v.recorded_at <= $17
+	WHERE v.tenant_id = $1 AND v.recorded_at <= $23
 	ORDER BY v.record_id, v.version DESC
 )`
 
-const listAsOfSQL = versionsAsOf + ` SELECT ` + recordColumns + ` FROM r WHERE ` + listWhere
+const (
+	listAsOfSQL       = versionsAsOf + ` SELECT ` + recordColumns + ` FROM r WHERE ` + listWhere + oldestFirst
+	listAsOfNewestSQL = versionsAsOf + ` SELECT ` + recordColumns + ` FROM r WHERE ` + listWhere + newestFirst
+)
 
 // args are the listing's parameters $12 to $16: all NULL without a
 // visibility, which match every record.
@@ -119,7 +155,8 @@ func (v *Visibility) args() []any {
 	return []any{layers, own, v.Agent, rank, domains}
 }
 
-// List returns one page of a tenant's records, in id (creation) order.
+// List returns one page of a tenant's records, in id (creation) order, or
+// its reverse with f.Newest.
 func List(ctx context.Context, db pg.DBTX, tenant string, f Filter) (Page, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -144,9 +181,17 @@ func List(ctx context.Context, db pg.DBTX, tenant string, f Filter) (Page, error
 	args := []any{pgx.QueryExecModeExec, tenant, strs(f.Types), strs(statuses), f.Scope, strs(f.Tags), strs(f.Sensitivities),
 		nilIfZero(f.Subject), nilIfZero(f.Predicate), after, limit + 1, nilIfZero(string(f.Flag))}
 	args = append(args, f.Visible.args()...)
+	args = append(args, nilIfZero(f.AgentID), nilIfZero(f.ScopePrefix), strs(f.AnyTags), f.UpdatedAfter, f.UpdatedBefore,
+		nilIfZero(f.ThreadID))
 	query := listSQL
+	if f.Newest {
+		query = listNewestSQL
+	}
 	if f.AsOf != nil {
 		query, args = listAsOfSQL, append(args, *f.AsOf)
+		if f.Newest {
+			query = listAsOfNewestSQL
+		}
 	}
 	rows, err := db.Query(ctx, query, args...)
 	if err != nil {

@@ -171,6 +171,8 @@ func writeError(tenant string, id uuid.UUID, err error) error {
 	switch {
 	case code == pg.UniqueViolation && constraint == "records_one_active_fact":
 		return ErrActiveFactExists
+	case code == pg.UniqueViolation && constraint == "records_openintent_key":
+		return ErrEntryKeyTaken
 	case code == pg.UniqueViolation && constraint == "records_pkey":
 		return fmt.Errorf("record %s: %w", id, ErrExists)
 	case code == pg.RestrictViolation:

@@ -9,7 +9,8 @@ import (
 // The CLI speaks to engramd only through package client and the wire types
 // of package api: it does not link pgx, nor any of engram's packages beyond
 // client, api and memory — and loadgen, `engram bench ingest`'s load, which
-// is an API client too.
+// is an API client too — and mcpserver, `engram mcp`'s server, which calls the
+// API through client, with skill, which names a procedure's SKILL.md.
 func TestImportsNoDatabase(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
@@ -26,8 +27,9 @@ func TestImportsNoDatabase(t *testing.T) {
 		case strings.HasPrefix(dep, "github.com/engram-dev/engram/") && dep != "github.com/engram-dev/engram/cmd/engram" &&
 			dep != "github.com/engram-dev/engram/api" && dep != "github.com/engram-dev/engram/memory" &&
 			dep != "github.com/engram-dev/engram/client" &&
+			dep != "github.com/engram-dev/engram/mcpserver" && dep != "github.com/engram-dev/engram/skill" &&
 			dep != "github.com/engram-dev/engram/internal/loadgen":
-			t.Errorf("the CLI depends on %s; it may use only client, api, memory and loadgen of engram's packages", dep)
+			t.Errorf("the CLI depends on %s; it may use only client, api, memory, loadgen, and mcpserver and skill (engram mcp) of engram's packages", dep)
 		}
 	}
 }

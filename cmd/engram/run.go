@@ -99,6 +99,14 @@ Retrieval:
                                           Skills format (Claude Code, Codex, Cursor, Copilot, Letta);
                                           R leaves out those whose smoothed success rate is below it
 
+Agents (the Model Context Protocol):
+  mcp                                     serve engram to an MCP client (Claude Desktop, Claude Code, Cursor, …)
+                                          on standard input and output, with the --url, --api-key and --actor
+                                          below: tools recall, remember, feedback, get_record, record_history,
+                                          record_audit, list_procedures and propose_fact; resources
+                                          engram://records/{id} and engram://skills/{id} (SKILL.md).
+                                          engramd serves the same over HTTP at /mcp
+
 Review (the approval gate's queue of drafts; a tenant's key):
   reviews list [--status S]... [--all]    the queue, oldest first: pending reviews, or those with
                                           status S (pending, approved, rejected, expired or all)
@@ -298,6 +306,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return procedures(c, ctx, args)
 	case "skills":
 		return skillsCommand(c, ctx, args)
+	case "mcp":
+		return mcpCommand(c, ctx, args)
 	case "leases":
 		return leasesCommand(c, ctx, args)
 	case "compliance":

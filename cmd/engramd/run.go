@@ -24,6 +24,7 @@ import (
 	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/migrations"
+	"github.com/engram-dev/engram/openintent"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
@@ -205,6 +206,9 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		Decay:        per.decayer,
 		Jobs:         per.scheduler,
 		Retrieve:     ret.retriever,
+		OpenIntent: openintent.Config{EpisodicCapacity: cfg.OpenIntent.EpisodicCapacity,
+			WorkingCapacity: cfg.OpenIntent.WorkingCapacity},
+		OpenWOP: cfg.OpenWOP,
 	})
 	httpServer := &http.Server{
 		Handler:           srv,

@@ -22,6 +22,7 @@ import (
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/retention"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -117,6 +118,24 @@ type Config struct {
 	// Encryption configures encryption at rest (see [Encryption]). yaml
 	// encryption; the master keys also from ENGRAM_MASTER_KEY.
 	Encryption Encryption `yaml:"encryption"`
+	// OpenIntent sizes OpenIntent memory (/api/v1/memory, OpenIntent
+	// RFC-0015 §9.4; see [OpenIntent]). yaml openintent.
+	OpenIntent OpenIntent `yaml:"openintent"`
+	// OpenWOP configures the OpenWOP MemoryAdapter: on_secret, what a put
+	// does with a secret, redact or reject (empty follows the policy's
+	// secrets.on_secret; see [openwop.Config]). yaml openwop.
+	OpenWOP openwop.Config `yaml:"openwop"`
+}
+
+// OpenIntent sizes OpenIntent memory (yaml openintent.*); zero is the
+// default.
+type OpenIntent struct {
+	// EpisodicCapacity is each agent's episodic entries, past which a
+	// create evicts the least recently used one (default 1000).
+	EpisodicCapacity int `yaml:"episodic_capacity"`
+	// WorkingCapacity is each task's working entries, past which a create
+	// is refused with 429 (default 100).
+	WorkingCapacity int `yaml:"working_capacity"`
 }
 
 // Embedding chooses the embedder (yaml embedding.*): the built-in lexical
@@ -392,6 +411,15 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.Leases.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.OpenIntent.EpisodicCapacity < 0:
+		return errors.New("openintent.episodic_capacity: must not be negative")
+	case c.OpenIntent.WorkingCapacity < 0:
+		return errors.New("openintent.working_capacity: must not be negative")
+	}
+	if err := c.OpenWOP.Validate(); err != nil {
 		return err
 	}
 	if err := c.Retrieve.Validate(); err != nil {

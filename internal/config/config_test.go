@@ -74,6 +74,8 @@ func TestValidateNamesTheBadField(t *testing.T) {
 		"api_keys[0].agent_id: an executor key names its agent": {file: "api_keys: [{tenant: acme, key: long-enough-key-0123, role: executor}]\n"},
 		"api_keys[0].clearance":                                 {file: "api_keys: [{tenant: acme, key: long-enough-key-0123, clearance: secret}]\n"},
 		"budgets.writes.operator":                               {file: "budgets: {writes: {operator: 5}}\n"},
+		"openwop.on_secret":                                     {file: "openwop: {on_secret: shred}\n"},
+		"field policy not found":                                {file: "openwop: {policy: x}\n"},
 	}
 	for want, c := range cases {
 		args := c.args
@@ -156,4 +158,14 @@ func TestEmbeddingProviderNone(t *testing.T) {
 		_, err = loadFile(t, "embedding: {provider: none}\njobs: {"+job+": \"@hourly\"}\n")
 		require.ErrorContains(t, err, "jobs."+job+": there is no such job with embedding.provider none")
 	}
+}
+
+// openwop.on_secret chooses what an OpenWOP put does with a secret.
+func TestOpenWOPOnSecret(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "engram.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("openwop: {on_secret: reject}\n"), 0o600))
+	cfg, err := config.Load([]string{"--config", path}, env(nil))
+	require.NoError(t, err)
+	require.Equal(t, "reject", cfg.OpenWOP.OnSecret)
 }

@@ -1,0 +1,65 @@
+package mcpserver
+
+import (
+	"cmp"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/engram-dev/engram/client"
+)
+
+// Name is the server's name in the MCP handshake.
+const Name = "engram"
+
+// DefaultAgent is the agent_id remember gives events when neither the
+// call nor [Options.Agent] names one.
+const DefaultAgent = "mcp"
+
+// Options configures a server made by [New]; every zero value is a
+// documented default.
+type Options struct {
+	// Version is the server's version in the handshake; empty is "dev".
+	Version string
+	// Agent is the agent_id remember gives events whose call names none;
+	// empty is [DefaultAgent].
+	Agent string
+	// Logger logs the SDK's activity; nil logs nothing.
+	Logger *slog.Logger
+	// SchemaCache, shared by servers made per request, saves deriving
+	// the tools' schemas again for each; nil derives them.
+	SchemaCache *mcp.SchemaCache
+}
+
+// instructions tell the agent how the tools fit together.
+const instructions = `engram is long-term memory that learns from experience.
+Before a task, call recall with what you are about to do (and any error message as a signal): it answers facts, learned procedures, plans and past episodes, each with an id and why it matched.
+While you work, call remember with the thread's events (user input, tool calls and outputs, errors, the outcome): engram learns procedures from them.
+After the task, call feedback with recall's retrieval_id and how its records served (used_success, used_failure, unused): useful memory is reinforced, the rest fades.
+Call propose_fact to store a fact you learned; it goes through engram's write gates and may be queued for review.
+Learned procedures are listed by list_procedures and readable as Agent Skills at engram://skills/{id}; any record at engram://records/{id}.`
+
+// New returns an MCP server whose tools and resources call engramd's API
+// through c, with c's key. The server keeps no state: it may serve one
+// session (stdio) or one request (stateless HTTP).
+func New(c *client.Client, opts Options) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "engram memory", Version: cmp.Or(opts.Version, "dev")},
+		&mcp.ServerOptions{
+			Instructions: instructions,
+			Logger:       opts.Logger,
+			SchemaCache:  opts.SchemaCache,
+			// No logging capability: the server sends no log messages.
+			// Tools and resources are inferred from what is added.
+			Capabilities: &mcp.ServerCapabilities{},
+		})
+	h := &handlers{c: c, agent: cmp.Or(opts.Agent, DefaultAgent)}
+	h.addTools(s)
+	h.addResources(s)
+	return s
+}
+
+// handlers serve the tools and resources of one server with its client.
+type handlers struct {
+	c     *client.Client
+	agent string
+}

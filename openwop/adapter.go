@@ -1,0 +1,505 @@
+package openwop
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/client"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/policy"
+)
+
+// What a put does with a secret or personal datum its content or tags
+// hold (SR-1, RFC 0004 §D): see [Config.OnSecret].
+const (
+	OnSecretRedact = "redact"
+	OnSecretReject = "reject"
+)
+
+// Backend is the memory backend the adapter advertises (RFC 0004 §B, as the
+// current spec names the cross-run backend).
+const Backend = "long-term"
+
+// DefaultListLimit is the number of entries a list answers when it asks
+// for no limit (or 0, which the spec treats alike); MaxListLimit caps a
+// larger one.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+)
+
+// maxPutBytes caps a put's body: the content, its tags and their encoding.
+const maxPutBytes = 4 * MaxEntryBytes
+
+// Config configures an [Adapter]. In engramd's configuration file it is
+// the openwop section, whose one key is on_secret; the server sets the
+// rest.
+type Config struct {
+	// HTTPClient reaches engramd's /v1 API at URL; mounted in engramd it is
+	// [client.InProcess] over the API. Required.
+	HTTPClient *http.Client `yaml:"-"`
+	// URL is the API's base URL; empty is http://engramd, which a client
+	// made by client.InProcess ignores.
+	URL string `yaml:"-"`
+	// OnSecret is what a put does when the policy's redactor finds a secret
+	// or personal datum in the content or the tags (SR-1): redact (store it
+	// with [REDACTED:<label>] markers) or reject (refuse the write with
+	// secret_leakage). Empty follows the policy's secrets.on_secret. A
+	// policy that rejects wins: the API refuses such writes itself. yaml
+	// openwop.on_secret.
+	OnSecret string `yaml:"on_secret"`
+	// Policy returns the policy in force, whose redactor a put runs; nil
+	// means policy.Default().
+	Policy func() *policy.Policy `yaml:"-"`
+	// Now is the clock expiresAt is judged by; nil means time.Now.
+	Now    func() time.Time `yaml:"-"`
+	Logger *slog.Logger     `yaml:"-"`
+}
+
+// Validate names a bad field of c.
+func (c Config) Validate() error {
+	switch c.OnSecret {
+	case "", OnSecretRedact, OnSecretReject:
+		return nil
+	}
+	return fmt.Errorf("openwop.on_secret: %q is not redact or reject", c.OnSecret)
+}
+
+// Adapter serves the OpenWOP MemoryAdapter over engramd's /v1 API. It
+// keeps no state: every request is translated into calls made with the
+// caller's own key.
+type Adapter struct {
+	cfg Config
+}
+
+// New returns an adapter for cfg.
+func New(cfg Config) *Adapter {
+	cfg.URL = cmp.Or(cfg.URL, "http://engramd")
+	if cfg.Policy == nil {
+		p := policy.Default()
+		cfg.Policy = func() *policy.Policy { return p }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Adapter{cfg: cfg}
+}
+
+// Route is one endpoint of the adapter; NeedsKey is false for those that
+// read and write nothing.
+type Route struct {
+	Pattern  string
+	NeedsKey bool
+}
+
+// Routes are the adapter's endpoints, as [Adapter.Mount] registers them.
+var Routes = []Route{
+	{"GET /.well-known/openwop", false},
+	{"POST /openwop/v1/memory-refs", false},
+	{"GET /openwop/v1/memory/{memoryRef}/entries", true},
+	{"POST /openwop/v1/memory/{memoryRef}/entries", true},
+	{"GET /openwop/v1/memory/{memoryRef}/entries/{id}", true},
+	{"DELETE /openwop/v1/memory/{memoryRef}/entries/{id}", true},
+}
+
+// Mount registers [Routes] on mux.
+func (a *Adapter) Mount(mux *http.ServeMux) {
+	handlers := map[string]func(http.ResponseWriter, *http.Request) error{
+		"GET /.well-known/openwop":                           a.wellKnown,
+		"POST /openwop/v1/memory-refs":                       a.issueRef,
+		"GET /openwop/v1/memory/{memoryRef}/entries":         a.list,
+		"POST /openwop/v1/memory/{memoryRef}/entries":        a.put,
+		"GET /openwop/v1/memory/{memoryRef}/entries/{id}":    a.get,
+		"DELETE /openwop/v1/memory/{memoryRef}/entries/{id}": a.delete,
+	}
+	for _, rt := range Routes {
+		h := handlers[rt.Pattern]
+		if h == nil {
+			panic("openwop: no handler for " + rt.Pattern)
+		}
+		mux.Handle(rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				e := fromAPI(err)
+				if e.Code == CodeInternal {
+					a.cfg.Logger.ErrorContext(r.Context(), "openwop call failed", slog.String("route", rt.Pattern), slog.String("error", err.Error()))
+				}
+				writeError(w, e)
+			}
+		}))
+	}
+}
+
+// onSecret is the put's choice in force: reject when the adapter or the
+// policy rejects, or when OnSecret is no valid choice (see
+// [Config.Validate]): failing closed.
+func (a *Adapter) onSecret() string {
+	if a.cfg.OnSecret != "" && a.cfg.OnSecret != OnSecretRedact || a.cfg.Policy().RejectSecrets() {
+		return OnSecretReject
+	}
+	return OnSecretRedact
+}
+
+// Capabilities is the document of /.well-known/openwop (RFC 0004 §B).
+type Capabilities struct {
+	Capabilities struct {
+		Agents struct {
+			MemoryBackends []string `json:"memoryBackends"`
+		} `json:"agents"`
+		Memory struct {
+			Supported         bool `json:"supported"`
+			MaxEntrySizeBytes int  `json:"maxEntrySizeBytes"`
+			TTLSupported      bool `json:"ttlSupported"`
+		} `json:"memory"`
+	} `json:"capabilities"`
+	// Vendor holds engram's host extension (vendor.engram): where the
+	// adapter is and how a put treats secrets.
+	Vendor struct {
+		Engram struct {
+			Memory struct {
+				MemoryRefs string `json:"memoryRefs"`
+				Entries    string `json:"entries"`
+				Snapshot   string `json:"snapshotParameter"`
+				OnSecret   string `json:"onSecret"`
+			} `json:"memory"`
+		} `json:"engram"`
+	} `json:"vendor"`
+}
+
+func (a *Adapter) wellKnown(w http.ResponseWriter, r *http.Request) error {
+	var c Capabilities
+	c.Capabilities.Agents.MemoryBackends = []string{Backend}
+	c.Capabilities.Memory.Supported = true
+	c.Capabilities.Memory.MaxEntrySizeBytes = MaxEntryBytes
+	c.Capabilities.Memory.TTLSupported = true
+	m := &c.Vendor.Engram.Memory
+	m.MemoryRefs = "/openwop/v1/memory-refs"
+	m.Entries = "/openwop/v1/memory/{memoryRef}/entries"
+	m.Snapshot = "snapshot"
+	m.OnSecret = a.onSecret()
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+// refRequest is the body of POST /openwop/v1/memory-refs.
+type refRequest struct {
+	AgentID   string `json:"agentId"`
+	Namespace string `json:"namespace"`
+}
+
+// issueRef serves POST /openwop/v1/memory-refs: the memoryRef of an agent
+// and a namespace. It reads and writes nothing, so it needs no key.
+func (a *Adapter) issueRef(w http.ResponseWriter, r *http.Request) error {
+	var req refRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return &Error{Code: CodeValidation, Message: `the body must be {"agentId": "…", "namespace": "…"}`}
+	}
+	ref := MemoryRef{Agent: req.AgentID, Namespace: cmp.Or(req.Namespace, DefaultNamespace)}
+	if err := ref.invalid(); err != nil {
+		return err
+	}
+	if err := a.clean(ref); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"memoryRef": ref.String()})
+	return nil
+}
+
+// call is one request's way to the API: its memoryRef and a client with
+// the caller's key, acting for the ref's agent.
+type call struct {
+	ref MemoryRef
+	c   *client.Client
+}
+
+func (a *Adapter) begin(r *http.Request) (call, error) {
+	ref, err := ParseMemoryRef(r.PathValue("memoryRef"))
+	if err != nil {
+		return call{}, err
+	}
+	if err := a.clean(ref); err != nil {
+		return call{}, err
+	}
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if key = strings.TrimSpace(key); !ok || key == "" {
+		return call{}, &Error{Code: CodeUnauthenticated, Message: "send the API key as Authorization: Bearer <key>"}
+	}
+	c, err := client.New(client.Config{URL: a.cfg.URL, Key: key, Actor: ref.Agent, HTTPClient: a.cfg.HTTPClient, UserAgent: "engram-openwop"})
+	if err != nil {
+		return call{}, err
+	}
+	return call{ref: ref, c: c}, nil
+}
+
+// clean refuses a ref whose agent or namespace the redactor would change:
+// the API would store its entries under a redacted scope, where the ref
+// could not find them.
+func (a *Adapter) clean(ref MemoryRef) *Error {
+	red := a.cfg.Policy().Redactor()
+	for _, f := range [][2]string{{"agentId", ref.Agent}, {"namespace", ref.Namespace}} {
+		if _, found := red.String(f[1]); len(found) > 0 {
+			return invalid(f[0], "must not look like a secret or personal data ("+found[0].Label+")")
+		}
+	}
+	return nil
+}
+
+// snapshotOf reads the snapshot parameter: the run's start (§A).
+func snapshotOf(q url.Values) (*time.Time, error) {
+	v := q.Get("snapshot")
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, invalid("snapshot", "must be an RFC 3339 date-time, such as the run's start 2026-01-28T09:00:00Z")
+	}
+	return &t, nil
+}
+
+// checkParams refuses query parameters other than names.
+func checkParams(q url.Values, names ...string) error {
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(names, k) {
+			return invalid(k, "is not a parameter here; use "+strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// list serves list(memoryRef, options): the ref's entries at the snapshot,
+// newest first, none expired (§A, §E).
+func (a *Adapter) list(w http.ResponseWriter, r *http.Request) error {
+	cl, err := a.begin(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if err := checkParams(q, "limit", "tag", "snapshot"); err != nil {
+		return err
+	}
+	var opts listOptions
+	if q.Has("limit") {
+		n, err := strconv.Atoi(q.Get("limit"))
+		if err != nil {
+			return invalid("limit", "must be a whole number, 0 or more (MemoryListOptions.limit)")
+		}
+		opts.Limit = &n
+	}
+	if q.Has("tag") {
+		tag := q.Get("tag")
+		opts.Tag = &tag
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	snapshot, err := snapshotOf(q)
+	if err != nil {
+		return err
+	}
+	limit := DefaultListLimit
+	if opts.Limit != nil && *opts.Limit > 0 {
+		limit = min(*opts.Limit, MaxListLimit)
+	}
+	scope := cl.ref.scope()
+	f := client.RecordFilter{Types: []memory.Type{memory.Semantic}, Scope: &scope, Newest: true, Limit: limit}
+	// The API reads a tag parameter as a comma-separated list, trimmed: a
+	// tag it would misread is matched here instead.
+	var tag string
+	if opts.Tag != nil {
+		tag = *opts.Tag
+		if strings.ContainsRune(tag, ',') || strings.TrimSpace(tag) != tag {
+			f.Limit = MaxListLimit
+		} else {
+			f.Tags = []string{tag}
+		}
+	}
+	if snapshot != nil {
+		f.AsOf = *snapshot
+	}
+	now := a.cfg.Now()
+	out := []Entry{}
+	for len(out) < limit {
+		page, err := cl.c.ListRecords(r.Context(), f)
+		if err != nil {
+			return err
+		}
+		for _, rec := range page.Records {
+			if visible(rec, cl.ref, snapshot, now) && (tag == "" || slices.Contains(rec.Tags, tag)) && len(out) < limit {
+				out = append(out, entryOf(rec))
+			}
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		f.Cursor = page.NextCursor
+	}
+	// Newest first by createdAt (§A); ids are in creation order already.
+	slices.SortStableFunc(out, func(x, y Entry) int { return y.CreatedAt.Compare(x.CreatedAt) })
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// read reads record id as it was at the snapshot (now without one): nil
+// when it is not one of the ref's entries the caller may see — missing,
+// another tenant's, created after the snapshot, expired, deleted.
+func (a *Adapter) read(ctx context.Context, cl call, id string, snapshot *time.Time) (*Entry, error) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return nil, nil
+	}
+	var q url.Values
+	if snapshot != nil {
+		q = url.Values{"as_of": {snapshot.UTC().Format(time.RFC3339Nano)}}
+	}
+	var rec memory.Record
+	if err := cl.c.Do(ctx, http.MethodGet, "/v1/records/"+uid.String(), q, nil, &rec); err != nil {
+		if statusOf(err) == http.StatusNotFound {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if !visible(rec, cl.ref, snapshot, a.cfg.Now()) {
+		return nil, nil
+	}
+	e := entryOf(rec)
+	return &e, nil
+}
+
+// get serves get(memoryRef, id): the entry, or null (§A).
+func (a *Adapter) get(w http.ResponseWriter, r *http.Request) error {
+	cl, err := a.begin(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if err := checkParams(q, "snapshot"); err != nil {
+		return err
+	}
+	snapshot, err := snapshotOf(q)
+	if err != nil {
+		return err
+	}
+	e, err := a.read(r.Context(), cl, r.PathValue("id"), snapshot)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, e)
+	return nil
+}
+
+// put serves put(memoryRef, entry): the entry as persisted, with the id
+// and createdAt the host assigned, after SR-1 (§A, §D).
+func (a *Adapter) put(w http.ResponseWriter, r *http.Request) error {
+	cl, err := a.begin(r)
+	if err != nil {
+		return err
+	}
+	if err := checkParams(r.URL.Query()); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPutBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &Error{Code: CodeTooLarge, Message: "the body is over the limit of " + itoa(maxPutBytes) + " bytes"}
+		}
+		return &Error{Code: CodeValidation, Message: "the body could not be read"}
+	}
+	req, verr := decodePut(body, a.cfg.Now())
+	if verr != nil {
+		return verr
+	}
+	// SR-1 (§D). Rejecting, the adapter refuses the write itself; redacting,
+	// it leaves the redaction to the API, which runs the same redactor over
+	// every string of the record, replaces each finding with its
+	// [REDACTED:<label>] marker, and raises the record's sensitivity (and
+	// tags it PII-bearing) for what it found, as for any write.
+	if a.onSecret() == OnSecretReject {
+		red := a.cfg.Policy().Redactor()
+		_, found := red.String(req.Content)
+		_, more := red.Strings(req.Tags)
+		if found = append(found, more...); len(found) > 0 {
+			var labels []string
+			for _, f := range found {
+				labels = append(labels, f.Label)
+			}
+			slices.Sort(labels)
+			labels = slices.Compact(labels)
+			return &Error{Code: CodeSecretLeakage,
+				Message: "the entry holds secrets or personal data (" + strings.Join(labels, ", ") + ") and this host refuses such writes (SR-1)",
+				Details: map[string]any{"labels": labels}}
+		}
+	}
+	rec, err := req.record(cl.ref)
+	if err != nil {
+		return err
+	}
+	out, err := cl.c.CreateRecord(r.Context(), rec, "OpenWOP memory put")
+	if err != nil {
+		return err
+	}
+	// The write path may answer with a draft waiting for review (the
+	// approval gate): it is the entry as persisted, listed once approved.
+	e := entryOf(*out)
+	w.Header().Set("Location", r.URL.Path+"/"+e.ID)
+	writeJSON(w, http.StatusCreated, e)
+	return nil
+}
+
+// delete serves delete(memoryRef, id): true when the entry existed and is
+// deleted now, false otherwise (§A). A run's snapshot still reads it.
+func (a *Adapter) delete(w http.ResponseWriter, r *http.Request) error {
+	cl, err := a.begin(r)
+	if err != nil {
+		return err
+	}
+	if err := checkParams(r.URL.Query()); err != nil {
+		return err
+	}
+	e, err := a.read(r.Context(), cl, r.PathValue("id"), nil)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		writeJSON(w, http.StatusOK, false)
+		return nil
+	}
+	if _, err := cl.c.DeleteRecord(r.Context(), uuid.MustParse(e.ID), "OpenWOP memory delete"); err != nil {
+		// Deleted meanwhile by another caller: it no longer existed.
+		if s := statusOf(err); s == http.StatusNotFound || s == http.StatusConflict {
+			writeJSON(w, http.StatusOK, false)
+			return nil
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, true)
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

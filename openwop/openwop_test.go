@@ -1,0 +1,516 @@
+package openwop_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/openwop"
+	"github.com/engram-dev/engram/policy"
+	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/server"
+	"github.com/engram-dev/engram/store"
+)
+
+const (
+	acmeKey  = "acme-key-0123456789"
+	otherKey = "other-key-0123456789"
+	opsKey   = "operator-key-0123456789"
+	// canary is an operator literal secret: a value that flowed through the
+	// run's secret handling (SR-1).
+	canary = "canary-sekrit-4f1d9a"
+	// awsKey is AWS's documented example access key id.
+	awsKey = "AKIAIOSFODNN7EXAMPLE"
+)
+
+// The wire schemas of RFC 0004, from the spec's schemas/ (copied into
+// schema/): every answer of the adapter is checked against them.
+var wireSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	out := map[string]*jsonschema.Schema{}
+	for file, id := range map[string]string{
+		"schema/memory-entry.schema.json":        openwop.EntrySchemaID,
+		"schema/memory-list-options.schema.json": openwop.ListOptionsSchemaID,
+	} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.AddResource(id, bytes.NewReader(b)); err != nil {
+			return nil, err
+		}
+		if out[id], err = c.Compile(id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+})
+
+func validate(t *testing.T, id string, raw []byte) {
+	t.Helper()
+	ss, err := wireSchemas()
+	require.NoError(t, err)
+	var doc any
+	require.NoError(t, json.Unmarshal(raw, &doc), string(raw))
+	require.NoError(t, ss[id].Validate(doc), "%s does not match %s", raw, id)
+}
+
+// clock is a settable clock for the server, which judges expiresAt by it.
+type clock struct{ offset atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+type env struct {
+	t     *testing.T
+	url   string
+	clock *clock
+}
+
+// setup serves engramd's API, with the adapter mounted, over a fresh
+// schema: two tenants' keys and an operator's, the policy's literal secret
+// canary, and onSecret and the policy's on_secret as given.
+func setup(t *testing.T, onSecret, policyOnSecret string) *env {
+	t.Helper()
+	db := pgtest.NewSchema(t)
+	for _, tenant := range []string{"acme", "other"} {
+		require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, tenant))
+	}
+	yaml := "secrets:\n  literals: [" + canary + "]\n"
+	if policyOnSecret != "" {
+		yaml += "  on_secret: " + policyOnSecret + "\n"
+	}
+	pol, err := policy.Parse([]byte(yaml), "test")
+	require.NoError(t, err)
+	c := &clock{}
+	srv := httptest.NewServer(server.New(server.Config{
+		DB: db.Pool, Writer: revise.New(db.Pool, revise.Config{}),
+		Keys: []server.Key{
+			{Tenant: "acme", Name: "acme-test", Secret: acmeKey},
+			{Tenant: "other", Name: "other-test", Secret: otherKey},
+			{Name: "ops-test", Secret: opsKey, Role: server.RoleOperator},
+		},
+		Policy:  func() *policy.Policy { return pol },
+		Now:     c.now,
+		OpenWOP: openwop.Config{OnSecret: onSecret},
+	}))
+	t.Cleanup(srv.Close)
+	return &env{t: t, url: srv.URL, clock: c}
+}
+
+func (e *env) do(method, path, key string, body any) (int, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, ok := body.([]byte)
+		if !ok {
+			var err error
+			b, err = json.Marshal(body)
+			require.NoError(e.t, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, e.url+path, rd)
+	require.NoError(e.t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(e.t, err)
+	require.Equal(e.t, "application/json", res.Header.Get("Content-Type"), "%s %s: %s", method, path, b)
+	return res.StatusCode, b
+}
+
+// ref asks the host for the memoryRef of an agent and a namespace.
+func (e *env) ref(agent, namespace string) string {
+	e.t.Helper()
+	status, b := e.do("POST", "/openwop/v1/memory-refs", "", map[string]string{"agentId": agent, "namespace": namespace})
+	require.Equal(e.t, http.StatusOK, status, string(b))
+	var out struct{ MemoryRef string }
+	require.NoError(e.t, json.Unmarshal(b, &out))
+	require.NotContains(e.t, out.MemoryRef, agent, "a memoryRef is opaque")
+	return out.MemoryRef
+}
+
+func entries(ref string) string { return "/openwop/v1/memory/" + url.PathEscape(ref) + "/entries" }
+
+// put writes an entry and checks the answer is a valid MemoryEntry.
+func (e *env) put(ref, key string, entry map[string]any) openwop.Entry {
+	e.t.Helper()
+	status, b := e.do("POST", entries(ref), key, entry)
+	require.Equal(e.t, http.StatusCreated, status, string(b))
+	validate(e.t, openwop.EntrySchemaID, b)
+	var out openwop.Entry
+	require.NoError(e.t, json.Unmarshal(b, &out))
+	return out
+}
+
+// list lists a ref's entries with MemoryListOptions opts (checked against
+// their schema) and a snapshot, checking each entry against its schema.
+func (e *env) list(ref, key string, opts map[string]any, snapshot *time.Time) []openwop.Entry {
+	e.t.Helper()
+	q := url.Values{}
+	if opts != nil {
+		b, err := json.Marshal(opts)
+		require.NoError(e.t, err)
+		validate(e.t, openwop.ListOptionsSchemaID, b)
+		for k, v := range opts {
+			q.Set(k, strings.Trim(string(must(json.Marshal(v))), `"`))
+		}
+	}
+	if snapshot != nil {
+		q.Set("snapshot", snapshot.Format(time.RFC3339Nano))
+	}
+	status, b := e.do("GET", entries(ref)+"?"+q.Encode(), key, nil)
+	require.Equal(e.t, http.StatusOK, status, string(b))
+	var raw []json.RawMessage
+	require.NoError(e.t, json.Unmarshal(b, &raw), "list answers a bare array: %s", b)
+	require.NotNil(e.t, raw, "an empty list is [], not null")
+	out := []openwop.Entry{}
+	for _, r := range raw {
+		validate(e.t, openwop.EntrySchemaID, r)
+		var en openwop.Entry
+		require.NoError(e.t, json.Unmarshal(r, &en))
+		out = append(out, en)
+	}
+	return out
+}
+
+// get reads an entry: nil for null, a valid MemoryEntry otherwise.
+func (e *env) get(ref, key, id string, snapshot *time.Time) *openwop.Entry {
+	e.t.Helper()
+	path := entries(ref) + "/" + id
+	if snapshot != nil {
+		path += "?snapshot=" + url.QueryEscape(snapshot.Format(time.RFC3339Nano))
+	}
+	status, b := e.do("GET", path, key, nil)
+	require.Equal(e.t, http.StatusOK, status, string(b))
+	if strings.TrimSpace(string(b)) == "null" {
+		return nil
+	}
+	validate(e.t, openwop.EntrySchemaID, b)
+	var out openwop.Entry
+	require.NoError(e.t, json.Unmarshal(b, &out))
+	return &out
+}
+
+func (e *env) delete(ref, key, id string) bool {
+	e.t.Helper()
+	status, b := e.do("DELETE", entries(ref)+"/"+id, key, nil)
+	require.Equal(e.t, http.StatusOK, status, string(b))
+	var out bool
+	require.NoError(e.t, json.Unmarshal(b, &out), "delete answers a bare boolean: %s", b)
+	return out
+}
+
+// fails sends a request that must fail with code, and returns the error's
+// message.
+func (e *env) fails(method, path, key string, body any, status int, code string) string {
+	e.t.Helper()
+	got, b := e.do(method, path, key, body)
+	require.Equal(e.t, status, got, string(b))
+	var env struct {
+		Error   string         `json:"error"`
+		Message string         `json:"message"`
+		Details map[string]any `json:"details"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	require.NoError(e.t, dec.Decode(&env), "the OpenWOP error envelope: %s", b)
+	require.Equal(e.t, code, env.Error, string(b))
+	require.NotEmpty(e.t, env.Message)
+	return env.Message
+}
+
+func ids(es []openwop.Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// The capability advertisement names the long-term backend (RFC 0004 §B).
+func TestOpenWOPCapabilities(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "", "")
+	status, b := e.do("GET", "/.well-known/openwop", "", nil)
+	require.Equal(t, http.StatusOK, status)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	caps := doc["capabilities"].(map[string]any)
+	require.Equal(t, []any{"long-term"}, caps["agents"].(map[string]any)["memoryBackends"])
+	require.Equal(t, map[string]any{"supported": true, "maxEntrySizeBytes": float64(openwop.MaxEntryBytes), "ttlSupported": true}, caps["memory"])
+	vendor := doc["vendor"].(map[string]any)["engram"].(map[string]any)["memory"].(map[string]any)
+	require.Equal(t, "redact", vendor["onSecret"])
+	require.Equal(t, "snapshot", vendor["snapshotParameter"])
+
+	e = setup(t, "", "reject")
+	_, b = e.do("GET", "/.well-known/openwop", "", nil)
+	require.Contains(t, string(b), `"onSecret":"reject"`)
+}
+
+// put, get, list and delete by memoryRef; list answers newest first and
+// filters by tag and limit.
+func TestOpenWOPPutGetListDelete(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "", "")
+	ref := e.ref("planner", "project-x")
+	require.NotEqual(t, ref, e.ref("planner", "project-y"))
+	require.NotEqual(t, ref, e.ref("coder", "project-x"))
+
+	exp := time.Now().Add(24 * time.Hour).UTC().Truncate(time.Second)
+	first := e.put(ref, acmeKey, map[string]any{"content": "the deploy script lives in ops/deploy.sh", "tags": []string{"source:session", "", "ops", "ops"}, "expiresAt": exp.Format(time.RFC3339)})
+	require.Equal(t, "the deploy script lives in ops/deploy.sh", first.Content)
+	require.Equal(t, []string{"source:session", "ops"}, first.Tags, "empty and repeated tags are dropped")
+	require.NotNil(t, first.ExpiresAt)
+	require.True(t, exp.Equal(*first.ExpiresAt))
+	second := e.put(ref, acmeKey, map[string]any{"content": "staging is at 10.0.0.5"})
+	require.Equal(t, []string{}, second.Tags)
+	require.Nil(t, second.ExpiresAt)
+	third := e.put(ref, acmeKey, map[string]any{"content": "tests need PostgreSQL", "tags": []string{"ops", "a,b"}})
+	// Another namespace of the same agent is other memory.
+	e.put(e.ref("planner", "project-y"), acmeKey, map[string]any{"content": "elsewhere"})
+
+	got := e.get(ref, acmeKey, first.ID, nil)
+	require.NotNil(t, got)
+	require.Equal(t, first.ID, got.ID)
+	require.Equal(t, first.Content, got.Content)
+	require.True(t, first.CreatedAt.Equal(got.CreatedAt))
+	require.Nil(t, e.get(ref, acmeKey, "0193a1f2-0000-7000-8000-000000000000", nil), "a missing entry is null")
+	require.Nil(t, e.get(ref, acmeKey, "not-an-id", nil))
+	require.Nil(t, e.get(e.ref("planner", "project-y"), acmeKey, first.ID, nil), "another ref does not reach the entry")
+
+	require.Equal(t, []string{third.ID, second.ID, first.ID}, ids(e.list(ref, acmeKey, nil, nil)), "newest first")
+	require.Equal(t, []string{third.ID, first.ID}, ids(e.list(ref, acmeKey, map[string]any{"tag": "ops"}, nil)))
+	require.Equal(t, []string{third.ID}, ids(e.list(ref, acmeKey, map[string]any{"tag": "a,b"}, nil)))
+	require.Empty(t, e.list(ref, acmeKey, map[string]any{"tag": "a"}, nil))
+	require.Equal(t, []string{third.ID, second.ID}, ids(e.list(ref, acmeKey, map[string]any{"limit": 2}, nil)))
+	require.Len(t, e.list(ref, acmeKey, map[string]any{"limit": 0}, nil), 3, "0 is no limit")
+
+	require.True(t, e.delete(ref, acmeKey, second.ID))
+	require.False(t, e.delete(ref, acmeKey, second.ID), "deleted already")
+	require.False(t, e.delete(ref, acmeKey, "not-an-id"))
+	require.False(t, e.delete(e.ref("planner", "project-y"), acmeKey, first.ID), "another ref does not reach the entry")
+	require.Nil(t, e.get(ref, acmeKey, second.ID, nil))
+	require.Equal(t, []string{third.ID, first.ID}, ids(e.list(ref, acmeKey, nil, nil)))
+}
+
+// Within a run, list and get read the snapshot of its start: entries
+// written or deleted afterwards do not change what it reads (RFC 0004 §A).
+func TestOpenWOPSnapshot(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "", "")
+	ref := e.ref("planner", "default")
+	before := e.put(ref, acmeKey, map[string]any{"content": "known before the run"})
+	runStart := time.Now().UTC()
+	require.False(t, before.CreatedAt.After(runStart))
+
+	during := e.put(ref, acmeKey, map[string]any{"content": "written mid-run by another run"})
+	require.True(t, during.CreatedAt.After(runStart))
+	require.Equal(t, []string{before.ID}, ids(e.list(ref, acmeKey, nil, &runStart)))
+	require.Nil(t, e.get(ref, acmeKey, during.ID, &runStart), "created after the snapshot")
+	require.NotNil(t, e.get(ref, acmeKey, before.ID, &runStart))
+
+	// A delete is seen by future runs at once, never by the run's snapshot.
+	require.True(t, e.delete(ref, acmeKey, before.ID))
+	require.Equal(t, []string{before.ID}, ids(e.list(ref, acmeKey, nil, &runStart)), "the replay reads the same entries")
+	require.NotNil(t, e.get(ref, acmeKey, before.ID, &runStart))
+	require.Equal(t, []string{during.ID}, ids(e.list(ref, acmeKey, nil, nil)))
+	nextRun := time.Now().UTC()
+	require.Equal(t, []string{during.ID}, ids(e.list(ref, acmeKey, nil, &nextRun)))
+	require.Nil(t, e.get(ref, acmeKey, before.ID, &nextRun))
+
+	e.fails("GET", entries(ref)+"?snapshot=yesterday", acmeKey, nil, http.StatusBadRequest, openwop.CodeValidation)
+}
+
+// SR-1 (RFC 0004 §D), redacting: secrets in the content and the tags are
+// stored as [REDACTED:<label>] markers, and what was stored is what is
+// read back.
+func TestOpenWOPRedact(t *testing.T) {
+	t.Parallel()
+	e := setup(t, openwop.OnSecretRedact, "")
+	ref := e.ref("planner", "default")
+	got := e.put(ref, acmeKey, map[string]any{
+		"content": "use key " + awsKey + " and the token " + canary + " for the deploy",
+		"tags":    []string{"owner:ada@example.com", "ops"},
+	})
+	require.Equal(t, "use key [REDACTED:aws_access_key] and the token [REDACTED:literal_secret] for the deploy", got.Content)
+	require.Contains(t, got.Tags, "owner:[REDACTED:email]")
+	require.Contains(t, got.Tags, "ops")
+	require.Contains(t, got.Tags, "pii", "the write path tags a record made from personal data")
+	read := e.get(ref, acmeKey, got.ID, nil)
+	require.Equal(t, got.Content, read.Content)
+	listed := e.list(ref, acmeKey, nil, nil)
+	require.Len(t, listed, 1)
+	require.Equal(t, got.Content, listed[0].Content)
+	for _, s := range []string{awsKey, canary, "ada@example.com"} {
+		require.NotContains(t, string(must(json.Marshal(listed))), s)
+	}
+}
+
+// SR-1, rejecting: a put holding a secret fails with secret_leakage, which
+// names the labels and never the value, and nothing is stored; the same
+// when the adapter would redact but the policy rejects.
+func TestOpenWOPReject(t *testing.T) {
+	t.Parallel()
+	for name, modes := range map[string][2]string{
+		"adapter": {openwop.OnSecretReject, ""},
+		"policy":  {openwop.OnSecretRedact, "reject"},
+		// A choice that is none fails closed.
+		"invalid": {"shred", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, modes[0], modes[1])
+			ref := e.ref("planner", "default")
+			msg := e.fails("POST", entries(ref), acmeKey, map[string]any{"content": "the token is " + canary}, http.StatusUnprocessableEntity, openwop.CodeSecretLeakage)
+			require.Contains(t, msg, "literal_secret")
+			require.NotContains(t, msg, canary)
+			_, b := e.do("POST", entries(ref), acmeKey, map[string]any{"content": "fine", "tags": []string{awsKey}})
+			require.Contains(t, string(b), openwop.CodeSecretLeakage)
+			require.NotContains(t, string(b), awsKey)
+			require.Empty(t, e.list(ref, acmeKey, nil, nil))
+			e.put(ref, acmeKey, map[string]any{"content": "no secret here"})
+			require.Len(t, e.list(ref, acmeKey, nil, nil), 1)
+		})
+	}
+}
+
+// expiresAt (RFC 0004 §E): an entry is never read once it has passed, and
+// a put whose expiresAt has passed is a validation_error.
+func TestOpenWOPExpiry(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "", "")
+	ref := e.ref("planner", "default")
+	msg := e.fails("POST", entries(ref), acmeKey, map[string]any{"content": "stale", "expiresAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)},
+		http.StatusBadRequest, openwop.CodeValidation)
+	require.Contains(t, msg, "expiresAt")
+	e.fails("POST", entries(ref), acmeKey, map[string]any{"content": "x", "expiresAt": "tomorrow"}, http.StatusBadRequest, openwop.CodeValidation)
+
+	short := e.put(ref, acmeKey, map[string]any{"content": "valid for an hour", "expiresAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)})
+	long := e.put(ref, acmeKey, map[string]any{"content": "valid for a week", "expiresAt": time.Now().Add(7 * 24 * time.Hour).UTC().Format(time.RFC3339Nano)})
+	forever := e.put(ref, acmeKey, map[string]any{"content": "no expiry"})
+	runStart := time.Now().UTC()
+	require.Equal(t, []string{forever.ID, long.ID, short.ID}, ids(e.list(ref, acmeKey, nil, nil)))
+
+	e.clock.advance(2 * time.Hour)
+	require.Equal(t, []string{forever.ID, long.ID}, ids(e.list(ref, acmeKey, nil, nil)))
+	require.Equal(t, []string{forever.ID, long.ID}, ids(e.list(ref, acmeKey, nil, &runStart)), "a snapshot does not bring an expired entry back")
+	require.Nil(t, e.get(ref, acmeKey, short.ID, nil))
+	require.Nil(t, e.get(ref, acmeKey, short.ID, &runStart))
+	require.NotNil(t, e.get(ref, acmeKey, long.ID, nil))
+	require.Equal(t, []string{forever.ID}, ids(e.list(ref, acmeKey, map[string]any{"limit": 1}, nil)))
+	require.False(t, e.delete(ref, acmeKey, short.ID), "an expired entry is gone")
+
+	e.clock.advance(7 * 24 * time.Hour)
+	require.Equal(t, []string{forever.ID}, ids(e.list(ref, acmeKey, nil, nil)))
+}
+
+// A memoryRef never reaches another tenant's memory (RFC 0004 §F): with
+// another tenant's key, a list is empty, a get null and a delete false, and
+// that tenant's writes stay its own.
+func TestOpenWOPTenantIsolation(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "", "")
+	ref := e.ref("planner", "shared-name")
+	mine := e.put(ref, acmeKey, map[string]any{"content": "acme's plan", "tags": []string{"plan"}})
+
+	require.Empty(t, e.list(ref, otherKey, nil, nil))
+	require.Empty(t, e.list(ref, otherKey, map[string]any{"tag": "plan"}, nil))
+	later := time.Now().Add(time.Minute)
+	require.Empty(t, e.list(ref, otherKey, nil, &later))
+	require.Nil(t, e.get(ref, otherKey, mine.ID, nil))
+	require.Nil(t, e.get(ref, otherKey, mine.ID, &later))
+	require.False(t, e.delete(ref, otherKey, mine.ID))
+
+	theirs := e.put(ref, otherKey, map[string]any{"content": "other's plan"})
+	require.Equal(t, []string{theirs.ID}, ids(e.list(ref, otherKey, nil, nil)))
+	require.Equal(t, []string{mine.ID}, ids(e.list(ref, acmeKey, nil, nil)), "the other tenant's write is not acme's, nor did its delete reach acme")
+	require.Nil(t, e.get(ref, acmeKey, theirs.ID, nil))
+	require.NotNil(t, e.get(ref, acmeKey, mine.ID, nil))
+}
+
+// Errors are the OpenWOP error envelope, with the code's status.
+func TestOpenWOPErrors(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "", "")
+	ref := e.ref("planner", "default")
+	e.fails("GET", entries(ref), "", nil, http.StatusUnauthorized, openwop.CodeUnauthenticated)
+	e.fails("GET", entries(ref), "no-such-key-0123456789", nil, http.StatusUnauthorized, openwop.CodeUnauthenticated)
+	e.fails("POST", entries(ref), opsKey, map[string]any{"content": "x"}, http.StatusForbidden, openwop.CodeForbidden)
+	msg := e.fails("GET", entries("mem_"+canary), acmeKey, nil, http.StatusNotFound, openwop.CodeNotFound)
+	require.NotContains(t, msg, canary)
+	e.fails("GET", entries("urn:other-host:1"), acmeKey, nil, http.StatusNotFound, openwop.CodeNotFound)
+
+	for _, bad := range []any{
+		map[string]any{},
+		map[string]any{"content": nil},
+		map[string]any{"content": 7},
+		map[string]any{"content": "x", "id": "mine"},
+		map[string]any{"content": "x", "createdAt": "2026-01-01T00:00:00Z"},
+		map[string]any{"content": "x", "color": "red"},
+		map[string]any{"content": "x", "tags": "ops"},
+		map[string]any{"content": "x", "tags": []string{strings.Repeat("t", 257)}},
+		[]byte(`["content"]`),
+		[]byte(`{"content":`),
+	} {
+		e.fails("POST", entries(ref), acmeKey, bad, http.StatusBadRequest, openwop.CodeValidation)
+	}
+	e.fails("POST", entries(ref), acmeKey, map[string]any{"content": strings.Repeat("x", openwop.MaxEntryBytes+1)}, http.StatusRequestEntityTooLarge, openwop.CodeTooLarge)
+	for _, q := range []string{"limit=-1", "limit=ten", "tag=", "tag=" + strings.Repeat("t", 257), "cursor=x"} {
+		e.fails("GET", entries(ref)+"?"+q, acmeKey, nil, http.StatusBadRequest, openwop.CodeValidation)
+	}
+	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "a/b"}, http.StatusBadRequest, openwop.CodeValidation)
+	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "planner", "namespace": "x y"}, http.StatusBadRequest, openwop.CodeValidation)
+	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agent": "planner"}, http.StatusBadRequest, openwop.CodeValidation)
+	// A name the redactor would change could not find its own entries.
+	msg = e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "ada@example.com"}, http.StatusBadRequest, openwop.CodeValidation)
+	require.NotContains(t, msg, "ada@example.com")
+	e.fails("GET", entries(openwop.MemoryRef{Agent: "p", Namespace: canary}.String()), acmeKey, nil, http.StatusBadRequest, openwop.CodeValidation)
+	require.Equal(t, e.ref("planner", "default"), e.ref("planner", ""), "the default namespace")
+}
+
+// A memoryRef resolves to the agent and namespace it was issued for, and
+// any other string to not_found.
+func TestMemoryRef(t *testing.T) {
+	t.Parallel()
+	for _, ref := range []openwop.MemoryRef{{Agent: "planner", Namespace: "default"}, {Agent: "a.b:c@d-e_f", Namespace: "x"}, {Agent: "p", Namespace: "ns:with:colons"}} {
+		got, err := openwop.ParseMemoryRef(ref.String())
+		require.NoError(t, err)
+		require.Equal(t, ref, got)
+	}
+	require.NotEqual(t, openwop.MemoryRef{Agent: "a", Namespace: "bc"}.String(), openwop.MemoryRef{Agent: "ab", Namespace: "c"}.String())
+	for _, s := range []string{"", "mem_", "mem_!!", "planner/default", "mem_" + "cGxhbm5lcg", "mem_L2RlZmF1bHQ", "mem_cC9hL2I"} {
+		_, err := openwop.ParseMemoryRef(s)
+		var e *openwop.Error
+		require.ErrorAs(t, err, &e, s)
+		require.Equal(t, openwop.CodeNotFound, e.Code, s)
+	}
+}
