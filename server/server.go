@@ -3,7 +3,9 @@
 // operator's routes, in none), RFC 9457
 // problem+json errors, the OpenAPI document, health and Prometheus metrics;
 // and the protocol adapters mounted beside the API, each calling it in
-// process with its caller's key: the MCP server at /mcp (package mcpserver).
+// process with its caller's key: the MCP server at /mcp (package mcpserver);
+// and the operator console at /console (package console), whose pages call
+// the API from the browser with the key signed in with.
 package server
 
 import (
