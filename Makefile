@@ -16,19 +16,25 @@ export DATABASE_URL TEST_DATABASE_URL
 export PATH := $(PATH):/usr/local/go/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help db build test run demo eval migrate bench fuzz lint clean
+.PHONY: help db browser build test run demo eval migrate bench fuzz lint clean screenshots
 
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 db: ## Make sure PostgreSQL, pgvector and the engram databases are there
 	@bash scripts/devdb.sh
 
+browser: ## Make sure headless Chromium is there for the console's browser tests (apt-get when missing)
+	@bash scripts/browser.sh
+
 build: ## Build the binaries into bin/
 	go build -o bin/ ./cmd/...
 
-test: db ## Run all tests (race detector) against TEST_DATABASE_URL
-	go test $(TEST_FLAGS) -timeout=$(TEST_TIMEOUT) ./...
+test: db browser ## Run all tests (race detector) against TEST_DATABASE_URL, the console's in headless Chromium
+	ENGRAM_REQUIRE_BROWSER=1 go test $(TEST_FLAGS) -timeout=$(TEST_TIMEOUT) ./...
+
+screenshots: db browser ## Screenshot each console page into docs/console/*.png, by the console's browser tests
+	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsole$$' ./console/
 
 run: db ## Run engramd against DATABASE_URL, migrating first (extra flags: ARGS=...)
 	go run ./cmd/engramd run --migrate $(ARGS)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -278,6 +279,28 @@ func TestCallOptions(t *testing.T) {
 	require.NotContains(t, err.Error(), executorKey)
 	_, err = client.New(client.Config{URL: url})
 	require.Error(t, err)
+}
+
+// Health reads the key's tenant's metrics in the buckets asked for; a
+// tenant key's Tenants call is refused, as it is an operator's.
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	url := setup(t)
+	c := newClient(t, url, curatorKey)
+	_, err := c.CreateRecord(t.Context(), fact("user", "go"), "")
+	require.NoError(t, err)
+	now := time.Now().UTC()
+	h, err := c.Health(t.Context(), client.HealthQuery{From: now.Add(-3 * time.Hour), To: now.Add(time.Minute), Bucket: "hour"})
+	require.NoError(t, err)
+	require.Equal(t, "acme", h.Tenant)
+	require.Len(t, h.Series, 4)
+	require.Equal(t, int64(1), h.Live[memory.Semantic])
+	require.Equal(t, int64(1), h.Series[3].Created[memory.Semantic]+h.Series[2].Created[memory.Semantic])
+
+	_, err = c.Tenants(t.Context())
+	var ce *client.Error
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, http.StatusForbidden, ce.Problem.Status)
 }
 
 // Admit says how the write path took a record: created, then absorbed by

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/url"
+	"time"
 
 	"github.com/engram-dev/engram/api"
 )
@@ -28,6 +29,41 @@ func (c *Client) WriteStats(ctx context.Context, opts ...CallOption) (*api.Write
 // /v1/stats/salience).
 func (c *Client) SalienceStats(ctx context.Context, opts ...CallOption) (*api.SalienceStats, error) {
 	return call[api.SalienceStats](ctx, c, "GET", "/v1/stats/salience", nil, nil, opts)
+}
+
+// HealthQuery narrows [Client.Health]: zero fields take the server's
+// defaults (the last 30 days, in day buckets, the key's own tenant).
+type HealthQuery struct {
+	// Tenant is the tenant to read: required with an operator's key.
+	Tenant string
+	// From and To bound the range; Bucket is hour, day or week.
+	From, To time.Time
+	Bucket   string
+}
+
+// Health returns a tenant's memory metrics over time and its composite
+// health score (GET /v1/stats/health).
+func (c *Client) Health(ctx context.Context, q HealthQuery, opts ...CallOption) (*api.HealthStats, error) {
+	v := url.Values{}
+	if q.Tenant != "" {
+		v.Set("tenant", q.Tenant)
+	}
+	if !q.From.IsZero() {
+		v.Set("from", q.From.UTC().Format(time.RFC3339Nano))
+	}
+	if !q.To.IsZero() {
+		v.Set("to", q.To.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Bucket != "" {
+		v.Set("bucket", q.Bucket)
+	}
+	return call[api.HealthStats](ctx, c, "GET", "/v1/stats/health", v, nil, opts)
+}
+
+// Tenants lists the tenants the database holds (GET /v1/tenants; an
+// operator's key).
+func (c *Client) Tenants(ctx context.Context, opts ...CallOption) (*api.Tenants, error) {
+	return call[api.Tenants](ctx, c, "GET", "/v1/tenants", nil, nil, opts)
 }
 
 // DecayPreview projects what a proposed decay configuration would do,

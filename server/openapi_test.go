@@ -347,6 +347,11 @@ func TestOpenAPIDescribesTheAnswerTypes(t *testing.T) {
 		"ComplianceViolation":  reflect.TypeFor[api.ComplianceViolation](),
 		"ErasureReport":        reflect.TypeFor[api.ErasureReport](),
 		"PendingErasure":       reflect.TypeFor[api.PendingErasure](),
+		// The console's health page (substrate RFC §15.10).
+		"HealthStats":  reflect.TypeFor[api.HealthStats](),
+		"HealthBucket": reflect.TypeFor[api.HealthBucket](),
+		"HealthPart":   reflect.TypeFor[api.HealthPart](),
+		"Tenants":      reflect.TypeFor[api.Tenants](),
 		// OpenIntent memory (issue 15).
 		"OpenIntentEntry": reflect.TypeFor[openintent.Entry](),
 	} {

@@ -3,7 +3,9 @@
 // operator's routes, in none), RFC 9457
 // problem+json errors, the OpenAPI document, health and Prometheus metrics;
 // and the protocol adapters mounted beside the API, each calling it in
-// process with its caller's key: the MCP server at /mcp (package mcpserver).
+// process with its caller's key: the MCP server at /mcp (package mcpserver);
+// and the operator console at /console (package console), whose pages call
+// the API from the browser with the key signed in with.
 package server
 
 import (
@@ -23,6 +25,7 @@ import (
 
 	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/client"
+	"github.com/engram-dev/engram/console"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pg"
@@ -200,6 +203,11 @@ func New(cfg Config) *Server {
 		_, _ = w.Write(OpenAPI)
 	})
 
+	// The operator console (issue 16): static assets, which call /v1 with
+	// the key the operator signs in with, like any client.
+	mux.Handle("GET /console", console.Handler())
+	mux.Handle("GET "+console.Prefix, console.Handler())
+
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.authenticated(rt))
 	}
@@ -270,6 +278,11 @@ func (s *Server) routes() []route {
 		// Statistics and previews read the caller's tenant only.
 		{"GET /v1/stats/salience", s.salienceStats, tenantRoles, false},
 		{"POST /v1/decay/preview", s.decayPreview, tenantRoles, false},
+		// The health page's metrics (substrate RFC §15.10): a tenant's keys
+		// read their tenant's, an operator's the tenant it names; and the
+		// tenants an operator may name.
+		{"GET /v1/stats/health", s.healthStats, anyRole, false},
+		{"GET /v1/tenants", s.listTenants, operatorRoles, false},
 		// The review queue (write-path RFC §12.6): a tenant's keys review
 		// its drafts, until reviewers get a role of their own.
 		{"GET /v1/agents", s.listAgents, tenantRoles, false},

@@ -1,0 +1,95 @@
+// Learning: each learned procedure (competence) and plan graph, with its
+// success rate over time (from its versions: every use is a revision of its
+// performance counts), the episodes it was learned from, its conditions,
+// alternatives and fallbacks, and its revisions (drift shows as a
+// retraction and a successor that supersedes it).
+
+import { get } from "./api.js";
+import { h, lineChart } from "./chart.js";
+import { href as recordHref, payloadView, short, summary, when } from "./records.js";
+
+const href = (id) => `#/learning/${id}`;
+
+export async function render(el, ctx) {
+  if (ctx.params[0]) return detail(el, ctx.params[0]);
+  el.append(h("h1", {}, "Learning"));
+  const page = await get("/v1/records", { type: ["competence", "plan_graph"], status: "all", limit: 1000 });
+  if (!page.records.length) {
+    el.append(h("p", { class: "empty" }, "Nothing learned yet: procedures and plans appear here once consolidation has seen a task solved the same way more than once."));
+    return;
+  }
+  el.append(h("table", { class: "rows" }, h("caption", {}, "Learned procedures and plans"),
+    h("thead", {}, h("tr", {}, ["Learned", "Type", "Status", "Successes", "Failures", "Success rate", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, page.records.map((r) => {
+      const p = perf(r);
+      return h("tr", { "data-id": r.id, "data-type": r.type, "data-status": r.status },
+        h("td", {}, h("a", { href: href(r.id) }, summary(r))), h("td", {}, r.type), h("td", {}, r.status),
+        h("td", { class: "num" }, p.s), h("td", { class: "num" }, p.f), h("td", { class: "num", "data-rate": p.rate ?? "" }, p.rate === null ? "–" : `${(p.rate * 100).toFixed(0)}%`),
+        h("td", {}, when(r.updated_at)));
+    }))));
+}
+
+// perf reads a procedure's or plan's success counts.
+function perf(r) {
+  const p = r.payload || {};
+  const pf = p.performance || {};
+  const m = p.metrics || {};
+  const s = pf.successes ?? m.successes ?? 0, f = pf.failures ?? m.failures ?? 0;
+  return { s, f, rate: s + f ? s / (s + f) : null };
+}
+
+async function detail(el, id) {
+  const [r, hist, rel] = await Promise.all([get(`/v1/records/${id}`), get(`/v1/records/${id}/history`), get(`/v1/records/${id}/relations`)]);
+  el.dataset.id = r.id;
+  el.append(h("p", {}, h("a", { href: "#/learning" }, "← Learning")),
+    h("h1", {}, summary(r), h("span", { class: `badge ${r.status}`, "data-status": r.status }, r.status)),
+    h("p", {}, h("a", { href: recordHref(r.id) }, "Record page"), ` · ${r.type} · version ${r.version}`));
+
+  // Success rate over time: one point per version whose counts changed.
+  const pts = [];
+  let last = "";
+  for (const v of hist.versions) {
+    const p = perf(v.record);
+    const k = `${p.s}/${p.f}`;
+    if (k === last || p.rate === null) continue;
+    last = k;
+    pts.push({ x: `v${v.version}`, y: p.rate, at: when(v.recorded_at) });
+  }
+  el.append(lineChart({ id: "success-rate", title: "Success rate over time", format: "percent", xTitle: "Version",
+    note: pts.length ? `One point per version that changed its counts, ${pts[0].at} to ${pts[pts.length - 1].at} UTC.` : undefined,
+    labels: pts.map((p) => p.x), series: [{ name: "success_rate", label: "success rate", values: pts.map((p) => p.y) }] }));
+
+  el.append(h("h2", {}, "What it says"), payloadView(r));
+
+  const out = rel.relations.filter((e) => e.source_id === r.id), inc = rel.relations.filter((e) => e.target_id === r.id);
+  const sources = out.filter((e) => e.predicate === "derived_from").map((e) => e.target_id);
+  const eps = await Promise.all(sources.slice(0, 20).map((s) => get(`/v1/records/${s}`).catch(() => null)));
+  el.append(h("h2", {}, `Learned from (${sources.length})`),
+    sources.length ? h("ul", { class: "sources" }, sources.map((s, i) => h("li", { "data-episode": s },
+      h("a", { href: recordHref(s) }, short(s)), eps[i] ? ` ${eps[i].type} · ${when(eps[i].created_at)} · ${summary(eps[i])}` : ""))) : h("p", { class: "empty" }, "No source episodes recorded."));
+
+  // Alternatives: other procedures for one of its signals, or other
+  // versions of its plan.
+  const p = r.payload || {};
+  let alts = [];
+  if (r.type === "competence") {
+    const signals = new Set((p.triggers || []).map((t) => t.signal));
+    const all = await get("/v1/records", { type: "competence", limit: 1000 });
+    alts = all.records.filter((o) => o.id !== r.id && (o.payload.triggers || []).some((t) => signals.has(t.signal)));
+  } else {
+    const all = await get("/v1/records", { type: "plan_graph", limit: 1000 });
+    alts = all.records.filter((o) => o.id !== r.id && o.payload.plan_id === p.plan_id);
+  }
+  el.append(h("h2", {}, "Alternatives"), alts.length ? h("ul", {}, alts.map((a) => h("li", { "data-alternative": a.id },
+    h("a", { href: href(a.id) }, summary(a)), ` — ${a.status}, when ${(a.payload.triggers || []).map((t) => JSON.stringify(t.conditions || {})).join("; ")}`)))
+    : h("p", { class: "empty" }, "None: it is the only one for its signals."));
+
+  const revs = [...out.filter((e) => e.predicate === "supersedes").map((e) => ({ rel: "supersedes", id: e.target_id })),
+    ...inc.filter((e) => e.predicate === "supersedes").map((e) => ({ rel: "superseded by", id: e.source_id })),
+    ...inc.filter((e) => e.predicate === "forked_from").map((e) => ({ rel: "forked into", id: e.source_id })),
+    ...out.filter((e) => e.predicate === "forked_from").map((e) => ({ rel: "forked from", id: e.target_id }))];
+  el.append(h("h2", {}, "Revisions"), h("ol", { class: "versions" }, hist.versions.map((v) => h("li", { "data-version": v.version },
+    `v${v.version} ${when(v.recorded_at)} — ${v.record.status}`))),
+  revs.length ? h("ul", { class: "revisions" }, revs.map((x) => h("li", { "data-relation": x.rel }, `${x.rel} `, h("a", { href: href(x.id) }, short(x.id)))))
+    : h("p", { class: "note" }, "Neither superseded nor forked: drift would show here as a retraction and the successor that supersedes it."));
+}

@@ -1,0 +1,548 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/memory"
+)
+
+const (
+	curatorKey = "console-curator-0123456789"
+	emptyKey   = "console-empty-0123456789"
+	opsKey     = "console-operator-0123456789"
+)
+
+// chromium is the browser the tests drive: $CHROMIUM, or Debian's. Without
+// it the tests skip, unless ENGRAM_REQUIRE_BROWSER=1 (make test sets it),
+// when they fail: scripts/browser.sh installs it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	path := cmpOr(os.Getenv("CHROMIUM"), "/usr/bin/chromium")
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("ENGRAM_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("no browser at %s (ENGRAM_REQUIRE_BROWSER=1): run scripts/browser.sh", path)
+		}
+		t.Skipf("no browser at %s: run scripts/browser.sh, or set CHROMIUM", path)
+	}
+	return path
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// daemon is a real engramd, built from cmd/engramd, over a fresh schema.
+type daemon struct {
+	t    *testing.T
+	url  string
+	db   *pgtest.Schema
+	logs *bytes.Buffer
+}
+
+func startEngramd(t *testing.T) *daemon {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "engramd")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/engramd").CombinedOutput()
+	require.NoError(t, err, string(out))
+	conf := filepath.Join(dir, "engram.yaml")
+	// Consolidation and the decay sweep run when the test says, through
+	// the jobs API, so what the pages show does not move under them.
+	require.NoError(t, os.WriteFile(conf, []byte("jobs: {consolidate: \"off\", decay_sweep: \"off\", embedding_backfill: \"@every 1h\", retrieval_stats: \"@every 1h\"}\n"), 0o600))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	db := pgtest.NewSchema(t)
+	cmd := exec.Command(bin, "run", "--migrate")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+db.URL, "ENGRAM_LISTEN="+addr, "ENGRAM_CONFIG="+conf,
+		"ENGRAM_API_KEYS=acme:"+curatorKey+",empty:"+emptyKey+",*:"+opsKey, "ENGRAM_LOG_LEVEL=warn")
+	logs := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = io.Discard, logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	d := &daemon{t: t, url: "http://" + addr, db: db, logs: logs}
+	d.poll("engramd ready", 30*time.Second, func() bool {
+		res, err := http.Get(d.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	return d
+}
+
+// poll waits for cond, failing after timeout.
+func (d *daemon) poll(what string, timeout time.Duration, cond func() bool) {
+	d.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("timed out waiting for %s; engramd said:\n%s", what, d.logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// call is one API call; out, if not nil, receives the JSON answer.
+func (d *daemon) call(method, path, key string, body any, out any) int {
+	d.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(d.t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, d.url+path, rd)
+	require.NoError(d.t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(d.t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(d.t, err)
+	if out != nil && res.StatusCode < 300 {
+		require.NoError(d.t, json.Unmarshal(b, out), string(b))
+	}
+	if res.StatusCode >= 300 {
+		d.t.Logf("%s %s: %d %s", method, path, res.StatusCode, b)
+	}
+	return res.StatusCode
+}
+
+// stream sends events as NDJSON on one POST /v1/events:stream.
+func (d *daemon) stream(events []memory.Event) {
+	d.t.Helper()
+	var buf bytes.Buffer
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		require.NoError(d.t, err)
+		buf.Write(append(b, '\n'))
+	}
+	req, err := http.NewRequest("POST", d.url+"/v1/events:stream", &buf)
+	require.NoError(d.t, err)
+	req.Header.Set("Authorization", "Bearer "+curatorKey)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(d.t, err)
+	acks, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(d.t, http.StatusOK, res.StatusCode, string(acks))
+	require.Equal(d.t, len(events), strings.Count(string(acks), "\n"), string(acks))
+	require.NotContains(d.t, string(acks), "problem", string(acks))
+	d.poll("events classified", 30*time.Second, func() bool {
+		var pending int
+		require.NoError(d.t, d.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM candidates WHERE status = 'pending'`).Scan(&pending))
+		return pending == 0
+	})
+}
+
+// runJob runs a job through the jobs API and waits until it succeeded.
+func (d *daemon) runJob(name string) {
+	d.t.Helper()
+	var started api.JobStarted
+	require.Equal(d.t, http.StatusAccepted, d.call("POST", "/v1/jobs/"+name+":run", opsKey, nil, &started))
+	d.poll("job "+name, 60*time.Second, func() bool {
+		var status string
+		require.NoError(d.t, d.db.Pool.QueryRow(context.Background(), `SELECT status FROM job_runs WHERE id = $1`, started.Run.ID).Scan(&status))
+		require.Contains(d.t, []string{"running", "succeeded"}, status, "job %s", name)
+		return status == "succeeded"
+	})
+}
+
+// episode is one solved task as an agent streams it: the request, the
+// error, the fix and its check, and the outcome.
+func episode(thread string, at time.Time) []memory.Event {
+	env := map[string]any{"os": "linux", "service": "billing-db"}
+	ev := func(kind memory.EventKind, i int) memory.Event {
+		return memory.Event{Kind: kind, AgentID: "agent-7", ThreadID: thread, Environment: env, Tags: []string{"intent:restart_db"},
+			Time: at.Add(time.Duration(i) * time.Second)}
+	}
+	in := ev(memory.UserInput, 0)
+	in.Text = "billing is down: fix the database connection"
+	fail := ev(memory.ErrorEvent, 1)
+	fail.Error = &memory.EventError{Message: "connection refused: billing-db:5432", Code: "ECONNREFUSED"}
+	call := ev(memory.ToolCall, 2)
+	call.Tool = &memory.EventTool{Name: "systemctl", CallID: "c1", Arguments: json.RawMessage(`{"action":"restart","unit":"billing-db"}`)}
+	out := ev(memory.ToolOutput, 3)
+	out.Tool = &memory.EventTool{Name: "systemctl", CallID: "c1", Result: json.RawMessage(`{"exit":0}`)}
+	check := ev(memory.ToolCall, 4)
+	check.Tool = &memory.EventTool{Name: "pg_isready", CallID: "c2", Arguments: json.RawMessage(`{"host":"billing-db"}`)}
+	checked := ev(memory.ToolOutput, 5)
+	checked.Tool = &memory.EventTool{Name: "pg_isready", CallID: "c2", Result: json.RawMessage(`{"accepting":true}`)}
+	end := ev(memory.Outcome, 6)
+	end.Outcome = &memory.EventOutcome{Status: "success", Summary: "database restarted"}
+	return []memory.Event{in, fail, call, out, check, checked, end}
+}
+
+// seed streams solved episodes and facts for acme, consolidates them into
+// a learned procedure, uses it, and queues a contradiction for review.
+type seeded struct {
+	procedure api.RecordPage
+	review    api.ReviewPage
+}
+
+func seed(d *daemon) seeded {
+	t := d.t
+	now := time.Now().UTC()
+	var events []memory.Event
+	for i := range 4 {
+		events = append(events, episode(fmt.Sprintf("restart-%d", i), now.Add(time.Duration(i-10)*time.Minute))...)
+	}
+	for i, f := range [][2]string{{"billing-db", "postgres 16"}, {"billing-api", "go 1.25"}, {"payments", "stripe"}} {
+		events = append(events, memory.Event{Kind: memory.FactEvent, AgentID: "agent-7", ThreadID: "facts", Time: now.Add(time.Duration(i) * time.Second),
+			Fact: &memory.EventFact{Subject: f[0], Predicate: "runs_on", Object: json.RawMessage(fmt.Sprintf("%q", f[1]))}})
+	}
+	d.stream(events)
+	d.runJob("consolidate")
+
+	var s seeded
+	require.Equal(t, http.StatusOK, d.call("GET", "/v1/records?type=competence", curatorKey, nil, &s.procedure))
+	require.Len(t, s.procedure.Records, 1, "one procedure learned from four episodes")
+	proc := s.procedure.Records[0].ID.String()
+	for i, outcome := range []string{"used_success", "used_success", "used_failure", "used_success"} {
+		require.Equal(t, http.StatusOK, d.call("POST", "/v1/feedback", curatorKey, api.FeedbackRequest{
+			Key: fmt.Sprintf("task-%d", i), RecordIDs: []string{proc}, Outcome: outcome}, nil))
+	}
+	// A contradiction of an active fact waits for a reviewer.
+	res := d.call("POST", "/v1/records", curatorKey, map[string]any{"type": "semantic", "confidence": 0.99,
+		"provenance": map[string]any{"sources": []map[string]any{{"kind": "human", "ref": "user://ops-lead"}, {"kind": "observation", "ref": "obs://inventory/billing-db"}}},
+		"payload": map[string]any{
+			"kind": "semantic", "subject": "billing-db", "predicate": "runs_on", "object": "mysql 8", "validity": map[string]any{"mode": "global"}}}, nil)
+	require.Equal(t, http.StatusAccepted, res)
+	require.Equal(t, http.StatusOK, d.call("GET", "/v1/reviews?status=pending", curatorKey, nil, &s.review))
+	require.Len(t, s.review.Reviews, 1)
+	return s
+}
+
+// browser is a headless Chromium with a fresh profile.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromium(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1360, 1000),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(cancelCtx)
+	require.NoError(t, chromedp.Do(ctx))
+	return ctx
+}
+
+// page drives one browser tab.
+type page struct {
+	t   *testing.T
+	ctx context.Context
+	url string
+}
+
+func (p *page) run(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		body, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 4000)`))
+		p.t.Fatalf("%v; the page shows:\n%s", err, body)
+	}
+}
+
+// eval returns the value of a JavaScript expression.
+func eval[T any](p *page, expr string) T {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	require.NoError(p.t, err, expr)
+	return v
+}
+
+// open navigates to a console page and waits until it shows its data.
+func (p *page) open(hash string) {
+	p.t.Helper()
+	name, id, _ := strings.Cut(hash, "/")
+	// A new hash on the same document is no reload: wait for this page's
+	// section, not the last one's.
+	sel := `#page section[data-page=` + name + `][data-ready]`
+	if id != "" {
+		sel = `#page section[data-page=` + name + `][data-id="` + id + `"][data-ready]`
+	}
+	p.run(chromedp.Navigate(p.url+"/console/#/"+hash), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(sel)))
+	require.Empty(p.t, eval[string](p, `document.querySelector("#page section").dataset.error || ""`), "page %s", hash)
+}
+
+func (p *page) signIn(key string) {
+	p.t.Helper()
+	p.run(chromedp.Navigate(p.url + "/console/"))
+	eval[bool](p, `sessionStorage.clear(), true`)
+	p.run(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#key`)), chromedp.SendKeys(chromedp.CSS(`#key`), key),
+		chromedp.Click(chromedp.CSS(`#signin-form button`)), chromedp.WaitVisible(chromedp.CSS(`#page section[data-ready]`)))
+}
+
+// screenshot writes the page to docs/console/<name>.png when
+// ENGRAM_SCREENSHOTS is set (make screenshots).
+func (p *page) screenshot(name string) {
+	p.t.Helper()
+	dir := os.Getenv("ENGRAM_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(p.t, err)
+	require.NoError(p.t, os.MkdirAll(dir, 0o755))
+	require.NoError(p.t, os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644))
+}
+
+// table reads a chart's text alternative: series name to its values.
+func (p *page) table(chart string) map[string][]string {
+	p.t.Helper()
+	return eval[map[string][]string](p, fmt.Sprintf(`(() => { const o = {};
+		for (const td of document.querySelectorAll('figure[data-chart=%q] table.data td')) (o[td.dataset.series] ||= []).push(td.dataset.y);
+		return o; })()`, chart))
+}
+
+// poll waits until cond holds in the page, failing after 20 seconds.
+func (p *page) poll(what string, cond func() bool) {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (p *page) text(sel string) string {
+	p.t.Helper()
+	return eval[string](p, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, sel))
+}
+
+func (p *page) count(sel string) int {
+	p.t.Helper()
+	return eval[int](p, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))
+}
+
+// The console against a real engramd: a tenant's curator sees its health,
+// records, what was learned, the review queue and the decay preview, with
+// the numbers the API has; an operator sees each tenant's health and the
+// jobs, and runs one.
+func TestConsole(t *testing.T) {
+	chromium(t)
+	d := startEngramd(t)
+	s := seed(d)
+	p := &page{t: t, ctx: browser(t), url: d.url}
+
+	t.Run("health", func(t *testing.T) {
+		p.t = t
+		p.signIn(curatorKey)
+		p.open("health")
+		// The page's range is the last 7 days, day by day.
+		var hs api.HealthStats
+		now := time.Now().UTC()
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/stats/health?bucket=day&from="+now.Add(-7*24*time.Hour).Format(time.RFC3339Nano)+"&to="+now.Format(time.RFC3339Nano), curatorKey, nil, &hs))
+		for _, typ := range []memory.Type{memory.Semantic, memory.Competence, memory.Episodic} {
+			require.Positive(t, hs.Live[typ], typ)
+			require.Equal(t, fmt.Sprint(hs.Live[typ]), p.text(fmt.Sprintf(`[data-live-type=%q] .n`, typ)), typ)
+		}
+		last := hs.Series[len(hs.Series)-1]
+		records := p.table("records-by-type")
+		require.Len(t, records["semantic"], len(hs.Series))
+		require.Equal(t, fmt.Sprint(last.Records[memory.Semantic]), records["semantic"][len(hs.Series)-1])
+		require.Equal(t, fmt.Sprint(last.Records[memory.Competence]), records["competence"][len(hs.Series)-1])
+		comp := p.table("competence")["competence"]
+		require.NotNil(t, last.CompetenceSuccessRate)
+		require.Equal(t, fmt.Sprint(*last.CompetenceSuccessRate), comp[len(comp)-1], "3 of 4 uses worked")
+		points := 0
+		for _, b := range hs.Series {
+			if b.CompetenceSuccessRate != nil {
+				points++
+			}
+		}
+		require.Equal(t, points, p.count(`figure[data-chart="competence"] circle.point`), "one point per bucket with uses")
+		// Each point is reachable by keyboard and says its value; each chart
+		// has its data as a table.
+		require.Equal(t, points, p.count(`figure[data-chart="competence"] circle.point[tabindex="0"][aria-label]`))
+		require.Equal(t, p.count(`figure.chart`), p.count(`figure.chart details.alt table`))
+		require.Equal(t, hs.Score.Status, p.text(`section.score .status`))
+		require.Equal(t, "Tenant acme", p.text(`#who-name`), "the health page names the key's tenant")
+		require.Equal(t, 6, p.count(`section.score tr[data-part]`))
+		p.screenshot("health")
+	})
+
+	proc := s.procedure.Records[0]
+
+	t.Run("records", func(t *testing.T) {
+		p.t = t
+		p.open("records")
+		var all api.RecordPage
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records", curatorKey, nil, &all))
+		require.Equal(t, len(all.Records), p.count(`#records-list tbody tr`))
+		require.Contains(t, p.text(`#records-list tbody`), "billing-api runs_on go 1.25")
+		p.screenshot("records")
+
+		// Filter by type, as a person would.
+		var facts api.RecordPage
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records?type=semantic", curatorKey, nil, &facts))
+		p.run(chromedp.SetValue(chromedp.CSS(`#f-type`), "semantic"), chromedp.Click(chromedp.CSS(`form.controls button`)))
+		p.poll("the semantic rows", func() bool {
+			return p.count(`#records-list tbody tr`) == len(facts.Records) && p.count(`#records-list tbody tr:not([data-type=semantic])`) == 0
+		})
+
+		// The procedure's page: payload, versions as diffs, audit,
+		// provenance, relations and salience curve.
+		p.open("records/" + proc.ID.String())
+		var hist api.RecordHistory
+		var audit api.AuditTrail
+		var rel api.RecordRelations
+		id := proc.ID.String()
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records/"+id+"/history", curatorKey, nil, &hist))
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records/"+id+"/audit", curatorKey, nil, &audit))
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records/"+id+"/relations", curatorKey, nil, &rel))
+		require.Greater(t, len(hist.Versions), 1, "feedback revised the procedure")
+		require.Equal(t, len(hist.Versions), p.count(`ol.versions li[data-version]`))
+		require.Positive(t, p.count(`ol.versions li[data-version] tr[data-path^="/payload/performance"]`), "a use shows as a change of its performance")
+		require.Equal(t, len(audit.Entries), p.count(`table.audit tbody tr`))
+		require.Equal(t, len(rel.Relations), p.count(`figure[data-chart=relations] line.edge`))
+		require.Equal(t, len(rel.Relations), p.count(`figure[data-chart=relations] line.edge[data-predicate=derived_from]`), "learned from its episodes")
+		require.Contains(t, p.text(`.payload[data-kind=competence]`), "systemctl")
+		curve := p.table("salience-curve")["salience"]
+		require.Len(t, curve, 25)
+		p.screenshot("record")
+	})
+
+	t.Run("learning", func(t *testing.T) {
+		p.t = t
+		p.open("learning")
+		var rec memory.Record
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records/"+proc.ID.String(), curatorKey, nil, &rec))
+		var payload memory.CompetencePayload
+		require.NoError(t, json.Unmarshal(rec.Payload, &payload))
+		require.NotNil(t, payload.Performance)
+		perf := payload.Performance
+		row := fmt.Sprintf(`tr[data-id=%q]`, proc.ID.String())
+		require.Equal(t, 1, p.count(row))
+		rate := float64(perf.Successes) / float64(perf.Successes+perf.Failures)
+		require.Equal(t, fmt.Sprint(rate), eval[string](p, fmt.Sprintf(`document.querySelector('%s td[data-rate]').dataset.rate`, row)))
+		p.screenshot("learning")
+
+		p.open("learning/" + proc.ID.String())
+		points := p.table("success-rate")["success_rate"]
+		require.NotEmpty(t, points)
+		require.Equal(t, fmt.Sprint(rate), points[len(points)-1])
+		require.Equal(t, 4, p.count(`li[data-episode]`), "learned from the four episodes")
+		require.Contains(t, p.text(`.payload`), "connection refused")
+		p.screenshot("procedure")
+	})
+
+	t.Run("reviews", func(t *testing.T) {
+		p.t = t
+		p.open("reviews")
+		rv := s.review.Reviews[0]
+		card := fmt.Sprintf(`article[data-review=%q]`, rv.ID.String())
+		require.Equal(t, 1, p.count(card))
+		require.Contains(t, p.text(card), "mysql 8")
+		p.screenshot("reviews")
+		p.run(chromedp.SendKeys(chromedp.CSS(card+` textarea`), "the inventory says so"),
+			chromedp.Click(chromedp.CSS(card+` button[data-action=approve]`)),
+			chromedp.WaitVisible(chromedp.CSS(card+`[data-decided=approve]`)))
+		var got api.Review
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/reviews/"+rv.ID.String(), curatorKey, nil, &got))
+		require.Equal(t, "approved", got.Status)
+		require.Equal(t, "the inventory says so", got.Justification)
+	})
+
+	t.Run("decay", func(t *testing.T) {
+		p.t = t
+		p.open("decay")
+		var now api.DecayPreview
+		require.Equal(t, http.StatusOK, d.call("POST", "/v1/decay/preview", curatorKey, api.DecayPreviewRequest{}, &now))
+		for typ, x := range now.Types {
+			require.Equal(t, fmt.Sprint(x.Records), p.text(fmt.Sprintf(`#decay-summary tr[data-type=%q] td`, typ)), typ)
+		}
+		// Propose a semantic half-life of an hour: in 30 days a sweep would
+		// expire every fact, and the page says so beside the current profile.
+		var proposed map[string]any
+		require.NoError(t, json.Unmarshal(now.Current, &proposed))
+		proposed["profiles"].(map[string]any)["semantic"].(map[string]any)["half_life"] = "1h"
+		doc, err := json.MarshalIndent(proposed, "", "  ")
+		require.NoError(t, err)
+		var want api.DecayPreview
+		require.Equal(t, http.StatusOK, d.call("POST", "/v1/decay/preview", curatorKey, api.DecayPreviewRequest{At: "+30d", Proposed: doc}, &want))
+		require.Greater(t, want.Types[memory.Semantic].Proposed.PruneAt, want.Types[memory.Semantic].Current.PruneAt)
+		p.run(chromedp.SetValue(chromedp.CSS(`#decay-proposed`), string(doc)), chromedp.Click(chromedp.CSS(`form.editor button`)))
+		row := `#decay-summary tr[data-type=semantic]`
+		p.poll("the proposed preview", func() bool {
+			return eval[string](p, `(document.querySelector('`+row+`') || {dataset: {}}).dataset.pruneProposed || ""`) == fmt.Sprint(want.Types[memory.Semantic].Proposed.PruneAt)
+		})
+		require.Equal(t, fmt.Sprint(want.Types[memory.Semantic].Current.PruneAt), eval[string](p, `document.querySelector('`+row+`').dataset.pruneCurrent`))
+		at := p.table("decay-semantic-proposed")
+		require.Len(t, at, 2, "now and at the horizon")
+		p.screenshot("decay")
+	})
+
+	t.Run("operator", func(t *testing.T) {
+		p.t = t
+		p.signIn(opsKey)
+		require.Equal(t, []string{"health", "jobs"}, eval[[]string](p, `[...document.querySelectorAll('[data-nav]')].map((a) => a.dataset.nav)`))
+		require.Equal(t, "acme", eval[string](p, `document.getElementById('health-body').dataset.tenant`))
+		require.Equal(t, []string{"acme", "empty"}, eval[[]string](p, `[...document.querySelectorAll('#health-tenant option')].map((o) => o.value)`))
+		require.Equal(t, 1, p.count(`figure[data-chart=gate-rejections]`), "the operator sees the gates' refusals")
+		p.screenshot("health-operator")
+
+		// An empty tenant degrades to zeros and an unknown score.
+		p.run(chromedp.SetValue(chromedp.CSS(`#health-tenant`), "empty"))
+		eval[bool](p, `document.getElementById('health-tenant').dispatchEvent(new Event('change')), true`)
+		p.poll("the empty tenant", func() bool {
+			return eval[string](p, `document.getElementById('health-body').dataset.tenant || ""`) == "empty" &&
+				eval[bool](p, `!document.getElementById('health-body').dataset.loading`)
+		})
+		require.Equal(t, "unknown", p.text(`section.score .status`))
+		require.Equal(t, "0", p.text(`[data-live-type=semantic] .n`))
+		require.Contains(t, p.text(`figure[data-chart=growth]`), "No data in this range.")
+
+		// Jobs: every job with its last run; run one now.
+		p.open("jobs")
+		var jobs api.JobsOverview
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/jobs", opsKey, nil, &jobs))
+		require.Equal(t, len(jobs.Jobs), p.count(`tr[data-job]`))
+		require.Equal(t, "succeeded", eval[string](p, `document.querySelector('tr[data-job=consolidate]').dataset.status`))
+		p.run(chromedp.Click(chromedp.CSS(`button[data-run=decay_sweep]`)))
+		p.poll("the sweep run from the page", func() bool {
+			var n int
+			require.NoError(t, d.db.Pool.QueryRow(context.Background(),
+				`SELECT count(*) FROM job_runs WHERE job = 'decay_sweep' AND trigger = 'manual' AND status = 'succeeded'`).Scan(&n))
+			return n == 1
+		})
+		p.open("jobs")
+		require.Equal(t, "succeeded", eval[string](p, `document.querySelector('tr[data-job=decay_sweep]').dataset.status`))
+		p.screenshot("jobs")
+	})
+}
