@@ -207,9 +207,15 @@ const searchLexical = `, rare AS MATERIALIZED (
 // that leaves the active set leaves the table. Its vectors are a weighted
 // match of hashed features, so a vector that shares no feature with the
 // query's is at distance 1 and never a hit: the candidates are the vectors
-// that share one, found on the features' GIN index (migration 016), and
-// only they are ranked exactly (the key's parts are checked again: a model
-// name may hold a slash). The query's features select in order of
+// that share one, found on the feature keys' GIN index, and only they are
+// ranked exactly. A feature key (engram_feature_keys, migration 029) is
+// the feature with the hash of the vector's search key (tenant, model and
+// type), so a key's posting list holds exactly the vectors this search
+// may compare, where a bare feature's held every vector of the partition
+// with it (migration 016: decoding those was the costliest node of a
+// small tenant's search); the search key and its parts are checked again
+// (two search keys may share a hash, and a model name may hold a slash).
+// The query's features select in order of
 // rarity (their document frequency in the tenant) while together they
 // reach at most 50 times the limit of the tenant's vectors, the rarest one
 // always: a common feature (a trigram of a frequent word) would make most
@@ -241,13 +247,14 @@ const searchSparse = `, vq AS MATERIALIZED (
 		SELECT d.df FROM embedding_df d WHERE d.tenant_id = $1 AND d.model = $9 AND d.feature = f.feature), 0) AS df
 	FROM unnest($14::int4[]) AS f(feature)
 ), vf AS MATERIALIZED (
-	SELECT coalesce(array_agg(feature) FILTER (WHERE $11 >= 1 OR reach <= 50 * $8 OR rarity = 1), '{}') AS selected
+	SELECT coalesce(engram_feature_keys($1 || '/' || $9 || '/' || $3,
+		array_agg(feature) FILTER (WHERE $11 >= 1 OR reach <= 50 * $8 OR rarity = 1)), '{}') AS selected
 	FROM (SELECT feature, sum(df) OVER w AS reach, row_number() OVER w AS rarity FROM vq WINDOW w AS (ORDER BY df, feature)) AS r
 ), near_v AS (
 	SELECT record_id, dist FROM (
 		SELECT v.record_id, v.sparse <=> $10::sparsevec AS dist
 		FROM record_vectors v, vf
-		WHERE v.search_key = $1 || '/' || $9 || '/' || $3 AND v.features && vf.selected
+		WHERE v.feature_keys && vf.selected AND v.search_key = $1 || '/' || $9 || '/' || $3
 			AND v.tenant_id = $1 AND v.model = $9 AND v.type = $3 AND v.sparse IS NOT NULL AND v.sensitivity_rank <= $4
 		OFFSET 0) AS v
 	WHERE dist <= 0.95
