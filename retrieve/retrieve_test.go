@@ -331,7 +331,7 @@ func TestRetrievalWithoutVectors(t *testing.T) {
 	b.index(t)
 	task := retrieve.Request{Task: retrieve.Task{Text: "which port does postgres listen on"}}
 
-	_, err := b.db.Pool.Exec(b.ctx, "DROP INDEX record_vectors_features")
+	_, err := b.db.Pool.Exec(b.ctx, "DROP INDEX record_vectors_feature_keys")
 	require.NoError(t, err)
 	res := b.retrieve(t, task)
 	require.Equal(t, []uuid.UUID{f.ID}, layerIDs(layer(res, retrieve.LayerSemantic)))

@@ -133,3 +133,52 @@ func TestVectorHalfIsExactWithEveryFeature(t *testing.T) {
 		}
 	}
 }
+
+// A vector's feature keys (migration 029) carry its tenant, model and type
+// with each feature, so that the same text in another tenant or of another
+// type shares no key, and a layer's vector half finds only its own
+// tenant's vectors of its type.
+func TestFeatureKeysKeepTenantsAndTypesApart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mine := b.create(t, fact("ld", "reports", "cache mismatch", nil))
+	proc := b.create(t, procedureOf("ld cache mismatch", nil))
+	require.NoError(t, store.EnsureTenant(b.ctx, b.pool, "globex"))
+	theirs, err := b.w.Create(b.ctx, "globex", fact("ld", "reports", "cache mismatch", nil), b.ch)
+	require.NoError(t, err)
+	lex := embedding.NewLexical()
+	require.NoError(t, embedding.NewBackfiller(b.pool, lex, 100, nil).Backfill(b.ctx, nop{}))
+
+	shared := func(a, c uuid.UUID) (features, keys int) {
+		t.Helper()
+		require.NoError(t, b.pool.QueryRow(b.ctx, `
+			SELECT cardinality(ARRAY(SELECT unnest(x.features) INTERSECT SELECT unnest(y.features))),
+				cardinality(ARRAY(SELECT unnest(x.feature_keys) INTERSECT SELECT unnest(y.feature_keys)))
+			FROM record_vectors x, record_vectors y WHERE x.record_id = $1 AND y.record_id = $2`, a, c).Scan(&features, &keys))
+		return features, keys
+	}
+	f, k := shared(mine.ID, theirs.ID)
+	require.Positive(t, f, "the same text has the same features")
+	require.Zero(t, k, "in another tenant, no key")
+	f, k = shared(mine.ID, proc.ID)
+	require.Positive(t, f)
+	require.Zero(t, k, "of another type, no key")
+
+	vs, err := lex.Embed(b.ctx, []string{"ld cache mismatch"})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		tenant string
+		typ    memory.Type
+		want   uuid.UUID
+	}{{"acme", memory.Semantic, mine.ID}, {"acme", memory.Competence, proc.ID}, {"globex", memory.Semantic, theirs.ID}} {
+		res, err := store.Search(b.ctx, b.pool, tc.tenant, []store.SearchQuery{{
+			Type: tc.typ, MaxSensitivity: memory.Hyper, At: time.Now(), Limit: 10, Model: lex.Model(), Sparse: vs[0].Sparse,
+		}})
+		require.NoError(t, err)
+		var got []uuid.UUID
+		for _, h := range res[0].Hits {
+			got = append(got, h.Record.ID)
+		}
+		require.Equal(t, []uuid.UUID{tc.want}, got, "%s %s", tc.tenant, tc.typ)
+	}
+}
