@@ -244,7 +244,7 @@ func seed(d *daemon) seeded {
 	return s
 }
 
-// evaluate runs `engram-eval run` on a tiny world, the agents' daemons
+// evaluate runs `engram-eval run` on a small world (half a minute), the agents' daemons
 // being the engramd under test's binary in schemas of their own, and sends
 // the curve.json it wrote, or its error, on the channel.
 func evaluate(t *testing.T, engramd string) <-chan evaluation {
@@ -257,7 +257,7 @@ func evaluate(t *testing.T, engramd string) <-chan evaluation {
 	go func() {
 		var stderr bytes.Buffer
 		cmd := exec.Command(bin, "run", "--engramd", engramd, "--database-url", pgtest.URL(), "--out", dir,
-			"--seed", "3", "--problems", "2", "--episodes", "12", "--deployment", "4", "--window", "4")
+			"--seed", "1", "--problems", "3", "--episodes", "48", "--deployment", "6", "--window", "6")
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 		if err := cmd.Run(); err != nil {
 			done <- evaluation{err: fmt.Errorf("engram-eval run: %w\n%s", err, stderr.String())}
