@@ -36,8 +36,10 @@ test: db browser ## Run all tests (race detector) against TEST_DATABASE_URL, the
 screenshots: db browser ## Screenshot each console page into docs/console/*.png, by the console's browser tests
 	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsole$$' ./console/
 
+# The console's Learning page draws the curves make eval writes (once it has,
+# no restart needed); ENGRAM_CONSOLE_EVAL_REPORT= turns that off.
 run: db ## Run engramd against DATABASE_URL, migrating first (extra flags: ARGS=...)
-	go run ./cmd/engramd run --migrate $(ARGS)
+	ENGRAM_CONSOLE_EVAL_REPORT="$${ENGRAM_CONSOLE_EVAL_REPORT-$(CURDIR)/docs/eval/curve.json}" go run ./cmd/engramd run --migrate $(ARGS)
 
 demo: db build ## Watch an agent learn: a short world against engramd set up as make run does, then what it learned
 	bin/engram-eval demo --database-url "$(DATABASE_URL)" $(ARGS)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/api"
+	evalpkg "github.com/engram-dev/engram/eval"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 )
@@ -57,6 +59,9 @@ type daemon struct {
 	url  string
 	db   *pgtest.Schema
 	logs *bytes.Buffer
+	// bin is the engramd binary; evalReport the curve.json its console
+	// serves (console.eval_report), absent until a test puts it there.
+	bin, evalReport string
 }
 
 func startEngramd(t *testing.T) *daemon {
@@ -66,9 +71,11 @@ func startEngramd(t *testing.T) *daemon {
 	out, err := exec.Command("go", "build", "-o", bin, "../cmd/engramd").CombinedOutput()
 	require.NoError(t, err, string(out))
 	conf := filepath.Join(dir, "engram.yaml")
+	evalReport := filepath.Join(dir, "curve.json")
 	// Consolidation and the decay sweep run when the test says, through
 	// the jobs API, so what the pages show does not move under them.
-	require.NoError(t, os.WriteFile(conf, []byte("jobs: {consolidate: \"off\", decay_sweep: \"off\", embedding_backfill: \"@every 1h\", retrieval_stats: \"@every 1h\"}\n"), 0o600))
+	require.NoError(t, os.WriteFile(conf, []byte("jobs: {consolidate: \"off\", decay_sweep: \"off\", embedding_backfill: \"@every 1h\", retrieval_stats: \"@every 1h\"}\n"+
+		"console: {eval_report: "+strconv.Quote(evalReport)+"}\n"), 0o600))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
@@ -81,7 +88,7 @@ func startEngramd(t *testing.T) *daemon {
 	cmd.Stdout, cmd.Stderr = io.Discard, logs
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	d := &daemon{t: t, url: "http://" + addr, db: db, logs: logs}
+	d := &daemon{t: t, url: "http://" + addr, db: db, logs: logs, bin: bin, evalReport: evalReport}
 	d.poll("engramd ready", 30*time.Second, func() bool {
 		res, err := http.Get(d.url + "/readyz")
 		if err != nil {
@@ -237,6 +244,36 @@ func seed(d *daemon) seeded {
 	return s
 }
 
+// evaluate runs `engram-eval run` on a small world (half a minute), the agents' daemons
+// being the engramd under test's binary in schemas of their own, and sends
+// the curve.json it wrote, or its error, on the channel.
+func evaluate(t *testing.T, engramd string) <-chan evaluation {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "engram-eval")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/engram-eval").CombinedOutput()
+	require.NoError(t, err, string(out))
+	done := make(chan evaluation, 1)
+	go func() {
+		var stderr bytes.Buffer
+		cmd := exec.Command(bin, "run", "--engramd", engramd, "--database-url", pgtest.URL(), "--out", dir,
+			"--seed", "1", "--problems", "3", "--episodes", "48", "--deployment", "6", "--window", "6")
+		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+		if err := cmd.Run(); err != nil {
+			done <- evaluation{err: fmt.Errorf("engram-eval run: %w\n%s", err, stderr.String())}
+			return
+		}
+		done <- evaluation{path: filepath.Join(dir, "curve.json")}
+	}()
+	return done
+}
+
+// evaluation is the curve.json an engram-eval run wrote.
+type evaluation struct {
+	path string
+	err  error
+}
+
 // browser is a headless Chromium with a fresh profile.
 func browser(t *testing.T) context.Context {
 	t.Helper()
@@ -357,6 +394,8 @@ func (p *page) count(sel string) int {
 func TestConsole(t *testing.T) {
 	chromium(t)
 	d := startEngramd(t)
+	// A real evaluation, run while the other pages are tested.
+	evaluated := evaluate(t, d.bin)
 	s := seed(d)
 	p := &page{t: t, ctx: browser(t), url: d.url}
 
@@ -451,6 +490,38 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, 1, p.count(row))
 		rate := float64(perf.Successes) / float64(perf.Successes+perf.Failures)
 		require.Equal(t, fmt.Sprint(rate), eval[string](p, fmt.Sprintf(`document.querySelector('%s td[data-rate]').dataset.rate`, row)))
+		// No evaluation report yet: the page says how to make one.
+		require.Equal(t, 1, p.count(`section.evaluation[data-eval=none]`))
+		require.Contains(t, p.text(`section.evaluation`), "make eval")
+
+		// The evaluation's curve.json, where engramd's console.eval_report
+		// says: the page draws each agent's curve with its points.
+		ev := <-evaluated
+		require.NoError(t, ev.err)
+		require.NoError(t, os.Rename(ev.path, d.evalReport))
+		b, err := os.ReadFile(d.evalReport)
+		require.NoError(t, err)
+		var curves evalpkg.Curves
+		require.NoError(t, json.Unmarshal(b, &curves))
+		p.open("learning")
+		require.Equal(t, 1, p.count(`section.evaluation[data-eval=shown]`))
+		table := p.table("eval-curve")
+		var agents []string
+		total := 0
+		for _, a := range curves.Agents {
+			agents = append(agents, a.Agent)
+			var want []string
+			for _, pt := range a.Points {
+				want = append(want, fmt.Sprint(pt.Rate))
+			}
+			require.Equal(t, want, table[a.Agent], a.Agent)
+			total += len(a.Points)
+		}
+		require.Equal(t, []string{"engram", "raw episodes", "no memory"}, agents)
+		require.Equal(t, total, p.count(`figure[data-chart=eval-curve] circle.point`))
+		require.Equal(t, len(curves.Agents[0].Points), p.count(`figure[data-chart=eval-curve] table.data tbody tr`))
+		require.Contains(t, p.text(`section.evaluation`), curves.Command)
+		require.Equal(t, curves.Made.Format(time.RFC3339Nano), eval[string](p, `document.querySelector('section.evaluation [data-made]').dataset.made`))
 		p.screenshot("learning")
 
 		p.open("learning/" + proc.ID.String())

@@ -9,8 +9,9 @@ import (
 
 // Point is a success rate over the episodes [From, To).
 type Point struct {
-	From, To int
-	Rate     float64
+	From int     `json:"from"`
+	To   int     `json:"to"`
+	Rate float64 `json:"rate"`
 }
 
 // PhaseCurve is a report's success rate per window of Config.Window

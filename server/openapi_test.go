@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/eval"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/openintent"
 	"github.com/engram-dev/engram/openwop"
@@ -32,7 +33,7 @@ var revisionOps = []string{"supersede", "fork", "contest", "retract", "rollback"
 
 // publicRoutes are the endpoints New registers outside routes(), which need
 // no API key.
-var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /v1/openapi.json"}
+var publicRoutes = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /v1/openapi.json", "GET /console/eval.json"}
 
 // adapterRoutes are the endpoints of the protocol adapters New mounts
 // outside routes(), and keyless those of them that need no API key.
@@ -354,6 +355,10 @@ func TestOpenAPIDescribesTheAnswerTypes(t *testing.T) {
 		"Tenants":      reflect.TypeFor[api.Tenants](),
 		// OpenIntent memory (issue 15).
 		"OpenIntentEntry": reflect.TypeFor[openintent.Entry](),
+		// The console's evaluation curves (engram-eval's curve.json).
+		"EvalCurves":     reflect.TypeFor[eval.Curves](),
+		"EvalAgentCurve": reflect.TypeFor[eval.AgentCurve](),
+		"EvalPoint":      reflect.TypeFor[eval.Point](),
 	} {
 		raw, ok := d.Components.Schemas[name]
 		require.True(t, ok, "components.schemas has no %s", name)

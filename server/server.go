@@ -101,6 +101,9 @@ type Config struct {
 	// follows the policy). Its client, policy, clock and logger are the
 	// server's.
 	OpenWOP openwop.Config
+	// Console configures the operator console: the evaluation report its
+	// Learning page draws (see [console.Config]).
+	Console console.Config
 }
 
 // Server serves the engram API.
@@ -204,9 +207,11 @@ func New(cfg Config) *Server {
 	})
 
 	// The operator console (issue 16): static assets, which call /v1 with
-	// the key the operator signs in with, like any client.
-	mux.Handle("GET /console", console.Handler())
-	mux.Handle("GET "+console.Prefix, console.Handler())
+	// the key the operator signs in with, like any client; and the last
+	// evaluation's curves, if configured.
+	con := console.Handler(cfg.Console)
+	mux.Handle("GET /console", con)
+	mux.Handle("GET "+console.Prefix, con)
 
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.authenticated(rt))

@@ -110,7 +110,7 @@ func runEval(ctx context.Context, args []string, getenv func(string) string, std
 	fs, wf := newFlags("run", stderr, DefaultWorld)
 	dbURL := fs.String("database-url", cmp.Or(getenv("EVAL_DATABASE_URL"), getenv("TEST_DATABASE_URL"), DefaultTestDatabaseURL),
 		"PostgreSQL database the daemons get schemas in (EVAL_DATABASE_URL, TEST_DATABASE_URL)")
-	out := fs.String("out", "docs/eval", "directory the report (report.md) and the chart (curve.svg) go to")
+	out := fs.String("out", "docs/eval", "directory the report (report.md), the chart (curve.svg) and its data (curve.json) go to")
 	keep := fs.Bool("keep", false, "keep the daemons' schemas (eval_engram_…, eval_raw_…) to look at afterwards")
 	verbose := fs.Bool("v", false, "show the daemons' logs")
 	if err := parse(fs, args); err != nil {
@@ -178,5 +178,5 @@ func runEval(ctx context.Context, args []string, getenv func(string) string, std
 		reports = append(reports, r.rep)
 	}
 	fmt.Fprintf(stderr, "engram-eval: ran in %s\n", time.Since(start).Round(time.Second))
-	return writeReport(*out, reports, commandLine(cfg, wf.schedule), stdout)
+	return writeReport(*out, reports, commandLine(cfg, wf.schedule), time.Now(), stdout)
 }

@@ -2,7 +2,7 @@
 // against real engramd processes: the proof that agents using engram get
 // better with experience (issue 12).
 //
-//	engram-eval run  [flags]   the full protocol, three agents, a Markdown report and an SVG chart
+//	engram-eval run  [flags]   the full protocol, three agents, a Markdown report, an SVG chart and its data (curve.json)
 //	engram-eval demo [flags]   a short world, the learning curve live, then what engram learned
 //
 // `make eval` and `make demo` run them.
@@ -25,7 +25,7 @@ agents using engram get better with experience.
 Usage:
   engram-eval run [FLAGS]    the full protocol: acquisition with drift, a frozen deployment phase,
                              the engram agent against two controls (no memory; raw episodes);
-                             writes a Markdown report and an SVG chart
+                             writes a Markdown report, an SVG chart and its data (curve.json)
   engram-eval demo [FLAGS]   a short world against one engramd, the learning curve as it runs,
                              then one learned procedure and one plan graph
   engram-eval help

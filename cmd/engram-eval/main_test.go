@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -11,9 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/eval"
 	"github.com/engram-dev/engram/internal/pgtest"
 )
 
@@ -69,6 +72,29 @@ func TestRunWritesTheReport(t *testing.T) {
 	for _, agent := range []string{"engram", "raw episodes", "no memory"} {
 		require.Contains(t, stdout.String(), agent)
 	}
+	// curve.json: the chart's points as data, the same run as the report.
+	b, err := os.ReadFile(filepath.Join(out, curvesFile))
+	require.NoError(t, err)
+	var curves eval.Curves
+	require.NoError(t, json.Unmarshal(b, &curves))
+	require.Contains(t, string(report), curves.Command)
+	require.Equal(t, eval.CurveX, curves.X)
+	require.Equal(t, 6, curves.Window)
+	require.Equal(t, 24, curves.Episodes)
+	require.Equal(t, 6, curves.Deployment)
+	require.WithinDuration(t, time.Now(), curves.Made, time.Hour)
+	require.Len(t, curves.Agents, 3)
+	for i, agent := range []string{"engram", "raw episodes", "no memory"} {
+		require.Equal(t, agent, curves.Agents[i].Agent)
+		// Windows of 6 over 24 episodes drifting at 12, then deployment.
+		require.Len(t, curves.Agents[i].Points, 5, agent)
+	}
+	// The no-memory agent's curve is the one its seeded world gives.
+	cfg := DefaultWorld
+	cfg.Seed, cfg.Problems, cfg.Episodes, cfg.Deployment, cfg.DriftAt, cfg.Window = 5, 3, 24, 6, 12, 6
+	none, err := eval.Run(context.Background(), eval.NewWorld(cfg), eval.NoMemory{Seed: 5}, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, eval.PhaseCurve(none), curves.Agents[2].Points)
 	require.Contains(t, stderr.String(), "3 problems, 24 acquisition episodes (drift at 12), 6 deployment episodes, seed 5")
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/engram-dev/engram/eval"
 )
@@ -14,11 +15,14 @@ import (
 const (
 	reportFile = "report.md"
 	chartFile  = "curve.svg"
+	// curvesFile is the curves as data (eval.Curves), which engramd's
+	// console draws (console.eval_report).
+	curvesFile = "curve.json"
 )
 
-// writeReport writes the Markdown report and the SVG chart into dir and
-// prints the targets' table and where the files are.
-func writeReport(dir string, reports []eval.Report, command string, stdout io.Writer) error {
+// writeReport writes the Markdown report, the SVG chart and the curves as
+// JSON into dir and prints each agent's curve and where the files are.
+func writeReport(dir string, reports []eval.Report, command string, made time.Time, stdout io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report directory: %w", err)
 	}
@@ -28,6 +32,17 @@ func writeReport(dir string, reports []eval.Report, command string, stdout io.Wr
 	}
 	if err := os.WriteFile(filepath.Join(dir, chartFile), []byte(chart.String()), 0o644); err != nil {
 		return fmt.Errorf("write chart: %w", err)
+	}
+	curves, err := eval.NewCurves(reports, command, made)
+	if err != nil {
+		return err
+	}
+	var data strings.Builder
+	if err := curves.WriteJSON(&data); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, curvesFile), []byte(data.String()), 0o644); err != nil {
+		return fmt.Errorf("write curves: %w", err)
 	}
 	var doc strings.Builder
 	if err := eval.WriteMarkdown(&doc, reports, eval.ReportMeta{Command: command, Chart: chartFile}); err != nil {
@@ -39,7 +54,7 @@ func writeReport(dir string, reports []eval.Report, command string, stdout io.Wr
 	for _, r := range reports {
 		fmt.Fprintf(stdout, "%-13s %s\n", r.Agent, eval.Sparkline(r.Curve()))
 	}
-	fmt.Fprintf(stdout, "\nwrote %s and %s\n", filepath.Join(dir, reportFile), filepath.Join(dir, chartFile))
+	fmt.Fprintf(stdout, "\nwrote %s, %s and %s\n", filepath.Join(dir, reportFile), filepath.Join(dir, chartFile), filepath.Join(dir, curvesFile))
 	return nil
 }
 

@@ -209,6 +209,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		OpenIntent: openintent.Config{EpisodicCapacity: cfg.OpenIntent.EpisodicCapacity,
 			WorkingCapacity: cfg.OpenIntent.WorkingCapacity},
 		OpenWOP: cfg.OpenWOP,
+		Console: cfg.Console,
 	})
 	httpServer := &http.Server{
 		Handler:           srv,

@@ -2,7 +2,9 @@
 // success rate over time (from its versions: every use is a revision of its
 // performance counts), the episodes it was learned from, its conditions,
 // alternatives and fallbacks, and its revisions (drift shows as a
-// retraction and a successor that supersedes it).
+// retraction and a successor that supersedes it). Below the list, the
+// learning curves of the last evaluation (engram-eval's curve.json, which
+// engramd serves at /console/eval.json when console.eval_report names it).
 
 import { get } from "./api.js";
 import { h, lineChart } from "./chart.js";
@@ -13,12 +15,17 @@ const href = (id) => `#/learning/${id}`;
 export async function render(el, ctx) {
   if (ctx.params[0]) return detail(el, ctx.params[0]);
   el.append(h("h1", {}, "Learning"));
-  const page = await get("/v1/records", { type: ["competence", "plan_graph"], status: "all", limit: 1000 });
+  const [page, curves] = await Promise.all([get("/v1/records", { type: ["competence", "plan_graph"], status: "all", limit: 1000 }), evalCurves()]);
   if (!page.records.length) {
     el.append(h("p", { class: "empty" }, "Nothing learned yet: procedures and plans appear here once consolidation has seen a task solved the same way more than once."));
-    return;
+  } else {
+    el.append(learned(page));
   }
-  el.append(h("table", { class: "rows" }, h("caption", {}, "Learned procedures and plans"),
+  el.append(evaluation(curves));
+}
+
+function learned(page) {
+  return h("table", { class: "rows" }, h("caption", {}, "Learned procedures and plans"),
     h("thead", {}, h("tr", {}, ["Learned", "Type", "Status", "Successes", "Failures", "Success rate", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, page.records.map((r) => {
       const p = perf(r);
@@ -26,7 +33,45 @@ export async function render(el, ctx) {
         h("td", {}, h("a", { href: href(r.id) }, summary(r))), h("td", {}, r.type), h("td", {}, r.status),
         h("td", { class: "num" }, p.s), h("td", { class: "num" }, p.f), h("td", { class: "num", "data-rate": p.rate ?? "" }, p.rate === null ? "–" : `${(p.rate * 100).toFixed(0)}%`),
         h("td", {}, when(r.updated_at)));
-    }))));
+    })));
+}
+
+// evalCurves fetches the last evaluation's curves: null when there is
+// none (404). Like the assets, they need no key: a simulated world's.
+async function evalCurves() {
+  const res = await fetch("eval.json", { headers: { Accept: "application/json" } });
+  if (res.status === 404) return null;
+  if (!res.ok) throw new Error(`evaluation report: HTTP ${res.status}`);
+  return res.json();
+}
+
+// evaluation draws the curves, one series per agent over the windows of
+// episodes, with the command and the date that made them.
+function evaluation(c) {
+  const sec = h("section", { class: "evaluation", "data-eval": c ? "shown" : "none" }, h("h2", {}, "Learning curve of the last evaluation"));
+  if (!c) {
+    sec.append(h("p", { class: "note" }, "No evaluation report: ", h("code", {}, "make eval"),
+      " measures learning in a simulated world and writes docs/eval/curve.json, which ", h("code", {}, "make run"), " shows here."));
+    return sec;
+  }
+  // Every agent meets the same episodes, so the windows are shared; an
+  // agent's missing window is a gap.
+  const froms = [...new Set(c.agents.flatMap((a) => a.points.map((p) => p.from)))].sort((a, b) => a - b);
+  const to = {};
+  for (const a of c.agents) for (const p of a.points) to[p.from] = p.to;
+  const labels = froms.map((f) => `${f}–${to[f] - 1}`);
+  const series = c.agents.map((a) => {
+    const rate = new Map(a.points.map((p) => [p.from, p.rate]));
+    return { name: a.agent, label: a.agent, values: froms.map((f) => rate.get(f) ?? null) };
+  });
+  const phases = [];
+  if (c.drift_at > 0) phases.push(`the drifted problems' fixes change from episode ${c.drift_at}`);
+  if (c.deployment > 0) phases.push(`episodes ${c.episodes}–${c.episodes + c.deployment - 1} are deployment, memory frozen`);
+  sec.append(lineChart({ id: "eval-curve", title: `Success rate per window of ${c.window} episodes (seed ${c.seed})`, format: "percent",
+    xTitle: "Episodes", labels, series,
+    note: `x: a window of ${c.x}s; y: its ${c.y}, the share of its episodes that succeeded` + (phases.length ? `; ${phases.join("; ")}.` : ".") }),
+  h("p", { class: "note", "data-made": c.made }, `Made ${when(c.made)} UTC by `, h("code", {}, c.command), "."));
+  return sec;
 }
 
 // perf reads a procedure's or plan's success counts.

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/engram-dev/engram/access"
+	"github.com/engram-dev/engram/console"
 	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/embedding"
@@ -125,6 +126,12 @@ type Config struct {
 	// does with a secret, redact or reject (empty follows the policy's
 	// secrets.on_secret; see [openwop.Config]). yaml openwop.
 	OpenWOP openwop.Config `yaml:"openwop"`
+	// Console configures the operator console at /console: eval_report,
+	// the path of the curve.json an evaluation wrote, whose learning
+	// curves the Learning page draws (empty: none; see
+	// [console.Config]). yaml console, ENGRAM_CONSOLE_EVAL_REPORT,
+	// --console-eval-report.
+	Console console.Config `yaml:"console"`
 }
 
 // OpenIntent sizes OpenIntent memory (yaml openintent.*); zero is the
@@ -259,6 +266,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	level := fs.String("log-level", "", "debug, info, warn or error")
 	format := fs.String("log-format", "", "text or json")
 	policyFile := fs.String("policy-file", "", "operator policy YAML")
+	evalReport := fs.String("console-eval-report", "", "curve.json of an evaluation, drawn on the console's Learning page")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -293,6 +301,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	setIf(&c.LogLevel, *level)
 	setIf(&c.LogFormat, *format)
 	setIf(&c.PolicyFile, *policyFile)
+	setIf(&c.Console.EvalReport, *evalReport)
 	if *maxPayload != 0 {
 		c.MaxPayloadBytes = *maxPayload
 	}
@@ -310,6 +319,7 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	setIf(&c.LogLevel, getenv("ENGRAM_LOG_LEVEL"))
 	setIf(&c.LogFormat, getenv("ENGRAM_LOG_FORMAT"))
 	setIf(&c.PolicyFile, getenv("ENGRAM_POLICY_FILE"))
+	setIf(&c.Console.EvalReport, getenv("ENGRAM_CONSOLE_EVAL_REPORT"))
 	setIf(&c.Embedding.OpenAI.APIKey, getenv("ENGRAM_EMBEDDING_API_KEY"))
 	setIf(&c.Consolidate.Model.APIKey, getenv("ENGRAM_MODEL_API_KEY"))
 	if v := getenv("ENGRAM_MAX_PAYLOAD_BYTES"); v != "" {
@@ -420,6 +430,9 @@ func (c Config) Validate() error {
 		return errors.New("openintent.working_capacity: must not be negative")
 	}
 	if err := c.OpenWOP.Validate(); err != nil {
+		return err
+	}
+	if err := c.Console.Validate(); err != nil {
 		return err
 	}
 	if err := c.Retrieve.Validate(); err != nil {
