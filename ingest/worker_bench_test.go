@@ -1,10 +1,36 @@
 package ingest_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/pg"
 )
+
+// roundTrips counts the statements and pipelined batches sent on a pool:
+// its round trips to PostgreSQL, a measure of the worker's cost that a
+// busy machine does not blur.
+type roundTrips struct{ n atomic.Int64 }
+
+func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // BenchmarkClassify measures the policy plane (the ingest worker) alone:
 // 20,000 staged events over 500 threads classified by both partitions in
@@ -12,7 +38,8 @@ import (
 // (each thread's episode and working memory, then appends); mixed makes
 // one event in 25 a fact, a third of which contradict an earlier one;
 // short spreads the observations over 10,000 threads, two events each, so
-// that starting threads dominates.
+// that starting threads dominates. round-trips/event counts the worker's
+// statements and pipelined batches.
 //
 //	go test -run='^$' -bench=Classify -benchtime=2x ./ingest/
 func BenchmarkClassify(b *testing.B) {
@@ -30,6 +57,12 @@ func benchClassify(b *testing.B, threads, factEvery int) {
 	for b.Loop() {
 		b.StopTimer()
 		bb := setupB(b)
+		// The worker on a pool of its own that counts its round trips.
+		trips := &roundTrips{}
+		pool, err := pg.NewPool(bb.ctx, bb.db.URL, func(c *pgxpool.Config) { c.ConnConfig.Tracer = trips })
+		require.NoError(b, err)
+		b.Cleanup(pool.Close)
+		bb.worker = ingest.NewWorker(ingest.WorkerConfig{DB: pool, Partitions: 2, BatchSize: 1000})
 		raws := make([]json.RawMessage, 0, 1000)
 		for i := range n {
 			e := map[string]any{"kind": "observation", "agent_id": "a", "thread_id": fmt.Sprintf("t%d", i%threads), "text": fmt.Sprintf("event %d", i)}
@@ -59,6 +92,7 @@ func benchClassify(b *testing.B, threads, factEvery int) {
 				break
 			}
 		}
+		b.ReportMetric(float64(trips.n.Load())/n, "round-trips/event")
 	}
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "events/s")
 }
