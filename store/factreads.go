@@ -29,12 +29,22 @@ type LiveFact struct {
 
 // liveFactsOfSQL are the tenant's live facts of several keys, with their
 // provenance: [LiveFacts], [SameContent] and [Stamps] for a batch of facts
-// in one statement.
+// in one statement. Each key is looked up in records_by_fact on its own
+// (the lateral subquery, which OFFSET 0 keeps from being flattened and
+// from taking the outer conditions): as a prepared statement's generic
+// plan, a semi-join of the keys with the tenant's live records read every
+// live record, with its stamp, for each call (166 ms at 6,500 records,
+// EXPLAIN ANALYZE; 0.4 ms so).
 const liveFactsOfSQL = `
 SELECT p.content_hash, p.fingerprint, p.stamp, ` + recordColumns + `
-FROM records r LEFT JOIN provenance p ON p.tenant_id = r.tenant_id AND p.record_id = r.id
-WHERE r.tenant_id = $1 AND r.type = 'semantic' AND r.status IN ('active', 'contested')
-	AND (r.scope, r.subject, r.predicate) IN (SELECT * FROM unnest($2::text[], $3::text[], $4::text[]))
+FROM (SELECT DISTINCT * FROM unnest($2::text[], $3::text[], $4::text[])) AS k(k_scope, k_subject, k_predicate)
+CROSS JOIN LATERAL (
+	SELECT * FROM records r
+	WHERE r.tenant_id = $1 AND r.type = 'semantic' AND r.subject = k.k_subject AND r.predicate = k.k_predicate
+	OFFSET 0
+) r
+LEFT JOIN provenance p ON p.tenant_id = r.tenant_id AND p.record_id = r.id
+WHERE r.scope = k.k_scope AND r.status IN ('active', 'contested')
 ORDER BY r.id`
 
 // LiveFactsOf returns the tenant's live facts of the keys given, in id
