@@ -482,13 +482,24 @@ func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Pol
 	if err := lockFacts(ctx, tx, tenant, facts); err != nil {
 		return nil, err
 	}
-	for _, f := range facts {
-		id, err := learnFact(ctx, tx, tenant, f.ev, f.cand, f.decision, f.episode, ch)
-		if err != nil {
+	// The batch's facts pass the gates together: what the gates read of
+	// memory is read once for all of them (revise.Tx.ObserveFacts).
+	obs := make([]revise.Observation, len(facts))
+	for i, f := range facts {
+		var err error
+		if obs[i], err = factObservation(f.ev, f.cand, f.decision, f.episode, ch); err != nil {
 			return nil, fmt.Errorf("candidate %s: %w", f.cand.ID, err)
 		}
-		if id != uuid.Nil {
-			settled[f.settled].RecordIDs = append(settled[f.settled].RecordIDs, id)
+	}
+	admitted, refused, err := tx.ObserveFacts(ctx, tenant, obs)
+	if err != nil {
+		return nil, fmt.Errorf("learn facts: %w", err)
+	}
+	for i, f := range facts {
+		// A fact the write path refused (a contradiction with more
+		// credible facts, say) stays in its episode, classified.
+		if refused[i] == nil && admitted[i].Record.ID != uuid.Nil {
+			settled[f.settled].RecordIDs = append(settled[f.settled].RecordIDs, admitted[i].Record.ID)
 		}
 	}
 	for _, st := range settled {
@@ -549,12 +560,12 @@ func (f pendingFact) lockKey(tenant string) int32 {
 	return int32(h.Sum32())
 }
 
-// learnFact writes a fact event as a semantic record — global,
-// conditional or timeboxed ([memory.EventFact.Validity]) — under the
-// semantic revision rules ([revise.Tx.ObserveFact]): the same fact again is
-// absorbed, its new evidence merged; a contradicting one is decided by its
-// scope's contradiction policy.
-func learnFact(ctx context.Context, tx *revise.Tx, tenant string, ev memory.Event, c store.Candidate, d policy.Decision, episode uuid.UUID, ch revise.Change) (uuid.UUID, error) {
+// factObservation is a fact event as the semantic record it asks for —
+// global, conditional or timeboxed ([memory.EventFact.Validity]) — to be
+// observed under the semantic revision rules ([revise.Tx.ObserveFacts]):
+// the same fact again is absorbed, its new evidence merged; a
+// contradicting one is decided by its scope's contradiction policy.
+func factObservation(ev memory.Event, c store.Candidate, d policy.Decision, episode uuid.UUID, ch revise.Change) (revise.Observation, error) {
 	f := ev.Fact
 	src := memory.Source{Kind: "event", Ref: "evt://" + c.ID.String()}
 	evidence := append([]memory.Source{src}, f.Evidence...)
@@ -563,7 +574,7 @@ func learnFact(ctx context.Context, tx *revise.Tx, tenant string, ev memory.Even
 		"validity": f.Validity(), "evidence": evidence,
 	})
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("encode fact: %w", err)
+		return revise.Observation{}, fmt.Errorf("encode fact: %w", err)
 	}
 	rec := memory.Record{
 		Type: memory.Semantic, Sensitivity: d.Sensitivity, Confidence: d.Confidence, Salience: memory.DefaultSalience,
@@ -577,14 +588,7 @@ func learnFact(ctx context.Context, tx *revise.Tx, tenant string, ev memory.Even
 	if d.Decay != nil {
 		rec.Lifecycle.Decay = *d.Decay
 	}
-	a, err := tx.ObserveFact(ctx, tenant, rec, revise.Change{Actor: ch.Actor, Evidence: []memory.Source{src}})
-	var re *revise.RejectedError
-	if errors.As(err, &re) {
-		// The write path refused the fact (a contradiction with more
-		// credible facts, say): the event stays in its episode, classified.
-		return uuid.Nil, nil
-	}
-	return a.Record.ID, err
+	return revise.Observation{Record: rec, Change: revise.Change{Actor: ch.Actor, Evidence: []memory.Source{src}}}, nil
 }
 
 func newEpisode(ev memory.Event, c store.Candidate, d policy.Decision) memory.Record {

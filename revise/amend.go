@@ -9,7 +9,6 @@ import (
 
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/schemas"
-	"github.com/engram-dev/engram/store"
 )
 
 // ActionAmend is the audit action of a learned record revised in place.
@@ -82,7 +81,7 @@ func (t *Tx) Amend(ctx context.Context, tenant string, id uuid.UUID, version int
 	if err := t.revise(ctx, tenant, &rec); err != nil {
 		return memory.Record{}, err
 	}
-	if err := store.AddRelations(ctx, t.tx, tenant, rec.ID, added); err != nil {
+	if err := t.addRelations(ctx, tenant, rec.ID, added); err != nil {
 		return memory.Record{}, err
 	}
 	if err := t.audit(ctx, tenant, rec, ActionAmend, ch); err != nil {

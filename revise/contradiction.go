@@ -46,8 +46,16 @@ func (t *Tx) findContradictions(ctx context.Context, tenant string, rec memory.R
 	if err := json.Unmarshal(rec.Payload, &p); err != nil {
 		return c, fmt.Errorf("decode fact: %w", err)
 	}
-	facts, err := t.liveFacts(ctx, tenant, rec.Scope, p.Subject, p.Predicate)
+	live, read, err := t.liveOf(ctx, tenant, store.FactKey{Scope: rec.Scope, Subject: p.Subject, Predicate: p.Predicate})
 	if err != nil {
+		return c, err
+	}
+	var facts []memory.Record
+	if read {
+		for _, f := range live {
+			facts = append(facts, f.Record)
+		}
+	} else if facts, err = t.liveFacts(ctx, tenant, rec.Scope, p.Subject, p.Predicate); err != nil {
 		return c, err
 	}
 	c.related = len(facts) > 0
@@ -67,8 +75,14 @@ func (t *Tx) findContradictions(ctx context.Context, tenant string, rec memory.R
 	if len(c.conflicts) == 0 {
 		return c, nil
 	}
-	stamps, err := store.Stamps(ctx, t.tx, tenant, c.ids())
-	if err != nil {
+	stamps := map[uuid.UUID]json.RawMessage{}
+	if read {
+		for _, f := range live {
+			if f.Stamp != nil {
+				stamps[f.Record.ID] = f.Stamp
+			}
+		}
+	} else if stamps, err = store.Stamps(ctx, t.tx, tenant, c.ids()); err != nil {
 		return c, err
 	}
 	for _, f := range c.conflicts {
@@ -166,7 +180,7 @@ func (t *Tx) replace(ctx context.Context, tenant string, rec memory.Record, inhe
 	}
 	for _, id := range ids {
 		rel := memory.Relation{Predicate: memory.Supersedes, TargetID: id}
-		if err := store.AddRelation(ctx, t.tx, tenant, rec.ID, rel); err != nil {
+		if err := t.addRelation(ctx, tenant, rec.ID, rel); err != nil {
 			return Admission{}, err
 		}
 		rec.Relations = append(rec.Relations, rel)

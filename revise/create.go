@@ -377,7 +377,7 @@ func (t *Tx) insertNew(ctx context.Context, tenant string, rec *memory.Record, i
 	if err := t.insertRecord(ctx, tenant, *rec, inherited); err != nil {
 		return written(tenant, *rec, err)
 	}
-	if err := store.AddRelations(ctx, t.tx, tenant, rec.ID, rec.Relations); err != nil {
+	if err := t.addRelations(ctx, tenant, rec.ID, rec.Relations); err != nil {
 		return err
 	}
 	if err := t.audit(ctx, tenant, *rec, ActionCreate, ch); err != nil {
@@ -528,7 +528,7 @@ func (t *Tx) checkRelations(ctx context.Context, tenant string, rels []memory.Re
 	for i, r := range rels {
 		ids[i] = r.TargetID
 	}
-	found, err := store.ExistingIDs(ctx, t.tx, tenant, ids)
+	found, err := t.existingIDs(ctx, tenant, ids)
 	if err != nil {
 		return fmt.Errorf("check relation targets: %w", err)
 	}

@@ -33,7 +33,7 @@ func (t *Tx) dedup(ctx context.Context, tenant string, rec memory.Record, ch Cha
 	if err != nil {
 		return a, false, nil, err
 	}
-	existing, exact, err := t.sameContent(ctx, tenant, rec.Type, hash, fingerprint(rec))
+	existing, exact, err := t.sameContent(ctx, tenant, rec, hash, fingerprint(rec))
 	if errors.Is(err, store.ErrNotFound) {
 		return a, false, nil, nil
 	}
@@ -77,7 +77,7 @@ func (t *Tx) dedup(ctx context.Context, tenant string, rec memory.Record, ch Cha
 	}
 	for _, id := range res.superseded {
 		rel := memory.Relation{Predicate: memory.Supersedes, TargetID: id}
-		if err := store.AddRelation(ctx, t.tx, tenant, merged.ID, rel); err != nil {
+		if err := t.addRelation(ctx, tenant, merged.ID, rel); err != nil {
 			return a, false, nil, err
 		}
 		a.Record.Relations = append(a.Record.Relations, rel)

@@ -89,7 +89,7 @@ func (t *Tx) MergeInto(ctx context.Context, tenant string, into uuid.UUID, dups 
 			if err := t.leave(ctx, tenant, &d, memory.Merged, ActionMerge, ch); err != nil {
 				return err
 			}
-			if err := store.AddRelation(ctx, t.tx, tenant, d.ID, memory.Relation{Predicate: memory.MergedInto, TargetID: into}); err != nil {
+			if err := t.addRelation(ctx, tenant, d.ID, memory.Relation{Predicate: memory.MergedInto, TargetID: into}); err != nil {
 				return err
 			}
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/memory"
-	"github.com/engram-dev/engram/store"
 )
 
 // evidence is what the evidence gate learned of a write's evidence.
@@ -63,7 +62,7 @@ func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record
 			"a %s record needs one source from outside memory (%s): the evidence-diversity rule is on", rec.Type, strings.Join(external, ", "))
 	}
 	if len(ev.Records) > 0 {
-		found, err := store.ExistingIDs(ctx, t.tx, tenant, ev.Records)
+		found, err := t.existingIDs(ctx, tenant, ev.Records)
 		if err != nil {
 			return ev, err
 		}

@@ -28,7 +28,7 @@ func (t *Tx) ObserveFact(ctx context.Context, tenant string, rec memory.Record, 
 	var a Admission
 	var inner *Tx
 	err := pg.WithTx(ctx, t.tx, func(ctx context.Context, sp pgx.Tx) error {
-		inner = &Tx{w: t.w, tx: sp}
+		inner = &Tx{w: t.w, tx: sp, reads: t.reads}
 		var err error
 		a, err = inner.Admit(ctx, tenant, rec, ch)
 		return err

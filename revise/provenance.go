@@ -241,7 +241,7 @@ func (t *Tx) checkCycle(ctx context.Context, tenant string, rec memory.Record, e
 		if len(next) == 0 {
 			break
 		}
-		refs, rels, err := store.EvidenceEdges(ctx, t.tx, tenant, next)
+		refs, rels, err := t.evidenceEdges(ctx, tenant, next)
 		if err != nil {
 			return err
 		}

@@ -78,7 +78,7 @@ func (t *Tx) lowReputation(ctx context.Context, tenant string, rec memory.Record
 	if c.Off || rec.AgentID == "" || !governed(rec.Type) {
 		return "", nil
 	}
-	r, err := store.GetReputation(ctx, t.tx, tenant, rec.AgentID)
+	r, err := t.storedReputation(ctx, tenant, rec.AgentID)
 	if err != nil {
 		return "", err
 	}

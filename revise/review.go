@@ -447,7 +447,7 @@ func (t *Tx) Approve(ctx context.Context, tenant string, id uuid.UUID, d Decisio
 		return rv, memory.Record{}, err
 	}
 	if old != nil {
-		if err := store.AddRelation(ctx, t.tx, tenant, rec.ID, memory.Relation{Predicate: memory.Supersedes, TargetID: old.ID}); err != nil {
+		if err := t.addRelation(ctx, tenant, rec.ID, memory.Relation{Predicate: memory.Supersedes, TargetID: old.ID}); err != nil {
 			return rv, memory.Record{}, err
 		}
 	}

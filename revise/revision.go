@@ -204,7 +204,7 @@ func (t *Tx) Supersede(ctx context.Context, tenant string, id uuid.UUID, version
 		}
 		rel := memory.Relation{Predicate: memory.Supersedes, TargetID: old.ID}
 		created.Relations = append(created.Relations, rel)
-		return store.AddRelation(ctx, t.tx, tenant, created.ID, rel)
+		return t.addRelation(ctx, tenant, created.ID, rel)
 	}()
 	return old, created, err
 }
@@ -248,7 +248,7 @@ func (t *Tx) Fork(ctx context.Context, tenant string, id uuid.UUID, version int,
 				return err
 			}
 			rel := memory.Relation{Predicate: memory.ForkedFrom, TargetID: old.ID}
-			if err := store.AddRelation(ctx, t.tx, tenant, c.ID, rel); err != nil {
+			if err := t.addRelation(ctx, tenant, c.ID, rel); err != nil {
 				return err
 			}
 			c.Relations = append(c.Relations, rel)
@@ -351,7 +351,7 @@ func (t *Tx) Contest(ctx context.Context, tenant string, ids []uuid.UUID, next *
 					continue
 				}
 				rel := memory.Relation{Predicate: memory.Contradicts, TargetID: recs[j].ID}
-				if err := store.AddRelation(ctx, t.tx, tenant, recs[i].ID, rel); err != nil {
+				if err := t.addRelation(ctx, tenant, recs[i].ID, rel); err != nil {
 					return err
 				}
 				recs[i].Relations = append(recs[i].Relations, rel)
@@ -456,7 +456,7 @@ func (t *Tx) Merge(ctx context.Context, tenant string, ids []uuid.UUID, template
 			return err
 		}
 		for _, src := range srcs {
-			if err := store.AddRelation(ctx, t.tx, tenant, src.ID, memory.Relation{Predicate: memory.MergedInto, TargetID: merged.ID}); err != nil {
+			if err := t.addRelation(ctx, tenant, src.ID, memory.Relation{Predicate: memory.MergedInto, TargetID: merged.ID}); err != nil {
 				return err
 			}
 		}

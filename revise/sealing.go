@@ -147,8 +147,19 @@ func (t *Tx) liveFacts(ctx context.Context, tenant, scope, subject, predicate st
 	return recs, t.open(ctx, tenant, recs)
 }
 
-func (t *Tx) sameContent(ctx context.Context, tenant string, typ memory.Type, hash, fingerprint []byte) (memory.Record, bool, error) {
-	r, exact, err := store.SameContent(ctx, t.tx, tenant, typ, hash, fingerprint)
+func (t *Tx) sameContent(ctx context.Context, tenant string, rec memory.Record, hash, fingerprint []byte) (memory.Record, bool, error) {
+	if k, ok := factKey(rec); ok {
+		// A fact's content hash and fingerprint cover its key: the same
+		// content is among the live facts of its key.
+		live, read, err := t.liveOf(ctx, tenant, k)
+		if err != nil {
+			return memory.Record{}, false, err
+		}
+		if read {
+			return sameContentOf(live, hash, fingerprint)
+		}
+	}
+	r, exact, err := store.SameContent(ctx, t.tx, tenant, rec.Type, hash, fingerprint)
 	if err != nil {
 		return r, exact, err
 	}
@@ -173,6 +184,7 @@ func (t *Tx) history(ctx context.Context, tenant string, id uuid.UUID) ([]store.
 // insertRecord, insertNew and updateRecord are the write path's only calls
 // to store's record writes: each seals what it writes.
 func (t *Tx) insertRecord(ctx context.Context, tenant string, rec memory.Record, inherited bool) error {
+	t.wrote(rec)
 	rec, err := t.sealed(ctx, tenant, rec)
 	if err != nil {
 		return err
@@ -182,6 +194,7 @@ func (t *Tx) insertRecord(ctx context.Context, tenant string, rec memory.Record,
 
 func (t *Tx) insertNewRecords(ctx context.Context, tenant string, news []store.NewRecord) error {
 	for i := range news {
+		t.wrote(news[i].Record)
 		var err error
 		if news[i].Record, err = t.sealed(ctx, tenant, news[i].Record); err != nil {
 			return err
@@ -191,6 +204,7 @@ func (t *Tx) insertNewRecords(ctx context.Context, tenant string, news []store.N
 }
 
 func (t *Tx) updateRecord(ctx context.Context, tenant string, rec memory.Record) error {
+	t.wrote(rec)
 	rec, err := t.sealed(ctx, tenant, rec)
 	if err != nil {
 		return err

@@ -122,6 +122,9 @@ type Tx struct {
 	charges map[charge]int
 	// opened are the sealed payloads the transaction read (sealing.go).
 	opened map[uuid.UUID]opened
+	// reads are what the gates of a batch of facts read, read ahead
+	// (factreads.go); nil outside [Tx.ObserveFacts].
+	reads *factReads
 }
 
 // audited is one revision of a transaction: a record's layer and the

@@ -187,11 +187,19 @@ type Settlement struct {
 	RecordIDs []uuid.UUID
 }
 
+// settleSQL finds each candidate by its primary key (the lateral LIMIT 1
+// keeps the plan a loop of key look-ups) and updates that row: as a
+// prepared statement's generic plan on a table the planner has no
+// statistics for, the plain join looked each candidate up among every
+// pending candidate of its tenant in candidates_by_status (1,000 settled
+// among 5,000 pending: 3.9 s and 860,000 buffers; so, 9.5 ms, EXPLAIN
+// ANALYZE). The rows are the batch's, locked since it claimed them.
 const settleSQL = `
 UPDATE candidates c
 SET status = u.status, decision = u.decision, record_ids = u.record_ids::uuid[], processed_at = now(), last_error = NULL
 FROM unnest($1::text[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[]) AS u(tenant_id, id, status, decision, record_ids)
-WHERE c.tenant_id = u.tenant_id AND c.id = u.id AND c.status = 'pending'`
+CROSS JOIN LATERAL (SELECT x.ctid AS row FROM candidates x WHERE x.tenant_id = u.tenant_id AND x.id = u.id LIMIT 1) AS x
+WHERE c.ctid = x.row AND c.status = 'pending'`
 
 // Settle marks claimed candidates classified, in the transaction that wrote
 // their records: a candidate is classified exactly once.
