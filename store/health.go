@@ -36,7 +36,7 @@ const (
 
 // healthSeriesSQL counts, in one round trip, what the health page charts:
 // each part reads one tenant's time range through an index made for it
-// (migration 026), and date_bin puts each row in its bucket, counted from
+// (migration 025), and date_bin puts each row in its bucket, counted from
 // the range's start ($2). Feedback looks its record's type up row by row
 // (a subquery, not a join the planner could answer by hashing every
 // record of the tenant), so its cost follows the range. Records still stored are counted, whatever their

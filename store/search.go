@@ -208,7 +208,7 @@ const searchLexical = `, rare AS MATERIALIZED (
 // match of hashed features, so a vector that shares no feature with the
 // query's is at distance 1 and never a hit: the candidates are the vectors
 // that share one, found on the feature keys' GIN index, and only they are
-// ranked exactly. A feature key (engram_feature_keys, migration 029) is
+// ranked exactly. A feature key (engram_feature_keys, migration 026) is
 // the feature with the hash of the vector's search key (tenant, model and
 // type), so a key's posting list holds exactly the vectors this search
 // may compare, where a bare feature's held every vector of the partition

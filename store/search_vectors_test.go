@@ -134,7 +134,7 @@ func TestVectorHalfIsExactWithEveryFeature(t *testing.T) {
 	}
 }
 
-// A vector's feature keys (migration 029) carry its tenant, model and type
+// A vector's feature keys (migration 026) carry its tenant, model and type
 // with each feature, so that the same text in another tenant or of another
 // type shares no key, and a layer's vector half finds only its own
 // tenant's vectors of its type.
