@@ -293,15 +293,25 @@ func factEvent(rng *rand.Rand, i int, thread, agent string) []byte {
 
 // runJob runs a job through the jobs API and waits until it succeeded.
 func runJob(b *testing.B, db *pgtest.Schema, base, job string) {
-	req, err := http.NewRequest("POST", base+"/v1/jobs/"+job+":run", nil)
-	require.NoError(b, err)
-	req.Header.Set("Authorization", "Bearer "+opsKey)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(b, err)
 	var started api.JobStarted
-	require.NoError(b, json.NewDecoder(res.Body).Decode(&started))
-	res.Body.Close()
-	require.Less(b, res.StatusCode, 300, res.Status)
+	for deadline := time.Now().Add(10 * time.Minute); ; {
+		req, err := http.NewRequest("POST", base+"/v1/jobs/"+job+":run", nil)
+		require.NoError(b, err)
+		req.Header.Set("Authorization", "Bearer "+opsKey)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(b, err)
+		// With the default jobs on, the job's own schedule may have
+		// started it: 409 until that run ends, then run it again.
+		if res.StatusCode == http.StatusConflict && time.Now().Before(deadline) {
+			res.Body.Close()
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		require.Less(b, res.StatusCode, 300, res.Status)
+		require.NoError(b, json.NewDecoder(res.Body).Decode(&started))
+		res.Body.Close()
+		break
+	}
 	for {
 		var status string
 		require.NoError(b, db.Pool.QueryRow(context.Background(), `SELECT status FROM job_runs WHERE id = $1`, started.Run.ID).Scan(&status))
