@@ -1,10 +1,10 @@
 package api_test
 
 import (
-	"os/exec"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/engram-dev/engram/internal/depstest"
 )
 
 // The wire types import only the standard library, uuid and memory, so a
@@ -12,15 +12,8 @@ import (
 // database.
 func TestImportsNoDatabase(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go is not on PATH")
-	}
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
 	allowed := []string{"github.com/engram-dev/engram/api", "github.com/engram-dev/engram/memory", "github.com/google/uuid"}
-	for _, dep := range strings.Fields(string(out)) {
+	for _, dep := range depstest.Deps(t) {
 		if !slices.Contains(allowed, dep) {
 			t.Errorf("api depends on %s; it may import only the standard library, uuid and memory", dep)
 		}

@@ -1,10 +1,10 @@
 package client_test
 
 import (
-	"os/exec"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/engram-dev/engram/internal/depstest"
 )
 
 // The client imports only the standard library, uuid and engram's wire
@@ -12,16 +12,9 @@ import (
 // anything that talks to the database.
 func TestImportsNoDatabase(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go is not on PATH")
-	}
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
 	allowed := []string{"github.com/engram-dev/engram/client", "github.com/engram-dev/engram/api",
 		"github.com/engram-dev/engram/memory", "github.com/google/uuid"}
-	for _, dep := range strings.Fields(string(out)) {
+	for _, dep := range depstest.Deps(t) {
 		if !slices.Contains(allowed, dep) {
 			t.Errorf("client depends on %s; it may import only the standard library, uuid, api and memory", dep)
 		}

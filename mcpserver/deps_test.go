@@ -1,9 +1,10 @@
 package mcpserver_test
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/engram-dev/engram/internal/depstest"
 )
 
 // The MCP server is a thin translation onto the API: of engram's packages
@@ -12,15 +13,8 @@ import (
 // retrieval, so it cannot write around the API.
 func TestImportsOnlyTheClient(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go is not on PATH")
-	}
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
 	allowed := map[string]bool{"mcpserver": true, "client": true, "api": true, "memory": true, "skill": true}
-	for _, dep := range strings.Fields(string(out)) {
+	for _, dep := range depstest.Deps(t) {
 		if strings.HasPrefix(dep, "github.com/jackc/pgx") {
 			t.Errorf("mcpserver depends on %s", dep)
 		}
