@@ -20,7 +20,7 @@ func TestImportsNoDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}
-	for _, dep := range depstest.Deps(t) {
+	for _, dep := range strings.Fields(string(out)) {
 		switch {
 		case strings.HasPrefix(dep, "github.com/jackc/pgx"):
 			t.Errorf("the CLI depends on %s", dep)
