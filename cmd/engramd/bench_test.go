@@ -205,7 +205,11 @@ func TestLoadgenAgainstEngramd(t *testing.T) {
 // daemon's default jobs running. The facts are ingested as fact events,
 // embedded and counted for BM25 by their jobs, run through the jobs API
 // before the clock starts. It reports p50-ms and p99-ms, and the rate the
-// load was acknowledged at (acked/s) to show it was kept up.
+// load was acknowledged at (acked/s) to show it was kept up; and, as the
+// floor, idle-p50-ms and idle-p99-ms: the same retrievals of the same
+// tenant before the load starts (for half as many seconds), which tell the
+// cost of the tenant's records from the cost of sharing the cores with
+// ingestion.
 //
 //	go test -run='^$' -bench=RetrieveWhileIngesting -benchtime=1x -timeout=30m ./cmd/engramd/
 func BenchmarkRetrieveWhileIngesting(b *testing.B) {
@@ -229,6 +233,16 @@ func BenchmarkRetrieveWhileIngesting(b *testing.B) {
 		runJob(b, db, base, job)
 	}
 
+	// The floor: the same tenant's retrievals with nothing ingesting, as
+	// many as the load's seconds allow, one after another.
+	rng := rand.New(rand.NewPCG(7, 7))
+	var idle []time.Duration
+	for end := time.Now().Add(time.Duration(seconds) * time.Second / 2); time.Now().Before(end) || len(idle) < 20; {
+		t := time.Now()
+		retrieveOnce(b, base, factWords(rng, 4))
+		idle = append(idle, time.Since(t))
+	}
+
 	var took []time.Duration
 	for range b.N {
 		load := loadgen.Config{URL: base, Key: testKey, Events: rate * seconds, Streams: 4, Threads: 2000, Agents: 50,
@@ -250,7 +264,6 @@ func BenchmarkRetrieveWhileIngesting(b *testing.B) {
 			loaded <- res
 		}()
 		time.Sleep(2 * time.Second) // the load under way
-		rng := rand.New(rand.NewPCG(7, 7))
 		b.ResetTimer()
 		for sending.Err() == nil {
 			t := time.Now()
@@ -265,11 +278,15 @@ func BenchmarkRetrieveWhileIngesting(b *testing.B) {
 		res := <-loaded
 		b.ReportMetric(res.AckRate(), "acked/s")
 	}
-	slices.Sort(took)
-	pct := func(p float64) float64 { return ms(took[min(len(took)-1, int(p*float64(len(took))))]) }
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	pct := func(ds []time.Duration, p float64) float64 {
+		slices.Sort(ds)
+		return ms(ds[min(len(ds)-1, int(p*float64(len(ds))))])
+	}
+	b.ReportMetric(pct(took, 0.50), "p50-ms")
+	b.ReportMetric(pct(took, 0.99), "p99-ms")
 	b.ReportMetric(float64(len(took)), "retrievals")
+	b.ReportMetric(pct(idle, 0.50), "idle-p50-ms")
+	b.ReportMetric(pct(idle, 0.99), "idle-p99-ms")
 }
 
 // factWords are n words from a vocabulary of 2,000, skewed as natural

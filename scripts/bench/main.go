@@ -169,8 +169,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	report := Report{Sizes: sizes, Preset: *size, Commands: commands, Took: time.Since(start), Results: results, Autovacuum: autovacuum,
 		Machine: fmt.Sprintf("%d cores (%s/%s), %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))}
-	table := report.Table()
-	fmt.Fprintln(stdout, table)
+	fmt.Fprintln(stdout, report.Table())
+	if why := report.Why(); why != "" {
+		fmt.Fprintln(stdout, why)
+	}
 	if err := os.MkdirAll(dirOf(*out), 0o755); err != nil {
 		return err
 	}
