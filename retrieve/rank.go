@@ -12,7 +12,6 @@ import (
 
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
-	"github.com/engram-dev/engram/signature"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -75,7 +74,7 @@ func (r *Retriever) rank(cfg Config, layer LayerName, t Task, hits []store.Hit, 
 		var comp memory.CompetencePayload
 		if layer == LayerCompetence {
 			_ = json.Unmarshal(h.Record.Payload, &comp)
-			c.conds, c.problem = matchTrigger(why, comp, t, signals)
+			c.conds, c.problem = matchTrigger(why, comp, t, signals, &r.signatures)
 			lexical *= *why.SignalCoverage
 		}
 		switch {
@@ -201,14 +200,14 @@ func selection(why *Why, successes, failures int, rec memory.Record, now time.Ti
 // so they compare with reflect.DeepEqual, as Disjoint does. It returns the
 // trigger's signature too, computed once: normalising a signal is most of
 // ranking's own time.
-func bestTrigger(ts []memory.Trigger, t Task, signals []taskSignal) (best memory.Trigger, bestSig, bestSignal string) {
+func bestTrigger(ts []memory.Trigger, t Task, signals []taskSignal, sigs *signatures) (best memory.Trigger, bestSig, bestSignal string) {
 	want := taskWords(t)
 	bestScore := -1.0
 	for _, tr := range ts {
 		if tr.Conditions.Disjoint(t.Conditions) {
 			continue
 		}
-		sig := signature.Of(tr.Signal)
+		sig := sigs.of(tr.Signal)
 		signal, problem := sameProblem(sig, signals)
 		var shared int
 		for w := range words(tr.Signal) {

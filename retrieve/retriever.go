@@ -79,6 +79,7 @@ type Retriever struct {
 	denseIndex    store.DenseIndex
 	hasDenseIndex bool
 	sizes         tenantSizes
+	signatures    signatures
 }
 
 // Option configures a [Retriever].

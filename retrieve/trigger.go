@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/signature"
@@ -32,6 +33,35 @@ func signalsOf(t Task) []taskSignal {
 	return out
 }
 
+// signatures remembers the signatures of procedures' trigger signals
+// (signature.Of, a dozen regular expressions over the text): a retrieval
+// reads them for every procedure it ranks, and the procedures a tenant's
+// tasks meet are few and change seldom. It holds at most maxSignatures,
+// and starts again when full. The zero value is ready to use.
+type signatures struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxSignatures = 10_000
+
+func (s *signatures) of(signal string) string {
+	s.mu.Lock()
+	sig, ok := s.m[signal]
+	s.mu.Unlock()
+	if ok {
+		return sig
+	}
+	sig = signature.Of(signal)
+	s.mu.Lock()
+	if s.m == nil || len(s.m) >= maxSignatures {
+		s.m = make(map[string]string)
+	}
+	s.m[signal] = sig
+	s.mu.Unlock()
+	return sig
+}
+
 // intentPrefix starts the trigger of a procedure learned from a task
 // with no error: its intent label.
 const intentPrefix = "intent:"
@@ -56,8 +86,8 @@ func sameProblem(sig string, signals []taskSignal) (string, bool) {
 // problem (a signature match), the share of its words the task names, and
 // on a signature match the bindings of the recipe's variables. It returns
 // the trigger's conditions and whether it is the task's problem.
-func matchTrigger(why *Why, p memory.CompetencePayload, t Task, signals []taskSignal) (memory.Conditions, bool) {
-	trig, sig, signal := bestTrigger(p.Triggers, t, signals)
+func matchTrigger(why *Why, p memory.CompetencePayload, t Task, signals []taskSignal, sigs *signatures) (memory.Conditions, bool) {
+	trig, sig, signal := bestTrigger(p.Triggers, t, signals, sigs)
 	why.MatchedSignal = trig.Signal
 	cover := coverage(sig, taskWords(t))
 	if signal != "" {
