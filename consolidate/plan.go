@@ -47,15 +47,21 @@ type Trace struct {
 // readTrace builds a [Trace]: the episode as competence extraction reads
 // it, with the actions an error would have cut off put back.
 func readTrace(ce store.ClosedEpisode, evs []store.EpisodeEvent) Trace {
-	tr := Trace{Episode: readEpisode(ce, nil)}
+	return traceEvents(ce, decode(evs))
+}
+
+// traceEvents is [readTrace] of decoded events.
+func traceEvents(ce store.ClosedEpisode, evs []event) Trace {
+	tr := Trace{Episode: readEvents(ce, nil)}
 	var intent, firstInput string
 	calls := pairing{}
-	for _, se := range evs {
+	for i := range evs {
+		se := &evs[i]
 		tr.Sensitivity = tr.Sensitivity.Max(se.Sensitivity)
-		var ev memory.Event
-		if json.Unmarshal(se.Event, &ev) != nil {
+		if !se.ok {
 			continue
 		}
+		ev := &se.ev
 		for _, tag := range ev.Tags {
 			if label, ok := strings.CutPrefix(tag, "intent:"); ok && intent == "" {
 				intent = label
@@ -85,8 +91,8 @@ func readTrace(ce store.ClosedEpisode, evs []store.EpisodeEvent) Trace {
 		tr.Intent = signature.Normalise(firstInput)
 	}
 	if len(evs) > 1 {
-		first := slices.MinFunc(evs, func(a, b store.EpisodeEvent) int { return a.Time.Compare(b.Time) })
-		last := slices.MaxFunc(evs, func(a, b store.EpisodeEvent) int { return a.Time.Compare(b.Time) })
+		first := slices.MinFunc(evs, func(a, b event) int { return a.Time.Compare(b.Time) })
+		last := slices.MaxFunc(evs, func(a, b event) int { return a.Time.Compare(b.Time) })
 		tr.Latency = last.Time.Sub(first.Time)
 	}
 	return tr
@@ -349,7 +355,7 @@ func (c *Consolidator) LearnPlans(group []Trace) []Plan {
 func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, h history) error {
 	var best []Plan
 	for _, group := range touchedGroups(h, func(ce store.ClosedEpisode) (Trace, string) {
-		tr := readTrace(ce, h.events[ce.ID])
+		tr := traceEvents(ce, h.decoded[ce.ID])
 		return tr, tr.Intent
 	}) {
 		if plans := c.LearnPlans(group); len(plans) > 0 {
