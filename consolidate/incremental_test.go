@@ -98,4 +98,3 @@ func TestIncrementalPassLearnsWhatAFullPassLearns(t *testing.T) {
 		})
 	}
 }
-
