@@ -215,10 +215,9 @@ func sum(m map[string][]uuid.UUID) int {
 // their staged events, and which of them are new since the watermark. Every
 // stage of the pass learns from this one read.
 type history struct {
-	closed  []store.ClosedEpisode
-	events  map[uuid.UUID][]store.EpisodeEvent
-	decoded map[uuid.UUID][]event
-	fresh   map[uuid.UUID]bool
+	closed []store.ClosedEpisode
+	events map[uuid.UUID][]store.EpisodeEvent
+	fresh  map[uuid.UUID]bool
 }
 
 // tenant reads a tenant's history once and runs each stage of the pass
@@ -267,10 +266,6 @@ func (c *Consolidator) history(ctx context.Context, tenant string, fresh []uuid.
 	for _, ev := range evs {
 		h.events[ev.Episode] = append(h.events[ev.Episode], ev)
 	}
-	h.decoded = make(map[uuid.UUID][]event, len(h.events))
-	for id, evs := range h.events {
-		h.decoded[id] = decode(evs)
-	}
 	return h, nil
 }
 
@@ -303,7 +298,7 @@ func touchedGroups[T any](h history, read func(store.ClosedEpisode) (T, string))
 func (c *Consolidator) procedures(ctx context.Context, run Run, tenant string, h history) error {
 	var learned []Procedure
 	for _, group := range touchedGroups(h, func(ce store.ClosedEpisode) (Episode, string) {
-		ep := readEvents(ce, h.decoded[ce.ID])
+		ep := readEpisode(ce, h.events[ce.ID])
 		return ep, ep.Signature
 	}) {
 		learned = append(learned, c.Learn(group)...)

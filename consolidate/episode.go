@@ -53,32 +53,9 @@ type Action struct {
 // reErrorText recognises a tool output that reports an error.
 var reErrorText = regexp.MustCompile(`(?im)^\s*(error|fatal|panic|traceback|exception)\b|\berror(\[\w+\])?:|\bfatal:|\bERR!|^\S*ld: |\b\w+(Error|Exception):`)
 
-// event is a staged event with its JSON decoded, once: a pass reads each
-// episode's events for its procedures and for its plan.
-type event struct {
-	store.EpisodeEvent
-	ev memory.Event
-	ok bool // the event decoded
-}
-
-// decode decodes staged events.
-func decode(evs []store.EpisodeEvent) []event {
-	out := make([]event, len(evs))
-	for i, se := range evs {
-		out[i].EpisodeEvent = se
-		out[i].ok = json.Unmarshal(se.Event, &out[i].ev) == nil
-	}
-	return out
-}
-
 // readEpisode builds an [Episode] from its closed row and its events in
 // timeline order.
 func readEpisode(ce store.ClosedEpisode, evs []store.EpisodeEvent) Episode {
-	return readEvents(ce, decode(evs))
-}
-
-// readEvents is [readEpisode] of decoded events.
-func readEvents(ce store.ClosedEpisode, evs []event) Episode {
 	ep := Episode{Tenant: ce.Tenant, ID: ce.ID, ClosedAt: ce.ClosedAt, Sensitivity: ce.Sensitivity, Scope: ce.Scope,
 		Success: ce.Outcome == "success", Environment: map[string]any{}}
 	addEnv(ep.Environment, ce.Environment)
@@ -88,13 +65,12 @@ func readEvents(ce store.ClosedEpisode, evs []event) Episode {
 	// problem is known only once the episode has shown whether it was
 	// fixed (see opens).
 	var failures []failedCall
-	for i := range evs {
-		se := &evs[i]
+	for _, se := range evs {
 		ep.Sensitivity = ep.Sensitivity.Max(se.Sensitivity)
-		if !se.ok {
+		var ev memory.Event
+		if json.Unmarshal(se.Event, &ev) != nil {
 			continue
 		}
-		ev := &se.ev
 		addEnv(ep.Environment, ev.Environment)
 		for _, tag := range ev.Tags {
 			if label, ok := strings.CutPrefix(tag, "intent:"); ok && intent == "" {

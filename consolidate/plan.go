@@ -47,21 +47,15 @@ type Trace struct {
 // readTrace builds a [Trace]: the episode as competence extraction reads
 // it, with the actions an error would have cut off put back.
 func readTrace(ce store.ClosedEpisode, evs []store.EpisodeEvent) Trace {
-	return traceEvents(ce, decode(evs))
-}
-
-// traceEvents is [readTrace] of decoded events.
-func traceEvents(ce store.ClosedEpisode, evs []event) Trace {
-	tr := Trace{Episode: readEvents(ce, nil)}
+	tr := Trace{Episode: readEpisode(ce, nil)}
 	var intent, firstInput string
 	calls := pairing{}
-	for i := range evs {
-		se := &evs[i]
+	for _, se := range evs {
 		tr.Sensitivity = tr.Sensitivity.Max(se.Sensitivity)
-		if !se.ok {
+		var ev memory.Event
+		if json.Unmarshal(se.Event, &ev) != nil {
 			continue
 		}
-		ev := &se.ev
 		for _, tag := range ev.Tags {
 			if label, ok := strings.CutPrefix(tag, "intent:"); ok && intent == "" {
 				intent = label
@@ -91,8 +85,8 @@ func traceEvents(ce store.ClosedEpisode, evs []event) Trace {
 		tr.Intent = signature.Normalise(firstInput)
 	}
 	if len(evs) > 1 {
-		first := slices.MinFunc(evs, func(a, b event) int { return a.Time.Compare(b.Time) })
-		last := slices.MaxFunc(evs, func(a, b event) int { return a.Time.Compare(b.Time) })
+		first := slices.MinFunc(evs, func(a, b store.EpisodeEvent) int { return a.Time.Compare(b.Time) })
+		last := slices.MaxFunc(evs, func(a, b store.EpisodeEvent) int { return a.Time.Compare(b.Time) })
 		tr.Latency = last.Time.Sub(first.Time)
 	}
 	return tr
@@ -355,7 +349,7 @@ func (c *Consolidator) LearnPlans(group []Trace) []Plan {
 func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, h history) error {
 	var best []Plan
 	for _, group := range touchedGroups(h, func(ce store.ClosedEpisode) (Trace, string) {
-		tr := traceEvents(ce, h.decoded[ce.ID])
+		tr := readTrace(ce, h.events[ce.ID])
 		return tr, tr.Intent
 	}) {
 		if plans := c.LearnPlans(group); len(plans) > 0 {
