@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,12 +91,15 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// openSQL opens the database for migrations. The URL is parsed as the
+// pool parses it, so that the pool's own parameters (pool_max_conns) are
+// not sent to the server as settings it does not know.
 func openSQL(cfg config.Config) (*sql.DB, error) {
-	pc, err := pgx.ParseConfig(cfg.DatabaseURL)
+	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
-	return stdlib.OpenDB(*pc), nil
+	return stdlib.OpenDB(*pc.ConnConfig), nil
 }
 
 func migrateDB(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
@@ -160,6 +162,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	defer pool.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerPoolMetrics(reg, pool)
 	writer, settings, err := newWriter(pool, cfg, reg)
 	if err != nil {
 		return err

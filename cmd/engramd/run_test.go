@@ -94,3 +94,15 @@ func TestPoolSize(t *testing.T) {
 		require.Equal(t, c.want, cfg.MaxConns, c.url)
 	}
 }
+
+// A database URL that sizes the pool is taken for migrations too: the
+// pool's parameters are not sent to the server.
+func TestMigrationConnectionTakesPoolParameters(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.DatabaseURL = pgtest.URL() + "&pool_max_conns=6"
+	db, err := openSQL(cfg)
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.PingContext(t.Context()))
+}
