@@ -197,7 +197,9 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 	if err != nil {
 		return fail("invalid-event", "cannot encode the event: "+err.Error())
 	}
-	if err := schemas.Validate("Event", doc); err != nil {
+	// The redacted value is what doc encodes: validated as it is, not
+	// parsed again.
+	if err := schemas.ValidateValue("Event", redacted); err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) {
 			return fail("invalid-event", fmt.Sprintf("%d invalid field(s)", len(ve.Violations)), ve.Violations...)

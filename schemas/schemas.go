@@ -219,7 +219,22 @@ func Validate(name string, doc []byte) error {
 	if err != nil {
 		return malformed(err)
 	}
-	err = s.Validate(v)
+	return validateValue(name, s, v)
+}
+
+// ValidateValue is [Validate] for a document already decoded as [Decode]
+// decodes one into an any (numbers as json.Number): a caller that holds
+// the decoded document does not parse its encoding again.
+func ValidateValue(name string, v any) error {
+	s, ok := load().all[name]
+	if !ok {
+		return fmt.Errorf("no schema named %q", name)
+	}
+	return validateValue(name, s, v)
+}
+
+func validateValue(name string, s *jsonschema.Schema, v any) error {
+	err := s.Validate(v)
 	if err == nil {
 		return nil
 	}
