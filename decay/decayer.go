@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/revise"
 )
 
@@ -31,7 +31,7 @@ const (
 // materialise salience and expire what has faded, the purge, feedback,
 // restore, and the operator's previews and statistics.
 type Decayer struct {
-	db           *pgxpool.Pool
+	db           pg.DBTX
 	writer       *revise.Writer
 	settings     *Settings
 	logger       *slog.Logger
@@ -59,9 +59,8 @@ func WithRegistry(reg prometheus.Registerer) Option {
 func WithBatchTimeout(t time.Duration) Option { return func(d *Decayer) { d.batchTimeout = t } }
 
 // New returns a decayer that reads records from db, writes them through
-// writer and reads its configuration from settings. A sweep reads and
-// writes on several of db's connections at once.
-func New(db *pgxpool.Pool, writer *revise.Writer, settings *Settings, opts ...Option) *Decayer {
+// writer and reads its configuration from settings.
+func New(db pg.DBTX, writer *revise.Writer, settings *Settings, opts ...Option) *Decayer {
 	d := &Decayer{
 		db:           db,
 		writer:       writer,

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
@@ -78,71 +77,34 @@ func (d *Decayer) Sweep(ctx context.Context, p Progress) error {
 			c.Since = time.Time{}
 		}
 	}
-	// The next batch is read while the last one is written: the writes
-	// touch only the last batch's records, and the reads and the writes
-	// run on connections of their own.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := d.scanLive(ctx, c.After, d.settings.Config().BatchSize)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var page livePage
-		select {
-		case page = <-next:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if page.err != nil {
-			return page.err
-		}
-		full := len(page.rows) == page.limit
 		cfg := d.settings.Config()
-		if full {
-			next = d.scanLive(ctx, page.rows[len(page.rows)-1].Key(), cfg.BatchSize)
-		}
-		if err := d.sweepBatch(ctx, cfg, c, page.rows, p); err != nil {
+		last, n, err := d.sweepBatch(ctx, cfg, c, p)
+		if err != nil {
 			return err
 		}
-		if !full {
+		if n < cfg.BatchSize {
 			return p.SaveCursor(ctx, sweepCursor{Since: c.Pass})
 		}
-		c.After = page.rows[len(page.rows)-1].Key()
+		c.After = last
 		if err := p.SaveCursor(ctx, c); err != nil {
 			return err
 		}
 	}
 }
 
-// livePage is a batch of the active set as [store.ScanLive] read it, up to
-// limit records.
-type livePage struct {
-	rows  []store.DecayRow
-	limit int
-	err   error
-}
-
-// scanLive reads up to limit records of the active set after key after,
-// in the background, within a batch's timeout.
-func (d *Decayer) scanLive(ctx context.Context, after store.Key, limit int) <-chan livePage {
-	out := make(chan livePage, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(ctx, d.batchTimeout)
-		defer cancel()
-		rows, err := store.ScanLive(ctx, d.db, "", after, limit)
-		out <- livePage{rows: rows, limit: limit, err: err}
-	}()
-	return out
-}
-
-// sweepBatch sweeps rows, a batch of the active set read after the
-// cursor's key. Its expiries and its materialised salience, which are
-// about different records, are written at once, each in a transaction of
-// its own.
-func (d *Decayer) sweepBatch(ctx context.Context, cfg Config, c sweepCursor, rows []store.DecayRow, p Progress) error {
+// sweepBatch sweeps the records after the cursor's key and returns the last
+// key and how many records it read.
+func (d *Decayer) sweepBatch(ctx context.Context, cfg Config, c sweepCursor, p Progress) (store.Key, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.batchTimeout)
 	defer cancel()
+	rows, err := store.ScanLive(ctx, d.db, "", c.After, cfg.BatchSize)
+	if err != nil {
+		return c.After, 0, err
+	}
 	now := d.clock()
 	changedSince := c.Since.Add(-clockSkew)
 	var (
@@ -177,18 +139,18 @@ func (d *Decayer) sweepBatch(ctx context.Context, cfg Config, c sweepCursor, row
 		}
 	}
 	if err := d.writer.StampProfiles(ctx, stamps); err != nil {
-		return err
+		return c.After, 0, err
 	}
-	var expired []store.Key
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		var err error
-		expired, err = d.writer.Expire(gctx, expiry, Actor, now)
-		return err
-	})
-	g.Go(func() error { return store.MaterialiseSalience(gctx, d.db, values, now) })
-	if err := g.Wait(); err != nil {
-		return err
+	expired, err := d.writer.Expire(ctx, expiry, Actor, now)
+	if err != nil {
+		return c.After, 0, err
+	}
+	if err := store.MaterialiseSalience(ctx, d.db, values, now); err != nil {
+		return c.After, 0, err
+	}
+	last := c.After
+	if len(rows) > 0 {
+		last = rows[len(rows)-1].Key()
 	}
 
 	p.Add("scanned", int64(len(rows)))
@@ -206,7 +168,7 @@ func (d *Decayer) sweepBatch(ctx context.Context, cfg Config, c sweepCursor, row
 	if len(expired) > 0 {
 		d.logger.LogAttrs(ctx, slog.LevelInfo, "decay sweep expired records", slog.Int("expired", len(expired)), slog.Int("scanned", len(rows)))
 	}
-	return nil
+	return last, len(rows), nil
 }
 
 // step is the materialisation step salience s falls in.
