@@ -1,5 +1,6 @@
--- Feedback's writes, cheaper (issue 13): a procedure's statistics counted,
--- a fact's salience moved.
+-- Revisions of a live record that change none of its searchable text,
+-- cheaper (issue 13): feedback counting a procedure's outcome, the decay
+-- sweep expiring a fact.
 --
 --  * A record's search text is made of its payload's words and its tags,
 --    never of a procedure's performance, a plan's metrics or a fact's
@@ -13,12 +14,6 @@
 --    the same for most records) went one by one into posting trees.
 --    Merged in bulk instead; a probe ("does a live record cite evt://…")
 --    reads at most 256 kB unsorted.
---  * Records keep 30% of each page free, not 15% (migration 002): feedback
---    on records stored side by side (retrieved together, written
---    together) moves the salience of several records of a page at once,
---    each a new row version that stays on the page, and so rewrites no
---    index entry (a heap-only update), only while the page has room.
---    Pages written from now on.
 
 -- +goose Up
 -- +goose StatementBegin
@@ -38,10 +33,8 @@ $$;
 -- +goose StatementEnd
 
 ALTER INDEX records_evidence_refs SET (fastupdate = on, gin_pending_list_limit = 256);
-ALTER TABLE records SET (fillfactor = 70);
 
 -- +goose Down
-ALTER TABLE records SET (fillfactor = 85);
 ALTER INDEX records_evidence_refs SET (fastupdate = off);
 ALTER INDEX records_evidence_refs RESET (gin_pending_list_limit);
 -- +goose StatementBegin
