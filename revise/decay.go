@@ -104,14 +104,20 @@ func (t *Tx) FeedbackTargets(ctx context.Context, tenant string, fb Feedback, at
 	}
 	// How the memory an agent wrote served counts for its reputation
 	// (write-path RFC §12.11.5: downstream correctness).
-	if fb.Outcome == OutcomeSuccess || fb.Outcome == OutcomeFailure {
-		ids := make([]uuid.UUID, len(todo))
-		for i, r := range todo {
-			ids[i] = r.ID
-		}
-		if err := store.AddOutcomes(ctx, t.tx, tenant, ids, fb.Outcome == OutcomeSuccess, at); err != nil {
-			return nil, res, err
-		}
+	// Counted from the records locked above, and written when the
+	// transaction commits, as its writes' counts are: no second read of
+	// the records.
+	var d store.ReputationDelta
+	switch fb.Outcome {
+	case OutcomeSuccess:
+		d.Successes = 1
+	case OutcomeFailure:
+		d.Failures = 1
+	default:
+		return todo, res, nil
+	}
+	for _, r := range todo {
+		t.countLater(tenant, r, d)
 	}
 	return todo, res, nil
 }

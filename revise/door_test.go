@@ -29,7 +29,7 @@ var storeWrites = []string{
 	"PutArtifact", "InsertProvenance", "MarkTampered",
 	"InsertFlags", "ClearFlags",
 	"InsertReview", "LockReview", "DecideReview", "EscalateReviews",
-	"AddReputation", "AddOutcomes",
+	"AddReputation",
 	// Leases (write-path RFC §12.8.3): granted, renewed and released only
 	// through the write path, which fences writes with them.
 	"LockLeaseResource", "LockLease", "LockLeaseByID", "NextFencingToken",

@@ -111,10 +111,17 @@ type agentKey struct{ tenant, agent string }
 // of the same transaction sees the counts already noted
 // ([Tx.lowReputation]).
 func (t *Tx) noteLater(tenant string, rec memory.Record, d store.ReputationDelta) {
+	d.Writes = 1
+	t.countLater(tenant, rec, d)
+}
+
+// countLater adds d to the counts of rec's agent when the transaction
+// commits, as [Tx.noteLater] does, without counting a write: how memory
+// the agent wrote served later.
+func (t *Tx) countLater(tenant string, rec memory.Record, d store.ReputationDelta) {
 	if rec.AgentID == "" || !governed(rec.Type) {
 		return
 	}
-	d.Writes = 1
 	if t.reputation == nil {
 		t.reputation = map[agentKey]store.ReputationDelta{}
 	}

@@ -101,3 +101,26 @@ func TestMaterialisedSalienceBuckets(t *testing.T) {
 	require.NoError(t, store.MaterialiseSalience(b.ctx, b.pool, values, time.Now()))
 	require.Equal(t, 4, b.count(t, "SELECT count(*) FROM record_salience"))
 }
+
+// A revision that changes only what the search text never reads (a
+// procedure's statistics, a fact's revision object) keeps the record's
+// tsv; any other change of payload or tags computes it again. Either way
+// the tsv is the one its search text gives (migration 027).
+func TestTSVFollowsTheSearchText(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := b.create(t, fact("deploys", "use", "blue green", nil))
+	fresh := `SELECT count(*) FROM records WHERE id = $1 AND tsv = to_tsvector('english', engram_search_text(type, payload, tags))`
+	revise := func(set string) {
+		t.Helper()
+		_, err := b.pool.Exec(b.ctx, `UPDATE records SET `+set+`, version = version + 1, updated_at = now() WHERE id = $1`, f.ID)
+		require.NoError(t, err)
+		require.Equal(t, 1, b.count(t, fresh, f.ID), set)
+	}
+	revise(`payload = jsonb_set(payload, '{performance}', '{"successes": 3}')`)
+	revise(`payload = payload - 'revision'`)
+	revise(`payload = jsonb_set(payload, '{object}', '"canary"')`)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM records WHERE id = $1 AND tsv @@ to_tsquery('english', 'canary')`, f.ID))
+	revise(`tags = '{rollout}'`)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM records WHERE id = $1 AND tsv @@ to_tsquery('english', 'rollout')`, f.ID))
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/engram-dev/engram/internal/pg"
@@ -60,23 +59,6 @@ ON CONFLICT (tenant_id, agent_id) DO UPDATE SET
 func AddReputation(ctx context.Context, db pg.DBTX, tenant, agent string, d ReputationDelta, at time.Time) error {
 	if _, err := db.Exec(ctx, addReputationSQL, tenant, agent, d.Writes, d.Accepted, d.Rejected, d.Contradictions, d.Successes, d.Failures, at); err != nil {
 		return fmt.Errorf("count reputation: %w", err)
-	}
-	return nil
-}
-
-const addOutcomesSQL = `
-INSERT INTO agent_reputation AS a (tenant_id, agent_id, successes, failures, updated_at)
-SELECT $1, r.agent_id, count(*) FILTER (WHERE $3), count(*) FILTER (WHERE NOT $3), $4
-FROM records r WHERE r.tenant_id = $1 AND r.id = ANY($2) AND r.agent_id <> '' AND r.type IN ('semantic', 'competence', 'plan_graph')
-GROUP BY r.agent_id
-ON CONFLICT (tenant_id, agent_id) DO UPDATE SET
-	successes = a.successes + excluded.successes, failures = a.failures + excluded.failures, updated_at = excluded.updated_at`
-
-// AddOutcomes counts a success (or a failure) for the agent each record
-// among ids came from: how the memory an agent wrote served later.
-func AddOutcomes(ctx context.Context, db pg.DBTX, tenant string, ids []uuid.UUID, success bool, at time.Time) error {
-	if _, err := db.Exec(ctx, addOutcomesSQL, tenant, ids, success, at); err != nil {
-		return fmt.Errorf("count outcomes: %w", err)
 	}
 	return nil
 }
