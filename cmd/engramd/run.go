@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -119,27 +118,6 @@ func migrateDB(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 	return migrateDenseIndex(ctx, cfg, logger)
 }
 
-// poolConns is the most connections engramd's pool opens unless the
-// database URL sets pool_max_conns. pgx sizes its default for queries that
-// keep a core busy (4, or one a core), but engramd's connections mostly
-// wait: each policy partition holds one for the whole of its batch, and
-// each ingestion stream's commit waits for its WAL flush. With 4 on a
-// 2-core machine, the two partitions held two, and the streams' staging
-// commits queued for the other two: at 10,000 events a second offered, a
-// goroutine profile found the streams' commits waiting for a connection
-// about as often as in PostgreSQL.
-const poolConns = 16
-
-// poolSize raises the pool's connections to poolConns, unless url sets
-// them (pool_max_conns, as a URL parameter or a keyword).
-func poolSize(url string) func(*pgxpool.Config) {
-	return func(c *pgxpool.Config) {
-		if !strings.Contains(url, "pool_max_conns") {
-			c.MaxConns = max(c.MaxConns, poolConns)
-		}
-	}
-}
-
 // serve runs the daemon; load reads the configuration again on SIGHUP.
 func serve(ctx context.Context, cfg config.Config, load func() (config.Config, error), logger *slog.Logger, stdout io.Writer) error {
 	db, err := openSQL(cfg)
@@ -155,7 +133,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return errors.New("the database has pending migrations: run `engramd migrate` or `engramd run --migrate`")
 	}
 
-	pool, err := pg.NewPool(ctx, cfg.DatabaseURL, poolSize(cfg.DatabaseURL))
+	pool, err := pg.NewPool(ctx, cfg.DatabaseURL, nil)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/internal/config"
@@ -74,25 +73,6 @@ func TestProfilerOnlyOnItsOwnAddress(t *testing.T) {
 	require.Equal(t, http.StatusOK, get("http://"+profiler+"/debug/pprof/"))
 	require.Equal(t, http.StatusOK, get("http://"+profiler+"/debug/pprof/heap?debug=1"))
 	require.NotEqual(t, http.StatusOK, get("http://"+d.addr+"/debug/pprof/"), "still not on the API")
-}
-
-// The pool opens enough connections that staging does not queue behind the
-// policy partitions' batches, unless the database URL sizes it.
-func TestPoolSize(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		url  string
-		want int32
-	}{
-		{"postgres://postgres@127.0.0.1:5432/engram?sslmode=disable", poolConns},
-		{"postgres://postgres@127.0.0.1:5432/engram?sslmode=disable&pool_max_conns=3", 3},
-		{"host=127.0.0.1 user=postgres pool_max_conns=40", 40},
-	} {
-		cfg, err := pgxpool.ParseConfig(c.url)
-		require.NoError(t, err)
-		poolSize(c.url)(cfg)
-		require.Equal(t, c.want, cfg.MaxConns, c.url)
-	}
 }
 
 // A database URL that sizes the pool is taken for migrations too: the
