@@ -105,7 +105,10 @@ type SearchResult struct {
 // of rarity while together they hold at most 200 times the limit ($8) of
 // passages (with a share of 1, all of them): a common term held by a tenth
 // of a large tenant's records would make them all candidates, each scored,
-// and what only it brings scores lowest. A passage is a
+// and what only it brings scores lowest. The share is cast where it is
+// first read: PostgreSQL infers a parameter's type from its first use, and
+// beside a count it inferred bigint, to which pgx converted 0.05 as 0,
+// which left no term rare. A passage is a
 // record, or one timeline entry of an episode (migration 007); docs is the
 // number of live records.
 const searchTermsSQL = `
@@ -114,7 +117,7 @@ WITH c AS (
 	FROM corpus_stats WHERE tenant_id = $1
 ), q AS (
 	SELECT t.lexeme, coalesce(s.df, 0) AS df, ln(1 + (greatest(c.n - coalesce(s.df, 0), 0) + 0.5) / (coalesce(s.df, 0) + 0.5)) AS idf,
-		c.n < 1000 OR coalesce(s.df, 0) <= $11 * c.n AS selective,
+		c.n < 1000 OR coalesce(s.df, 0) <= $11::float8 * c.n AS selective,
 		row_number() OVER (ORDER BY coalesce(s.df, 0), t.lexeme) AS rarity,
 		'''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted,
 		('''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''')::tsquery AS term

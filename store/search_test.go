@@ -3,11 +3,13 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
@@ -177,4 +179,57 @@ func TestVisibilityNamesItsOwner(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, memory.VisibilityAgent, next.Visibility)
 	require.Equal(t, "coder", next.AgentID)
+}
+
+// A term held by more than CommonTermShare of a tenant's passages selects
+// no candidates while the rarer terms bring enough: every hit holds the
+// rare term, though records holding only the common one are shorter and
+// would outscore them. The share is a fraction, and once arrived as a
+// whole number (0): the common term then selected, and short records
+// holding only it filled the answer.
+func TestSearchCommonTermsSelectOnlyWhenRareOnesAreTooFew(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var recs []memory.Record
+	for i := range 40 {
+		words := "zebra"
+		for k := range 19 {
+			words += fmt.Sprintf(" lw%dk%d", i, k)
+		}
+		recs = append(recs, fact(fmt.Sprintf("long-%d", i), "notes", words, nil))
+	}
+	for i := range 120 {
+		recs = append(recs, fact(fmt.Sprintf("short-%d", i), "notes", "common", nil))
+	}
+	for i := range 860 {
+		recs = append(recs, fact(fmt.Sprintf("other-%d", i), "notes", fmt.Sprintf("fw%da fw%db", i, i), nil))
+	}
+	var g errgroup.Group
+	g.SetLimit(4)
+	for _, r := range recs {
+		g.Go(func() error {
+			_, err := b.w.Create(b.ctx, b.tenant, r, b.ch)
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+	_, err := store.RefreshLexicalStats(b.ctx, b.pool, b.tenant, time.Now())
+	require.NoError(t, err)
+
+	q := store.SearchQuery{Type: memory.Semantic, Text: "zebra common", MaxSensitivity: memory.Hyper, At: time.Now(), Limit: 20}
+	for _, share := range []float64{0.05, 0.5} {
+		q.CommonTermShare = share
+		res, err := store.Search(b.ctx, b.pool, b.tenant, []store.SearchQuery{q})
+		require.NoError(t, err)
+		require.Len(t, res[0].Hits, 20)
+		for _, h := range res[0].Hits {
+			if share == 0.05 {
+				require.Contains(t, h.Terms, "zebra", "share %g: a record only the common term brings", share)
+			} else {
+				// At half, both terms select, and the short records
+				// holding only the common one rank first.
+				require.Equal(t, []string{"common"}, h.Terms, "share %g", share)
+			}
+		}
+	}
 }
