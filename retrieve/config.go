@@ -88,11 +88,11 @@ type Config struct {
 	// and vector) brings to the ranking.
 	Candidates int `yaml:"candidates"`
 	// CommonTermShare: a query term held by more than this share of a
-	// tenant's passages still scores, but brings no candidates unless it is
-	// the query's rarest. The others bring them in order of rarity up to
-	// 200 times Candidates passages, and the vector half's features up to
-	// 70 times Candidates vectors (1: every term and feature always does,
-	// an exact search).
+	// tenant's records still scores, but brings candidates of its own only
+	// when the rarer terms bring too few, and then only as many as 200
+	// times Candidates; the vector half's features bring candidates in
+	// order of rarity up to 70 times Candidates (1: every term and feature
+	// always does, an exact search).
 	CommonTermShare float64 `yaml:"common_term_share"`
 	// DisambiguationMargin: when the best of several matching procedures
 	// or plans does not beat the next by this share of its score, the

@@ -181,14 +181,13 @@ func TestVisibilityNamesItsOwner(t *testing.T) {
 	require.Equal(t, "coder", next.AgentID)
 }
 
-// A term held by more than CommonTermShare of a tenant's passages scores
-// but selects no candidates unless it is the query's rarest: every hit
-// holds the rare term, though records holding only the common one are
-// shorter and would outscore them. The share is a fraction, and once
-// arrived as a whole number (0): the search then took every term within
-// its bound, and short records holding only the common one filled the
-// answer.
-func TestSearchCommonTermsDoNotSelect(t *testing.T) {
+// A term held by more than CommonTermShare of a tenant's passages selects
+// no candidates while the rarer terms bring enough: every hit holds the
+// rare term, though records holding only the common one are shorter and
+// would outscore them. The share is a fraction, and once arrived as a
+// whole number (0): the common term then selected, and short records
+// holding only it filled the answer.
+func TestSearchCommonTermsSelectOnlyWhenRareOnesAreTooFew(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var recs []memory.Record
@@ -227,9 +226,8 @@ func TestSearchCommonTermsDoNotSelect(t *testing.T) {
 			if share == 0.05 {
 				require.Contains(t, h.Terms, "zebra", "share %g: a record only the common term brings", share)
 			} else {
-				// At half, both terms select (together they hold fewer
-				// than 200 times the limit's passages), and the short
-				// records holding only the common one rank first.
+				// At half, both terms select, and the short records
+				// holding only the common one rank first.
 				require.Equal(t, []string{"common"}, h.Terms, "share %g", share)
 			}
 		}
