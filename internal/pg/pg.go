@@ -27,7 +27,8 @@ type DBTX interface {
 
 // NewPool connects to the database at url and registers the pgvector types
 // on every connection, so the vector extension must exist: run the
-// migrations first. configure, when non-nil, may adjust the parsed config.
+// migrations first. Its connections refuse to truncate a float sent as an
+// integer (refuseLossyFloats). configure, when non-nil, may adjust the parsed config.
 func NewPool(ctx context.Context, url string, configure func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -41,6 +42,7 @@ func NewPool(ctx context.Context, url string, configure func(*pgxpool.Config)) (
 		cfg.ConnConfig.RuntimeParams["hnsw.iterative_scan"] = "relaxed_order"
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		refuseLossyFloats(conn.TypeMap())
 		if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
 			return fmt.Errorf("register pgvector types (has the database been migrated?): %w", err)
 		}
