@@ -88,7 +88,7 @@ type Config struct {
 	// and vector) brings to the ranking.
 	Candidates int `yaml:"candidates"`
 	// CommonTermShare: a query term held by more than this share of a
-	// tenant's records still scores, but brings candidates of its own only
+	// tenant's passages (records, and episodes' timeline entries) still scores, but brings candidates of its own only
 	// when the rarer terms bring too few, and then only as many as 200
 	// times Candidates; the vector half's features bring candidates in
 	// order of rarity up to 70 times Candidates (1: every term and feature

@@ -43,7 +43,7 @@ type SearchQuery struct {
 	// Limit caps the candidates of each half.
 	Limit int
 	// CommonTermShare: a term held by more than this share of the
-	// tenant's records scores, but selects candidates only when the rarer
+	// tenant's passages scores, but selects candidates only when the rarer
 	// terms bring too few (0, or 1 and above: every term selects).
 	CommonTermShare float64
 	// Model names the embedder whose vectors Sparse or Dense is compared

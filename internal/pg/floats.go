@@ -22,13 +22,22 @@ func refuseLossyFloats(m *pgtype.Map) {
 }
 
 func wrapFloat(value any) (pgtype.WrappedEncodePlanNextSetter, any, bool) {
+	f, ok := asFloat(value)
+	if !ok {
+		return nil, nil, false
+	}
+	return &wholeFloatPlan{}, f, true
+}
+
+// asFloat is value as a wholeFloat, when it is a float64 or a float32.
+func asFloat(value any) (wholeFloat, bool) {
 	switch v := value.(type) {
 	case float64:
-		return &wholeFloatPlan{}, wholeFloat(v), true
+		return wholeFloat(v), true
 	case float32:
-		return &wholeFloatPlan{}, wholeFloat(v), true
+		return wholeFloat(v), true
 	}
-	return nil, nil, false
+	return 0, false
 }
 
 // wholeFloat is a float a codec may take as a float, or as an integer when
@@ -55,11 +64,9 @@ type wholeFloatPlan struct{ next pgtype.EncodePlan }
 func (p *wholeFloatPlan) SetNext(next pgtype.EncodePlan) { p.next = next }
 
 func (p *wholeFloatPlan) Encode(value any, buf []byte) ([]byte, error) {
-	switch v := value.(type) {
-	case float64:
-		return p.next.Encode(wholeFloat(v), buf)
-	case float32:
-		return p.next.Encode(wholeFloat(v), buf)
+	f, ok := asFloat(value)
+	if !ok {
+		return nil, fmt.Errorf("encode %T as a float", value)
 	}
-	return nil, fmt.Errorf("encode %T as a float", value)
+	return p.next.Encode(f, buf)
 }

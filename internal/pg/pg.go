@@ -28,7 +28,8 @@ type DBTX interface {
 // NewPool connects to the database at url and registers the pgvector types
 // on every connection, so the vector extension must exist: run the
 // migrations first. Its connections refuse to truncate a float sent as an
-// integer (refuseLossyFloats). configure, when non-nil, may adjust the parsed config.
+// integer (refuseLossyFloats). configure, when non-nil, may adjust the
+// parsed config.
 func NewPool(ctx context.Context, url string, configure func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
