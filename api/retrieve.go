@@ -161,6 +161,11 @@ type Why struct {
 	// variables' from_signal): a client follows the recipe by replacing
 	// each {name} by its binding, without knowing how engram names them.
 	Bindings map[string]string `json:"bindings,omitempty"`
+	// Followable says a procedure is the task's to follow as it is: its
+	// trigger matched the task's problem (SignatureMatch) and every
+	// variable of its recipe is bound. A procedure that is not followable
+	// is related knowledge, not the task's procedure.
+	Followable bool `json:"followable,omitempty"`
 	// SuccessRate is a procedure's or plan's smoothed success rate, and
 	// Recency how recently it was reinforced (1 now, ½ after 30 days).
 	SuccessRate *float64 `json:"success_rate,omitempty"`

@@ -322,6 +322,16 @@ type learning struct {
 	Steps, Tried []Action
 	Graph        Graph
 	Latency      time.Duration
+	// Problems are what each of its problems teaches.
+	Problems []problemLearning
+}
+
+// problemLearning is what a pass learns from one problem of an episode.
+type problemLearning struct {
+	Signature, Trigger string
+	Success            bool
+	Errors             []string
+	Steps              []Action
 }
 
 func (c *Consolidator) learning(ce store.ClosedEpisode, evs []store.EpisodeEvent) learning {
@@ -335,6 +345,10 @@ func (c *Consolidator) learning(ce store.ClosedEpisode, evs []store.EpisodeEvent
 	}
 	if !ep.Success {
 		l.Tried = Reduce(ep.Actions, nil) // failureModes
+	}
+	for _, p := range readProblems(ce, evs) {
+		l.Problems = append(l.Problems, problemLearning{Signature: p.Signature, Trigger: p.Trigger, Success: p.Success,
+			Errors: p.Errors, Steps: Reduce(p.Actions, c.cfg.Probes)})
 	}
 	return l
 }

@@ -10,11 +10,13 @@ import (
 	"maps"
 	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/engram-dev/engram/extract"
@@ -22,6 +24,7 @@ import (
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/signature"
 	"github.com/engram-dev/engram/store"
 )
@@ -172,21 +175,34 @@ func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 		}
 	}
 	run.Add("episodes", int64(sum(fresh)))
+	// One tenant's failure never stops another's pass, nor the stages
+	// after: it is counted, logged and returned at the end, and the
+	// tenant's new episodes are learned from again by the next pass that
+	// sees one of its episodes (its groups are regrouped whole).
+	var failed []error
 	for _, tenant := range slices.Sorted(maps.Keys(fresh)) {
 		if err := c.tenant(ctx, run, tenant, fresh[tenant]); err != nil {
-			return fmt.Errorf("consolidate tenant %s: %w", tenant, err)
+			if ctx.Err() != nil {
+				return err
+			}
+			run.Add("tenants_failed", 1)
+			c.cfg.Logger.Error("consolidate tenant", slog.String("tenant", tenant), slog.Any("error", err))
+			failed = append(failed, fmt.Errorf("consolidate tenant %s: %w", tenant, err))
 		}
 	}
 	if err := c.timed("duplicates", func() error { return c.duplicates(ctx, run, &mark) }); err != nil {
-		return err
+		failed = append(failed, err)
 	}
 	if err := run.SaveCursor(ctx, mark); err != nil {
-		return err
+		return errors.Join(append(failed, err)...)
 	}
 	if err := c.noteLag(ctx, mark.EpisodeMark); err != nil {
-		return err
+		failed = append(failed, err)
 	}
-	return c.timed("compress", func() error { return c.compress(ctx, run, &mark) })
+	if err := c.timed("compress", func() error { return c.compress(ctx, run, &mark) }); err != nil {
+		failed = append(failed, err)
+	}
+	return errors.Join(failed...)
 }
 
 // noteLag sets the lag gauge: how far the watermark is behind the newest
@@ -269,38 +285,13 @@ func (c *Consolidator) history(ctx context.Context, tenant string, fresh []uuid.
 	return h, nil
 }
 
-// touchedGroups reads each episode of h and groups it by scope and the key
-// read gives it (none: left out), and returns, in key order, the groups
-// that hold a fresh episode: the ones a pass learns from again.
-func touchedGroups[T any](h history, read func(store.ClosedEpisode) (T, string)) [][]T {
-	groups := map[string][]T{}
-	touched := map[string]bool{}
-	for _, ce := range h.closed {
-		v, key := read(ce)
-		if key == "" {
-			continue
-		}
-		key = ce.Scope + "\x00" + key
-		groups[key] = append(groups[key], v)
-		if h.fresh[ce.ID] {
-			touched[key] = true
-		}
-	}
-	out := make([][]T, 0, len(touched))
-	for _, key := range slices.Sorted(maps.Keys(touched)) {
-		out = append(out, groups[key])
-	}
-	return out
-}
-
-// procedures groups the episodes by trigger signature and learns from each
-// group that has a fresh one.
+// procedures reads the problems of the tenant's episodes, learns the
+// error templates of their triggers, groups the problems by scope and
+// template (or fixed signature) and learns from each group that has a
+// fresh problem.
 func (c *Consolidator) procedures(ctx context.Context, run Run, tenant string, h history) error {
 	var learned []Procedure
-	for _, group := range touchedGroups(h, func(ce store.ClosedEpisode) (Episode, string) {
-		ep := readEpisode(ce, h.events[ce.ID])
-		return ep, ep.Signature
-	}) {
+	for _, group := range problemGroups(h) {
 		learned = append(learned, c.Learn(group)...)
 	}
 	return inBatches(ctx, c.cfg.Writer, learned, func(ctx context.Context, tx *revise.Tx, p Procedure) (written, error) {
@@ -310,7 +301,50 @@ func (c *Consolidator) procedures(ctx context.Context, run Run, tenant string, h
 		c.metrics.uses.WithLabelValues("success").Add(float64(w.uses[0]))
 		c.metrics.uses.WithLabelValues("failure").Add(float64(w.uses[1]))
 		run.Add("competence_"+w.outcome, 1)
+	}, func(p Procedure, err error) error {
+		return c.skipped(ctx, run, tenant, string(memory.Competence), p.Key, err)
 	})
+}
+
+// problemGroups are the problems of h's episodes grouped by scope and
+// signature, in key order, the groups with a problem of a fresh episode
+// only: the ones a pass learns from again. The signature of a problem
+// whose trigger is an occurrence of a template learned from the tenant's
+// triggers (one with wildcards) is the template (substrate RFC §8:
+// procedures are found by their trigger, whatever its instance values).
+func problemGroups(h history) [][]Episode {
+	var all []Episode
+	for _, ce := range h.closed {
+		all = append(all, readProblems(ce, h.events[ce.ID])...)
+	}
+	miner := signature.NewMiner(0)
+	for _, ep := range all {
+		if ep.Trigger != "" {
+			miner.Add(ep.Trigger)
+		}
+	}
+	groups := map[string][]Episode{}
+	touched := map[string]bool{}
+	for _, ep := range all {
+		if ep.Trigger != "" {
+			if tpl, ok := miner.Template(ep.Trigger); ok {
+				ep.Template, ep.Signature = tpl, tpl.String()
+			}
+		}
+		if ep.Signature == "" {
+			continue
+		}
+		key := ep.Scope + "\x00" + ep.Signature
+		groups[key] = append(groups[key], ep)
+		if h.fresh[ep.ID] {
+			touched[key] = true
+		}
+	}
+	out := make([][]Episode, 0, len(touched))
+	for _, key := range slices.Sorted(maps.Keys(touched)) {
+		out = append(out, groups[key])
+	}
+	return out
 }
 
 // Procedure is a procedure learned from a group of episodes, ready to be
@@ -332,15 +366,15 @@ type Procedure struct {
 }
 
 // candidate is one procedure seen in a group, before its support is
-// counted: the successful episodes whose reduced steps have one shape,
-// and those steps.
+// counted: the successful problems whose reduced steps have one shape,
+// one a thread, and those steps.
 type candidate struct {
 	key     string
 	support []Episode
 	steps   [][]Action
 }
 
-// triggers are the trigger messages of the candidate's episodes.
+// triggers are the trigger messages of the candidate's problems.
 func (cand *candidate) triggers() []string {
 	out := make([]string, len(cand.support))
 	for i, ep := range cand.support {
@@ -349,20 +383,42 @@ func (cand *candidate) triggers() []string {
 	return out
 }
 
-// Learn finds the procedures of one group of episodes (one scope, one
-// trigger signature) that at least the configured number of successful
-// episodes share. Procedures of one trigger get the conditions that tell
-// them apart, when the environments do (substrate RFC §12).
+// values are the values each of the candidate's triggers names.
+func (cand *candidate) values() [][]triggerValue {
+	out := make([][]triggerValue, len(cand.support))
+	for i, ep := range cand.support {
+		out[i] = ep.values()
+	}
+	return out
+}
+
+// has reports whether a problem of ep's thread supports the candidate:
+// support counts independent tasks, never segments of one run.
+func (cand *candidate) has(ep Episode) bool {
+	return slices.ContainsFunc(cand.support, func(o Episode) bool { return sameTask(o, ep) })
+}
+
+func sameTask(a, b Episode) bool {
+	if a.Thread != "" || b.Thread != "" {
+		return a.Thread == b.Thread
+	}
+	return a.ID == b.ID
+}
+
+// Learn finds the procedures of one group of problems (one scope, one
+// trigger signature or template) that at least the configured number of
+// tasks (threads) share. Procedures of one trigger get the conditions
+// that tell them apart, when the environments do (substrate RFC §12).
 func (c *Consolidator) Learn(group []Episode) []Procedure {
 	group = sortedEpisodes(group)
 	var failed []Episode
-	followed := map[string][]Episode{} // recipe key → the failed episodes that followed it
+	followed := map[string][]Episode{} // recipe key → the failed problems that followed it
 	cands := map[string]*candidate{}
 	for _, ep := range group {
-		steps := Reduce(ep.Actions, c.cfg.Probes)
+		steps := ep.tried(c.cfg.Probes)
 		key := ""
 		if len(steps) > 0 {
-			key = procedureKey(ep.Signature, triggerValues(ep.Trigger), steps)
+			key = procedureKey(ep.Signature, ep.values(), steps)
 		}
 		switch {
 		case !ep.Success:
@@ -377,6 +433,9 @@ func (c *Consolidator) Learn(group []Episode) []Procedure {
 		if cands[key] == nil {
 			cands[key] = &candidate{key: key}
 		}
+		if cands[key].has(ep) {
+			continue
+		}
 		cands[key].support = append(cands[key].support, ep)
 		cands[key].steps = append(cands[key].steps, steps)
 	}
@@ -390,16 +449,10 @@ func (c *Consolidator) Learn(group []Episode) []Procedure {
 	var out []Procedure
 	names := map[string]int{}
 	for _, cand := range kept {
-		var contrary [][]Episode
-		for _, o := range all {
-			if o != cand {
-				contrary = append(contrary, o.support)
-			}
+		p, ok := c.procedure(cand, all, kept, failed, followed[cand.key])
+		if !ok {
+			continue
 		}
-		if f := followed[cand.key]; len(f) > 0 {
-			contrary = append(contrary, f)
-		}
-		p := c.procedure(cand, conditionsOf(cand.support, contrary), kept, failed, followed[cand.key])
 		names[p.Payload.SkillName]++
 		if n := names[p.Payload.SkillName]; n > 1 {
 			p.Payload.SkillName += fmt.Sprintf(" #%d", n)
@@ -409,15 +462,47 @@ func (c *Consolidator) Learn(group []Episode) []Procedure {
 	return out
 }
 
-// procedure builds the record of one candidate procedure of a group, under
-// its conditions: kept are the group's procedures, failed its failed
-// episodes and followed those that followed this one's recipe.
-func (c *Consolidator) procedure(cand *candidate, conds memory.Conditions, kept []*candidate, failed, followed []Episode) Procedure {
+// procedure builds the record of one candidate procedure of a group: all
+// are the group's candidates, kept those with support, failed its failed
+// problems and followed those that followed this one's recipe. Its
+// trigger is the group's template specialised to the values its support
+// shares and its recipe does not bind; the problems that are no
+// occurrence of it are not evidence for or against it. It is false for a
+// recipe with a step that is nothing but variables no trigger binds: a
+// step nobody could follow.
+func (c *Consolidator) procedure(cand *candidate, all, kept []*candidate, failed, followed []Episode) (Procedure, bool) {
+	tpls := templates(cand.steps, cand.values())
+	trig, ok := triggerOf(cand, tpls)
+	if !ok {
+		return Procedure{}, false
+	}
+	if slices.ContainsFunc(tpls, unfollowable) {
+		return Procedure{}, false
+	}
+	applies := func(ep Episode) bool {
+		if trig.Template == "" {
+			return true
+		}
+		_, ok := signature.Match(signature.ParseTemplate(trig.Template), ep.Trigger)
+		return ok
+	}
+	var contrary [][]Episode
+	for _, o := range all {
+		if o != cand {
+			if g := slices.DeleteFunc(slices.Clone(o.support), func(e Episode) bool { return !applies(e) }); len(g) > 0 {
+				contrary = append(contrary, g)
+			}
+		}
+	}
+	failed = slices.DeleteFunc(slices.Clone(failed), func(e Episode) bool { return !applies(e) })
+	followed = slices.DeleteFunc(slices.Clone(followed), func(e Episode) bool { return !applies(e) })
+	if len(followed) > 0 {
+		contrary = append(contrary, followed)
+	}
+	conds := conditionsOf(cand.support, contrary)
 	relevant := underConditions(failed, conds)
 	followed = underConditions(followed, conds)
 
-	triggers := cand.triggers()
-	tpls := Templates(cand.steps, triggers)
 	recipe := make([]memory.Step, len(tpls))
 	var tools []string
 	for i, t := range tpls {
@@ -432,43 +517,41 @@ func (c *Consolidator) procedure(cand *candidate, conds memory.Conditions, kept 
 	}
 
 	sens := memory.Public
-	var lastSuccess time.Time
 	for _, ep := range cand.support {
 		sens = sens.Max(ep.Sensitivity)
-		lastSuccess = ep.ClosedAt
 	}
-	signal := canonical(triggers)
-	if signal == "" {
-		signal = cand.support[0].Signature
+	trig.Conditions = conds
+	perf := &memory.Performance{}
+	for _, ep := range sortedEpisodes(append(slices.Clone(cand.support), followed...)) {
+		*perf = perf.Use(ep.Success, ep.ClosedAt)
 	}
-	perf := &memory.Performance{Successes: len(cand.support), Failures: len(followed), LastSuccessAt: &lastSuccess}
-	if n := len(followed); n > 0 {
-		t := followed[n-1].ClosedAt
-		perf.LastFailureAt = &t
+	sig := cand.support[0].Signature
+	if trig.Template != "" {
+		sig = trig.Template
 	}
-	name := "fix " + cand.support[0].Signature
-	if strings.HasPrefix(cand.support[0].Signature, "intent:") || strings.HasPrefix(cand.support[0].Signature, "task:") {
-		name = cand.support[0].Signature
+	name := "fix " + sig
+	if strings.HasPrefix(sig, "intent:") || strings.HasPrefix(sig, "task:") {
+		name = sig
 	}
+	name = clipName(name)
 	if len(conds) > 0 {
 		name += " (" + conditionText(conds) + ")"
 	}
 	var fallbacks []string
 	for _, o := range kept {
 		if o != cand {
-			fallbacks = append(fallbacks, summary(Templates(o.steps, o.triggers())))
+			fallbacks = append(fallbacks, summary(templates(o.steps, o.values())))
 		}
 	}
 	payload := memory.CompetencePayload{
 		Kind: memory.Competence, SkillName: name,
-		Triggers:      []memory.Trigger{{Signal: signal, Conditions: conds}},
+		Triggers:      []memory.Trigger{trig},
 		Recipe:        recipe,
 		FailureModes:  failureModes(failed, cand.steps),
 		Fallbacks:     fallbacks,
 		RequiredTools: tools,
 		Performance:   perf,
 	}
-	n := float64(len(cand.support))
 	condText := conditionText(conds)
 	if condText == "" {
 		condText = "none"
@@ -476,11 +559,103 @@ func (c *Consolidator) procedure(cand *candidate, conds memory.Conditions, kept 
 	return Procedure{
 		Key: cand.key, Scope: cand.support[0].Scope, Signature: cand.support[0].Signature, Payload: payload,
 		Support: cand.support, Failed: relevant, Followed: followed, Sensitivity: sens,
-		Confidence: math.Round(min(MaxConfidence, 1-1/(n+1))*1000) / 1000,
-		Rationale: fmt.Sprintf("%d successful episodes, %d failed, conditions %s: learned from episodes whose first error has the signature %q",
-			len(cand.support), len(relevant), condText, cand.support[0].Signature),
-	}
+		Confidence: Confidence(perf.Successes, perf.Failures),
+		Rationale: fmt.Sprintf("%d successful episodes, %d failed, conditions %s: learned from the errors they resolved, of the signature %q",
+			len(cand.support), len(relevant), condText, sig),
+	}, true
 }
+
+// Confidence is what a procedure's uses say of it: s/(s+f+1) for s
+// successes and f failures, capped at [MaxConfidence] — 1 − 1/(s+1) while
+// it has not failed, as evidence grows, and falling with every failure
+// however it was reported (substrate RFC §8, §15A.9: the statistics
+// decide).
+func Confidence(successes, failures int) float64 {
+	s, f := float64(max(successes, 0)), float64(max(failures, 0))
+	return math.Round(min(MaxConfidence, s/(s+f+1))*1000) / 1000
+}
+
+// maxName bounds the signature part of a procedure's name.
+const maxName = 160
+
+// clipName shortens a name to maxName bytes on a rune boundary.
+func clipName(s string) string {
+	if len(s) <= maxName {
+		return s
+	}
+	cut := maxName
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// triggerOf is the trigger a candidate procedure is found by: its most
+// frequent message as the signal and, for a group of a learned template,
+// the template with the wildcards its support shares one value at and
+// its recipe does not bind fixed to that value (the recipes' variables
+// bound from a wildcard renumbered to match). It is false when a
+// trigger of the support is no occurrence of the group's template.
+func triggerOf(cand *candidate, tpls []Template) (memory.Trigger, bool) {
+	signal := canonical(cand.triggers())
+	if signal == "" {
+		signal = cand.support[0].Signature
+	}
+	tpl := cand.support[0].Template
+	if tpl.Wildcards() == 0 {
+		return memory.Trigger{Signal: signal}, true
+	}
+	used := map[int]bool{}
+	for _, t := range tpls {
+		for _, src := range t.From {
+			if src.Placeholder == signature.Wildcard {
+				used[src.Index] = true
+			}
+		}
+	}
+	vals := make([][]string, len(cand.support))
+	for e, ep := range cand.support {
+		if vals[e] = tpl.WildcardValues(ep.Trigger); vals[e] == nil {
+			return memory.Trigger{}, false
+		}
+	}
+	fixed, remap, ok := tpl.Fix(cand.support[0].Trigger, func(k int) bool {
+		return used[k] || slices.ContainsFunc(vals, func(v []string) bool { return v[k] != vals[0][k] })
+	})
+	if !ok {
+		return memory.Trigger{}, false
+	}
+	for _, t := range tpls {
+		for n, src := range t.From {
+			if src.Placeholder == signature.Wildcard {
+				src.Index = remap[src.Index]
+				t.From[n] = src
+			}
+		}
+	}
+	return memory.Trigger{Signal: signal, Template: fixed.String()}, true
+}
+
+// unfollowable reports whether a step is nothing but variables that no
+// trigger binds: "{value}" for a whole command.
+func unfollowable(t Template) bool {
+	if len(t.Args) == 0 {
+		return false
+	}
+	for _, v := range t.Args {
+		s, ok := v.(string)
+		if !ok || !reWholeVar.MatchString(s) {
+			return false
+		}
+		if _, bound := t.From[strings.Trim(s, "{}")]; bound {
+			return false
+		}
+	}
+	return true
+}
+
+// reWholeVar is an argument that is one variable and nothing else.
+var reWholeVar = regexp.MustCompile(`^\{[A-Za-z_][A-Za-z_0-9]*\}$`)
 
 // underConditions are the episodes whose environment does not contradict
 // conditions.
@@ -518,7 +693,7 @@ func failureModes(failed []Episode, steps [][]Action) []string {
 		if n := len(f.Errors); n > 0 {
 			last = f.Errors[n-1]
 		}
-		tried := Reduce(f.Actions, nil)
+		tried := f.tried(nil)
 		if len(tried) == 0 {
 			add("unresolved: " + signature.Of(last))
 			continue
@@ -631,31 +806,92 @@ type written struct {
 }
 
 // inBatches writes items through the write path, writeBatch a
-// transaction, and hands each committed write to done.
-func inBatches[T any](ctx context.Context, w *revise.Writer, items []T, write func(context.Context, *revise.Tx, T) (written, error), done func(written)) error {
+// transaction, and hands each committed write to done. A batch the write
+// path refuses is written again one item a transaction, and an item it
+// still refuses — a record its schema or gates refuse, a value too large
+// to index — is handed to skip and left out: one bad record never stops a
+// pass, or every pass after it, from learning the rest. Other errors (the
+// database gone) fail the call.
+func inBatches[T any](ctx context.Context, w *revise.Writer, items []T, write func(context.Context, *revise.Tx, T) (written, error), done func(written), skip func(T, error) error) error {
 	for len(items) > 0 {
 		batch := items[:min(len(items), writeBatch)]
 		items = items[len(batch):]
-		var out []written
-		err := w.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
-			out = out[:0]
-			for _, it := range batch {
-				wr, err := write(ctx, tx, it)
-				if err != nil {
-					return err
-				}
-				out = append(out, wr)
+		out, err := writeAll(ctx, w, batch, write)
+		if err == nil {
+			for _, wr := range out {
+				done(wr)
 			}
-			return nil
-		})
-		if err != nil {
+			continue
+		}
+		if !refused(err) || len(batch) == 1 && skip == nil {
 			return err
 		}
-		for _, wr := range out {
-			done(wr)
+		for _, it := range batch {
+			out, err := writeAll(ctx, w, []T{it}, write)
+			switch {
+			case err == nil:
+				done(out[0])
+			case refused(err) && skip != nil:
+				if err := skip(it, err); err != nil {
+					return err
+				}
+			default:
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// writeAll writes items in one transaction.
+func writeAll[T any](ctx context.Context, w *revise.Writer, items []T, write func(context.Context, *revise.Tx, T) (written, error)) ([]written, error) {
+	var out []written
+	err := w.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
+		out = out[:0]
+		for _, it := range items {
+			wr, err := write(ctx, tx, it)
+			if err != nil {
+				return err
+			}
+			out = append(out, wr)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// refused reports whether the write path refused a record for what it
+// is (its schema, a gate, a limit, a value too large to index, a value
+// the database rejects), rather than failing for want of a database: the
+// record can be skipped, the pass go on.
+func refused(err error) bool {
+	var ve *schemas.ValidationError
+	var re *revise.RejectedError
+	var tl *revise.TooLargeError
+	var ce *revise.ConflictError
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &ve), errors.As(err, &re), errors.As(err, &tl), errors.As(err, &ce),
+		errors.Is(err, store.ErrTooLargeToIndex), errors.Is(err, store.ErrActiveFactExists), errors.Is(err, store.ErrExists):
+		return true
+	case errors.As(err, &pe):
+		// Data exceptions, integrity violations, program limits (an index
+		// row too large): the record's, not the database's.
+		return strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23") || strings.HasPrefix(pe.Code, "54")
+	}
+	return false
+}
+
+// skipped notes a learned record the write path refused: counted in the
+// run and the metric, logged, and audited on the tenant (substrate RFC
+// §15A.8: who did what and why), so that an operator sees what a pass
+// left out and why.
+func (c *Consolidator) skipped(ctx context.Context, run Run, tenant, kind, name string, err error) error {
+	c.metrics.skipped.WithLabelValues(kind).Inc()
+	run.Add("skipped_"+kind, 1)
+	c.cfg.Logger.Warn("consolidation skipped a record the write path refused", slog.String("tenant", tenant),
+		slog.String("type", kind), slog.String("name", name), slog.Any("error", err))
+	return c.cfg.Writer.NoteSkipped(ctx, tenant, actor, fmt.Sprintf("skipped %s %q: %v", kind, name, err))
 }
 
 // existing is the live record of a procedure, found by its tag.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 // Episode is what consolidation reads of a closed episode: the problem
 // that opened it, what the agent did about it, where, and how it ended.
 type Episode struct {
-	Tenant      string
-	ID          uuid.UUID
+	Tenant string
+	ID     uuid.UUID
+	// Thread is the episode's thread: one task, what support counts.
+	Thread      string
 	ClosedAt    time.Time
 	Sensitivity memory.Sensitivity
 	Scope       string
@@ -32,12 +35,39 @@ type Episode struct {
 	// the intent label ("intent:<tag>") or the normalised first user input.
 	Trigger   string
 	Signature string
+	// Ident is the identity of the command whose failure the trigger is
+	// ("" when it is known by none): the call that, run again, tells
+	// whether the problem is fixed.
+	Ident string
+	// Template is the learned error template the trigger is an occurrence
+	// of (the signature then), when it has wildcards; nil otherwise.
+	Template signature.Template
 	// Actions are the tool calls after the trigger (all of them, when
 	// there is no error), with their results.
 	Actions []Action
 	// Errors are the messages of the errors after the trigger.
 	Errors []string
 }
+
+// tried are the steps a problem's actions reduce to when it failed: its
+// own command run again to check the fix is a step of what was tried
+// even though it failed (it is how the failure showed), so that a failed
+// attempt that followed a procedure reduces to that procedure's steps.
+func (ep Episode) tried(probes []string) []Action {
+	acts := ep.Actions
+	if !ep.Success && ep.Ident != "" {
+		acts = slices.Clone(acts)
+		for i := range acts {
+			if acts[i].Failed && identity(acts[i]) == ep.Ident {
+				acts[i].Failed = false
+			}
+		}
+	}
+	return Reduce(acts, probes)
+}
+
+// values are the values of the problem's trigger a step may use.
+func (ep Episode) values() []triggerValue { return triggerValues(ep.Trigger, ep.Template) }
 
 // Action is one tool call and what it returned.
 type Action struct {
@@ -136,7 +166,7 @@ func (p pairing) call(actions []Action, t *memory.EventTool) []Action {
 		p[t.CallID] = len(actions)
 	}
 	a := Action{Tool: t.Name, Args: argsOf(t.Arguments), Result: t.Result}
-	a.Failed = len(a.Result) > 0 && looksLikeError(a.Result)
+	a.Failed = len(a.Result) > 0 && failed(a, a.Result)
 	return append(actions, a)
 }
 
@@ -144,12 +174,12 @@ func (p pairing) call(actions []Action, t *memory.EventTool) []Action {
 // actions, and returns that call's index (-1 for none) and whether the
 // output is an error.
 func (p pairing) output(actions []Action, t *memory.EventTool) (int, bool) {
-	failed := looksLikeError(t.Result)
 	i := p.target(actions, t)
-	if i >= 0 {
-		actions[i].Result, actions[i].Failed = t.Result, failed
+	if i < 0 {
+		return i, looksLikeError(t.Result)
 	}
-	return i, failed
+	actions[i].Result, actions[i].Failed = t.Result, failed(actions[i], t.Result)
+	return i, actions[i].Failed
 }
 
 // target is the index among actions of the call a tool output answers, or
@@ -293,6 +323,31 @@ func looksLikeError(raw json.RawMessage) bool {
 		}
 	}
 	return false
+}
+
+// failed reports whether a call's result reports a failure: it looks like
+// an error, and it is not a search that found nothing (grep exits 1 with
+// no output: an answer, not an error).
+func failed(a Action, raw json.RawMessage) bool {
+	return looksLikeError(raw) && !foundNothing(a, raw)
+}
+
+// foundNothing reports whether a result is a search's "no match": a
+// search program's exit code 1 and no output.
+func foundNothing(a Action, raw json.RawMessage) bool {
+	if code, ok := exitCode(raw); !ok || code != 1 {
+		return false
+	}
+	var x map[string]any
+	_ = json.Unmarshal(raw, &x)
+	for _, k := range []string{"stdout", "stderr", "output", "error"} {
+		if s, ok := x[k].(string); ok && strings.TrimSpace(s) != "" {
+			return false
+		}
+	}
+	id := identity(a)
+	prog, _, _ := strings.Cut(id, " ")
+	return slices.Contains(searchProgs, id) || slices.Contains(searchProgs, prog)
 }
 
 // errorText is the message of a result that reports an error.

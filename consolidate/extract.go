@@ -12,7 +12,6 @@ import (
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/revise"
-	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -212,17 +211,6 @@ func factRecord(red *policy.Redactor, ep memory.Record, sens memory.Sensitivity,
 		rec.AgentID, rec.ThreadID = ep.AgentID, ep.ThreadID
 	}
 	return rec, nil
-}
-
-// refused reports whether the write path refused a write, rather than
-// failed: a gate's rejection, a field it does not accept, a fact a
-// concurrent writer holds.
-func refused(err error) bool {
-	var re *revise.RejectedError
-	var ve *schemas.ValidationError
-	var te *revise.TooLargeError
-	var ce *revise.ConflictError
-	return errors.As(err, &re) || errors.As(err, &ve) || errors.As(err, &te) || errors.As(err, &ce)
 }
 
 // redactor is the redactor in force: what a model says passes it before

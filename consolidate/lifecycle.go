@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -110,18 +109,11 @@ func (c *Consolidator) follow(old memory.Record, p Procedure, rec *memory.Record
 		if counted[ep.ID] {
 			continue
 		}
-		at := ep.ClosedAt
+		counted[ep.ID] = true // one use an episode, however many problems
+		perf = perf.Use(ep.Success, ep.ClosedAt)
 		if ep.Success {
-			perf.Successes++
-			if perf.LastSuccessAt == nil || at.After(*perf.LastSuccessAt) {
-				perf.LastSuccessAt = &at
-			}
 			fresh = append(fresh, use(useSuccess, ep))
 			continue
-		}
-		perf.Failures++
-		if perf.LastFailureAt == nil || at.After(*perf.LastFailureAt) {
-			perf.LastFailureAt = &at
 		}
 		fresh = append(fresh, use(useFailure, ep))
 		failedNow = true
@@ -138,6 +130,7 @@ func (c *Consolidator) follow(old memory.Record, p Procedure, rec *memory.Record
 		return verdict{}, fmt.Errorf("encode procedure: %w", err)
 	}
 	rec.Payload = payload
+	rec.Confidence = Confidence(perf.Successes, perf.Failures)
 	rec.Provenance.Sources = sources
 	rec.Tags = slices.DeleteFunc(rec.Tags, func(t string) bool { return t == ProbationTag })
 	if Probationary(perf.Successes-learnedWith, c.cfg.Lifecycle.ProbationUses) {
@@ -146,7 +139,7 @@ func (c *Consolidator) follow(old memory.Record, p Procedure, rec *memory.Record
 	if !failedNow {
 		return verdict{}, nil
 	}
-	return verdict{retract: c.cfg.Lifecycle.drift(uses, perf), evidence: fresh}, nil
+	return verdict{retract: c.cfg.Lifecycle.Rule().Verdict(perf), evidence: fresh}, nil
 }
 
 // Probationary reports whether a procedure with so many successful uses
@@ -155,37 +148,10 @@ func Probationary(usesSinceLearned, probationUses int) bool {
 	return usesSinceLearned < probationUses
 }
 
-// drift is the rationale for retracting a procedure whose uses by episode
-// (in the order they closed) end so, or "" when it has not drifted.
-func (l Lifecycle) drift(uses []Episode, perf memory.Performance) string {
-	streak := 0
-	for i := len(uses) - 1; i >= 0 && !uses[i].Success; i-- {
-		streak++
-	}
-	if streak >= l.RetractAfter {
-		since := "since it was learned"
-		if perf.LastSuccessAt != nil {
-			since = "since its last success on " + perf.LastSuccessAt.UTC().Format(time.RFC3339)
-		}
-		return fmt.Sprintf("%d failures in a row %s (%d successes, %d failures in all): retracted after drift",
-			streak, since, perf.Successes, perf.Failures)
-	}
-	if len(uses) < l.RateWindow {
-		return ""
-	}
-	last := uses[len(uses)-l.RateWindow:]
-	s := 0
-	for _, u := range last {
-		if u.Success {
-			s++
-		}
-	}
-	rate := float64(s+1) / float64(len(last)+2)
-	if rate < l.RetractRate {
-		return fmt.Sprintf("smoothed success rate %.2f over its last %d uses is under %.2f: retracted after drift",
-			rate, len(last), l.RetractRate)
-	}
-	return ""
+// Rule is the lifecycle's retraction rule, the one feedback applies too.
+func (l Lifecycle) Rule() memory.RetractionRule {
+	l = l.withDefaults()
+	return memory.RetractionRule{After: l.RetractAfter, Rate: l.RetractRate, Window: l.RateWindow}
 }
 
 // use is the provenance source that counts an episode as a use.

@@ -14,22 +14,17 @@ import (
 func TestDrift(t *testing.T) {
 	t.Parallel()
 	l := Lifecycle{}.withDefaults()
-	uses := func(outcomes string) []Episode {
-		out := make([]Episode, len(outcomes))
-		for i, o := range outcomes {
-			out[i] = Episode{Success: o == 's'}
-		}
-		return out
-	}
 	last := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	perf := memory.Performance{Successes: 3, Failures: 3, LastSuccessAt: &last}
+	drift := func(recent string) string {
+		return l.Rule().Verdict(memory.Performance{Successes: 3, Failures: 3, LastSuccessAt: &last, Recent: recent})
+	}
 	require.Equal(t, "3 failures in a row since its last success on 2026-11-01T12:00:00Z (3 successes, 3 failures in all): retracted after drift",
-		l.drift(uses("sssfff"), perf))
-	require.Empty(t, l.drift(uses("sssff"), perf))
-	require.Empty(t, l.drift(uses("fsfsfsfsfs"), perf), "rate ½")
+		drift("sssfff"))
+	require.Empty(t, drift("sssff"))
+	require.Empty(t, drift("fsfsfsfsfs"), "rate ½")
 	require.Equal(t, "smoothed success rate 0.25 over its last 10 uses is under 0.30: retracted after drift",
-		l.drift(uses("sssffsffffsff"), perf))
-	require.Empty(t, l.drift(uses("fsffsff"), perf), "the window is not full")
+		drift("sssffsffffsff"))
+	require.Empty(t, drift("fsffsff"), "the window is not full")
 	require.True(t, Probationary(1, l.ProbationUses))
 	require.False(t, Probationary(2, l.ProbationUses))
 }

@@ -16,6 +16,8 @@ type metrics struct {
 	extracted prometheus.Counter
 	// stage times each stage of a pass.
 	stage *prometheus.HistogramVec
+	// skipped counts the learned records the write path refused.
+	skipped *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -49,9 +51,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time one stage of a consolidation pass took (for a tenant, where the stage is per tenant): history, procedures, plans, extract, duplicates, compress.",
 			Buckets: []float64{.01, .05, .1, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"stage"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "engram_consolidation_skipped_total",
+			Help: "Learned records the write path refused (schema, gates, limits), by type: left out, audited, and the pass went on.",
+		}, []string{"type"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.records, m.uses, m.planReuse, m.lag, m.watermark, m.stage, m.extracted)
+		reg.MustRegister(m.records, m.uses, m.planReuse, m.lag, m.watermark, m.stage, m.extracted, m.skipped)
 	}
 	return m
 }

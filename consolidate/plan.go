@@ -40,8 +40,12 @@ type Trace struct {
 	Episode
 	// Intent is the episode's intent label, or the normalised text of its
 	// first user input.
-	Intent  string
-	Latency time.Duration
+	Intent string
+	// Tagged: the runtime named the intent (an intent: tag); else
+	// FirstInput is the first user input it is read from.
+	Tagged     bool
+	FirstInput string
+	Latency    time.Duration
 }
 
 // readTrace builds a [Trace]: the episode as competence extraction reads
@@ -80,9 +84,9 @@ func readTrace(ce store.ClosedEpisode, evs []store.EpisodeEvent) Trace {
 	// error (§15A.10: plans are found by intent).
 	switch {
 	case strings.TrimSpace(intent) != "":
-		tr.Intent = strings.ToLower(strings.TrimSpace(intent))
+		tr.Intent, tr.Tagged = strings.ToLower(strings.TrimSpace(intent)), true
 	case firstInput != "":
-		tr.Intent = signature.Normalise(firstInput)
+		tr.Intent, tr.FirstInput = signature.Normalise(firstInput), firstInput
 	}
 	if len(evs) > 1 {
 		first := slices.MinFunc(evs, func(a, b store.EpisodeEvent) int { return a.Time.Compare(b.Time) })
@@ -175,6 +179,15 @@ func (g Graph) Key(intent string) string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
+// edgesOf is a graph's edges, an empty list (never null: the schema
+// wants a list) for a graph of one step.
+func edgesOf(g Graph) []memory.PlanEdge {
+	if g.Edges == nil {
+		return []memory.PlanEdge{}
+	}
+	return g.Edges
+}
+
 func nodeID(i int) string { return fmt.Sprintf("n%d", i+1) }
 
 // op names a node as a procedure step is named, with the values that
@@ -261,12 +274,21 @@ type Plan struct {
 	Rationale   string
 }
 
+// maxPlanID bounds a plan_id: an intent read from a long first input
+// would make a plan_id tag past the write path's tag limit.
+const maxPlanID = 80
+
 // PlanID is the plan_id of an intent's plans: the intent as an
-// identifier.
+// identifier, at most maxPlanID bytes — a long one cut, with a hash of
+// the whole so that two long intents keep two ids.
 func PlanID(intent string) string {
 	id := strings.Trim(reNotID.ReplaceAllString(strings.ToLower(intent), "_"), "_")
 	if id == "" {
 		return "plan"
+	}
+	if len(id) > maxPlanID {
+		sum := sha256.Sum256([]byte(id))
+		id = strings.TrimRight(id[:maxPlanID-13], "_") + "_" + hex.EncodeToString(sum[:6])
 	}
 	return id
 }
@@ -286,7 +308,13 @@ func (c *Consolidator) LearnPlans(group []Trace) []Plan {
 	}
 	byKey := map[string]*structure{}
 	for _, tr := range group {
-		g := BuildGraph(tr.Actions, c.cfg.Probes)
+		acts := tr.Actions
+		if n := len(acts); !tr.Success && n > 0 && acts[n-1].Failed {
+			// The failure showed at its last call: a step of what it tried.
+			acts = slices.Clone(acts)
+			acts[n-1].Failed = false
+		}
+		g := BuildGraph(acts, c.cfg.Probes)
 		if len(g.Steps) == 0 {
 			continue
 		}
@@ -325,7 +353,7 @@ func (c *Consolidator) LearnPlans(group []Trace) []Plan {
 		out = append(out, Plan{
 			Key: k, Scope: s.support[0].Scope, Intent: intent,
 			Payload: memory.PlanGraphPayload{
-				Kind: memory.PlanGraph, PlanID: PlanID(intent), Intent: intent, Nodes: nodes, Edges: s.graph.Edges,
+				Kind: memory.PlanGraph, PlanID: PlanID(intent), Intent: clipName(intent), Nodes: nodes, Edges: edgesOf(s.graph),
 				Metrics: map[string]any{
 					"uses": n, "successes": n, "failures": f,
 					"failure_rate":   math.Round(float64(f)/float64(n+f)*1000) / 1000,
@@ -344,14 +372,50 @@ func (c *Consolidator) LearnPlans(group []Trace) []Plan {
 	return out
 }
 
+// traceGroups are the traces of h's episodes grouped by scope and
+// intent, in key order, the groups with a fresh episode only. An episode
+// whose runtime named no intent is known by its first input; inputs that
+// are occurrences of one template learned from the tenant's first inputs
+// ("deploy billing to staging", "deploy search to staging") are one
+// intent, the template (substrate RFC §9: plans are found by intent).
+func traceGroups(h history) [][]Trace {
+	traces := make([]Trace, len(h.closed))
+	miner := signature.NewMiner(0)
+	for i, ce := range h.closed {
+		traces[i] = readTrace(ce, h.events[ce.ID])
+		if !traces[i].Tagged && traces[i].FirstInput != "" {
+			miner.Add(traces[i].FirstInput)
+		}
+	}
+	groups := map[string][]Trace{}
+	touched := map[string]bool{}
+	for _, tr := range traces {
+		if !tr.Tagged && tr.FirstInput != "" {
+			if tpl, ok := miner.Template(tr.FirstInput); ok {
+				tr.Intent = tpl.String()
+			}
+		}
+		if tr.Intent == "" {
+			continue
+		}
+		key := tr.Scope + "\x00" + tr.Intent
+		groups[key] = append(groups[key], tr)
+		if h.fresh[tr.ID] {
+			touched[key] = true
+		}
+	}
+	out := make([][]Trace, 0, len(touched))
+	for _, key := range slices.Sorted(maps.Keys(touched)) {
+		out = append(out, groups[key])
+	}
+	return out
+}
+
 // plans learns the plan graphs of a tenant's intents that have a fresh
 // episode, and writes each intent's best supported one.
 func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, h history) error {
 	var best []Plan
-	for _, group := range touchedGroups(h, func(ce store.ClosedEpisode) (Trace, string) {
-		tr := readTrace(ce, h.events[ce.ID])
-		return tr, tr.Intent
-	}) {
+	for _, group := range traceGroups(h) {
 		if plans := c.LearnPlans(group); len(plans) > 0 {
 			best = append(best, plans[0])
 		}
@@ -362,6 +426,8 @@ func (c *Consolidator) plans(ctx context.Context, run Run, tenant string, h hist
 		c.metrics.records.WithLabelValues(string(memory.PlanGraph), w.outcome).Inc()
 		c.metrics.planReuse.Add(float64(w.reused))
 		run.Add("plan_"+w.outcome, 1)
+	}, func(p Plan, err error) error {
+		return c.skipped(ctx, run, tenant, string(memory.PlanGraph), p.Payload.PlanID, err)
 	})
 }
 

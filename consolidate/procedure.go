@@ -21,19 +21,17 @@ import (
 var DefaultProbes = []string{"cat", "ls", "grep", "rg", "find", "head", "tail", "stat", "pwd", "echo", "which",
 	"read_file", "list_files", "list_dir", "search", "view", "less", "file", "wc", "env", "git status", "git diff", "git log"}
 
-// shellTools are tools whose command argument names the program run.
-var shellTools = []string{"shell", "bash", "sh", "exec", "run", "terminal", "run_command", "cmd"}
-
 // Reduce is the part of an episode's actions that made the fix (substrate
-// RFC §15A.9): a step that failed and was tried again is dropped, as is
-// every earlier copy of a step repeated exactly, and a read-only probe
-// (one of probes) whose output no later step uses.
+// RFC §15A.9): a step that failed is dropped — tried again, the later
+// call carries it; never tried again, it was a wrong try — as is every
+// earlier copy of a step repeated exactly, and a read-only probe (one of
+// probes) whose output no later step uses.
 func Reduce(actions []Action, probes []string) []Action {
 	var out []Action
 	for i, a := range actions {
 		later := actions[i+1:]
-		if a.Failed && slices.ContainsFunc(later, func(b Action) bool { return b.Tool == a.Tool }) {
-			continue // failed, then retried
+		if a.Failed {
+			continue
 		}
 		if slices.ContainsFunc(later, func(b Action) bool { return b.Tool == a.Tool && reflect.DeepEqual(b.Args, a.Args) }) {
 			continue // an exact repeat follows
@@ -46,33 +44,35 @@ func Reduce(actions []Action, probes []string) []Action {
 	return out
 }
 
-// isProbe reports whether a call only reads.
+// isProbe reports whether a call only reads: a probe tool, or a shell
+// command line each of whose commands is a probe program and that writes
+// no file (a heredoc or a redirection into a file is a write).
 func isProbe(a Action, probes []string) bool {
-	name := a.Tool
-	if slices.Contains(shellTools, a.Tool) {
-		name = commandName(a.Args)
+	if len(probes) == 0 {
+		return false
 	}
-	return name != "" && slices.Contains(probes, name)
-}
-
-// commandName is the program a shell call runs: its first word, or its
-// first two for git.
-func commandName(args map[string]any) string {
-	var cmd string
-	for _, k := range []string{"command", "cmd", "args"} {
-		if s, ok := args[k].(string); ok {
-			cmd = s
-			break
+	if !slices.Contains(shellTools, a.Tool) {
+		return slices.Contains(probes, a.Tool)
+	}
+	cmd := commandLine(a.Args)
+	if cmd == "" || writes(cmd) {
+		return false
+	}
+	segs := segments(shellWords(cmd))
+	for _, seg := range segs {
+		prog, rest := program(seg)
+		if prog == "cd" {
+			continue
+		}
+		name := prog
+		if prog == "git" && len(rest) > 0 {
+			name = "git " + rest[0]
+		}
+		if !slices.Contains(probes, name) {
+			return false
 		}
 	}
-	f := strings.Fields(cmd)
-	switch {
-	case len(f) == 0:
-		return ""
-	case f[0] == "git" && len(f) > 1:
-		return "git " + f[1]
-	}
-	return f[0]
+	return len(segs) > 0
 }
 
 // usedLater reports whether a later step's arguments contain a word of the

@@ -39,16 +39,23 @@ type Template struct {
 // so that "rm -rf /srv/a-1/cache" under "… in /srv/a-1/obj.o" becomes "rm
 // -rf {path}/cache" with {path} the trigger's first path less "/obj.o".
 func Templates(steps [][]Action, triggers []string) []Template {
+	var values [][]triggerValue
+	if len(triggers) == len(steps) {
+		values = make([][]triggerValue, len(steps))
+		for e, tr := range triggers {
+			values[e] = triggerValues(tr, nil)
+		}
+	}
+	return templates(steps, values)
+}
+
+// templates is [Templates] with each episode's trigger values (values[e],
+// nil when the triggers are not known).
+func templates(steps [][]Action, values [][]triggerValue) []Template {
 	if len(steps) == 0 {
 		return nil
 	}
-	tp := templater{used: map[string]int{}, named: map[string]string{}}
-	if len(triggers) == len(steps) {
-		tp.values = make([][]triggerValue, len(steps))
-		for e, tr := range triggers {
-			tp.values[e] = triggerValues(tr)
-		}
-	}
+	tp := templater{used: map[string]int{}, named: map[string]string{}, values: values}
 	out := make([]Template, len(steps[0]))
 	for i := range steps[0] {
 		first := steps[0][i]
@@ -93,10 +100,46 @@ func (tp *templater) name(base string, col []string) string {
 }
 
 // value is the templated form of one argument's values across the
-// episodes.
+// episodes: lists element by element and objects key by key when they
+// have one shape, strings word by word as a shell splits them when they
+// have as many words; only what varied becomes a variable.
 func (tp *templater) value(key string, values []any, t *Template) any {
 	if allEqual(values) {
 		return values[0]
+	}
+	switch first := values[0].(type) {
+	case []any:
+		cols, ok := columns(values, len(first), func(v any, j int) (any, bool) {
+			l, ok := v.([]any)
+			if !ok || len(l) != len(first) {
+				return nil, false
+			}
+			return l[j], true
+		})
+		if ok {
+			out := make([]any, len(first))
+			for j, col := range cols {
+				out[j] = tp.value(key, col, t)
+			}
+			return out
+		}
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(first))
+		cols, ok := columns(values, len(keys), func(v any, j int) (any, bool) {
+			m, ok := v.(map[string]any)
+			if !ok || len(m) != len(keys) {
+				return nil, false
+			}
+			x, ok := m[keys[j]]
+			return x, ok
+		})
+		if ok {
+			out := make(map[string]any, len(keys))
+			for j, col := range cols {
+				out[keys[j]] = tp.value(keys[j], col, t)
+			}
+			return out
+		}
 	}
 	strs := make([]string, len(values))
 	for i, v := range values {
@@ -111,7 +154,7 @@ func (tp *templater) value(key string, values []any, t *Template) any {
 	// Word by word, when the strings have as many words.
 	words := make([][]string, len(strs))
 	for i, s := range strs {
-		words[i] = strings.Fields(s)
+		words[i] = shellWords(s)
 	}
 	if !slices.ContainsFunc(words, func(w []string) bool { return len(w) != len(words[0]) }) && len(words[0]) > 1 {
 		out := make([]string, len(words[0]))
@@ -120,11 +163,65 @@ func (tp *templater) value(key string, values []any, t *Template) any {
 			for i := range words {
 				col[i] = words[i][j]
 			}
-			out[j] = tp.word(key, col, t)
+			out[j] = tp.word(wordName(key, words, j), col, t)
 		}
-		return strings.Join(out, " ")
+		return joinWords(out)
 	}
 	return tp.word(key, strs, t)
+}
+
+// installVerbs are the words after which a command names packages.
+var installVerbs = []string{"install", "add", "uninstall", "remove", "upgrade", "reinstall", "get"}
+
+// wordName is the name base of the variable of the j-th word of a
+// command (words, one list a supporting step): "package" after an
+// install verb every step shares (flags between skipped), else the
+// argument key's.
+func wordName(key string, words [][]string, j int) string {
+	for k := j - 1; k >= 0; k-- {
+		w := words[0][k]
+		if slices.ContainsFunc(words, func(ws []string) bool { return ws[k] != w }) {
+			break
+		}
+		if strings.HasPrefix(w, "-") {
+			continue
+		}
+		if slices.Contains(installVerbs, w) {
+			return "package"
+		}
+		break
+	}
+	return key
+}
+
+// columns are the j-th elements of each value (for j < n), when at(v, j)
+// finds them in every value.
+func columns(values []any, n int, at func(v any, j int) (any, bool)) ([][]any, bool) {
+	cols := make([][]any, n)
+	for j := range n {
+		cols[j] = make([]any, len(values))
+		for e, v := range values {
+			x, ok := at(v, j)
+			if !ok {
+				return nil, false
+			}
+			cols[j][e] = x
+		}
+	}
+	return cols, true
+}
+
+// joinWords joins shell words with single spaces, a heredoc's body (a
+// word that starts a line) without one.
+func joinWords(ws []string) string {
+	var b strings.Builder
+	for i, w := range ws {
+		if i > 0 && !strings.HasPrefix(w, "\n") {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+	}
+	return b.String()
 }
 
 // word is one word's template: itself when it never varied; else the
@@ -136,6 +233,9 @@ func (tp *templater) word(key string, col []string, t *Template) string {
 		return col[0]
 	}
 	if w, ok := tp.fromTrigger(key, col, t); ok {
+		return w
+	}
+	if w, ok := tp.pieces(key, col, t); ok {
 		return w
 	}
 	base := varName(key)
@@ -160,6 +260,63 @@ func (tp *templater) word(key string, col []string, t *Template) string {
 		t.Vars[n] = key
 	}
 	return "{" + n + "}" + suffix
+}
+
+// rePiece cuts a word into pieces at the separators inside it.
+var rePiece = regexp.MustCompile(`::|==|[=@:,]`)
+
+// pieces templates a word that varied piece by piece, when every
+// episode's word has the same separators at the same places and some
+// piece never varied: "tests/test_a.py::test_x" and
+// "tests/test_b.py::test_y" are "{path}::{test}".
+func (tp *templater) pieces(key string, col []string, t *Template) (string, bool) {
+	split := func(w string) ([]string, []string) {
+		return rePiece.Split(w, -1), rePiece.FindAllString(w, -1)
+	}
+	parts0, seps0 := split(col[0])
+	if len(parts0) < 2 {
+		return "", false
+	}
+	parts := make([][]string, len(col))
+	for e, w := range col {
+		p, seps := split(w)
+		if len(p) != len(parts0) || !slices.Equal(seps, seps0) {
+			return "", false
+		}
+		parts[e] = p
+	}
+	var b strings.Builder
+	fixed := false
+	for j := range parts0 {
+		pc := make([]string, len(col))
+		for e := range col {
+			pc[e] = parts[e][j]
+		}
+		if !slices.ContainsFunc(pc, func(s string) bool { return s != pc[0] }) {
+			fixed = fixed || pc[0] != ""
+			b.WriteString(pc[0])
+		} else {
+			b.WriteString(tp.word(pieceName(key, seps0, j), pc, t))
+		}
+		if j < len(seps0) {
+			b.WriteString(seps0[j])
+		}
+	}
+	return b.String(), fixed
+}
+
+// pieceName names the variable of the j-th piece of a word: after "::",
+// a test; before "==" or "@", a package; after them, a version.
+func pieceName(key string, seps []string, j int) string {
+	switch {
+	case j > 0 && seps[j-1] == "::":
+		return "test"
+	case j < len(seps) && (seps[j] == "==" || seps[j] == "@"):
+		return "package"
+	case j > 0 && (seps[j-1] == "==" || seps[j-1] == "@"):
+		return "version"
+	}
+	return key
 }
 
 // fromTrigger templates a word that varied by the values of the episodes'
@@ -266,17 +423,26 @@ var reDrive = regexp.MustCompile(`^[A-Za-z]:$`)
 
 // triggerValues are the values of a trigger message an argument may hold,
 // longest first (the first found of equal ones first), so that a path is
-// not taken for its directory. A value of one character is left out: it
-// would be found in too many arguments by chance.
-func triggerValues(trigger string) []triggerValue {
+// not taken for its directory: its paths and quoted names
+// ([signature.Values]) and, when the trigger is an occurrence of a
+// learned template with wildcards (tpl), the values at its wildcards;
+// each path's directories; and the name of a versioned value ("tokio" of
+// "tokio-28", "foo" of "foo==1.2"). A value of one character is left out:
+// it would be found in too many arguments by chance.
+func triggerValues(trigger string, tpl signature.Template) []triggerValue {
+	vals := signature.Values(trigger)
+	if tpl.Wildcards() > 0 {
+		vals, _ = signature.Match(tpl, trigger)
+	}
 	var out []triggerValue
-	for _, v := range signature.Values(trigger) {
+	for _, v := range vals {
 		if utf8.RuneCountInString(v.Text) < 2 {
 			continue
 		}
 		src := signature.Source{Placeholder: v.Placeholder, Index: v.Index}
 		out = append(out, triggerValue{text: v.Text, src: src})
 		if v.Placeholder != signature.Path {
+			out = append(out, names(v.Text, src)...)
 			continue
 		}
 		for i, r := range v.Text {
@@ -288,6 +454,26 @@ func triggerValues(trigger string) []triggerValue {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b triggerValue) int { return cmp.Compare(len(b.text), len(a.text)) })
+	return out
+}
+
+// reVersion is what follows a name's separator when it is a version.
+var reVersion = regexp.MustCompile(`^v?\d[\w.+-]*$`)
+
+// names are the names a versioned value holds: the part before a version
+// separator ("==", ">=", "@", ":", "-") whose rest is a version.
+func names(text string, src signature.Source) []triggerValue {
+	var out []triggerValue
+	for _, sep := range []string{"==", ">=", "<=", "~=", "@", ":", "-"} {
+		i := strings.LastIndex(text, sep)
+		if i <= 1 || !reVersion.MatchString(text[i+len(sep):]) {
+			continue
+		}
+		s := src
+		s.Before = sep
+		out = append(out, triggerValue{text: text[:i], src: s})
+		break
+	}
 	return out
 }
 
@@ -353,7 +539,7 @@ func shapeOf(segs []segment) []string {
 	for i, s := range segs {
 		out[i] = s.text
 		if s.value {
-			out[i] = fmt.Sprintf("\x00%s\x00%d\x00%s", s.src.Placeholder, s.src.Index, s.src.TrimSuffix)
+			out[i] = fmt.Sprintf("\x00%s\x00%d\x00%s\x00%s", s.src.Placeholder, s.src.Index, s.src.TrimSuffix, s.src.Before)
 		}
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 )
 
@@ -38,6 +39,9 @@ type Decayer struct {
 	now          func() time.Time
 	batchTimeout time.Duration
 	metrics      *metrics
+	// retraction retracts a procedure whose uses feedback counts say it
+	// keeps failing.
+	retraction memory.RetractionRule
 }
 
 // Option configures a [Decayer].
@@ -55,6 +59,12 @@ func WithRegistry(reg prometheus.Registerer) Option {
 	return func(d *Decayer) { d.metrics = newMetrics(reg, d) }
 }
 
+// WithRetraction sets the rule that retracts a procedure whose uses,
+// counted by feedback, say it keeps failing (the rule consolidation
+// applies to the uses it observes: consolidate.Lifecycle.Rule);
+// [memory.DefaultRetraction] when not set.
+func WithRetraction(r memory.RetractionRule) Option { return func(d *Decayer) { d.retraction = r } }
+
 // WithBatchTimeout bounds each batch of a sweep or purge.
 func WithBatchTimeout(t time.Duration) Option { return func(d *Decayer) { d.batchTimeout = t } }
 
@@ -68,6 +78,7 @@ func New(db pg.DBTX, writer *revise.Writer, settings *Settings, opts ...Option) 
 		logger:       slog.New(slog.DiscardHandler),
 		now:          time.Now,
 		batchTimeout: DefaultBatchTimeout,
+		retraction:   memory.DefaultRetraction,
 	}
 	for _, o := range opts {
 		o(d)

@@ -119,6 +119,7 @@ func (d *Decayer) Feedback(ctx context.Context, tenant string, req FeedbackReque
 	now := d.clock()
 	fb := revise.Feedback{Scope: req.scope(), RecordIDs: req.RecordIDs, Outcome: string(req.Outcome)}
 	var res revise.FeedbackResult
+	retracted := 0
 	err := d.writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
 		todo, r, err := tx.FeedbackTargets(ctx, tenant, fb, now)
 		if err != nil || len(todo) == 0 {
@@ -139,13 +140,45 @@ func (d *Decayer) Feedback(ctx context.Context, tenant string, req FeedbackReque
 		}
 		r.Applied, err = tx.Reinforce(ctx, tenant, todo, reinf, now, ch)
 		res = r
+		if err != nil || req.Outcome != UsedFailure {
+			return err
+		}
+		retracted, err = d.retractFailing(ctx, tx, tenant, r.Applied, ch)
 		return err
 	})
 	if err != nil {
 		return FeedbackResult{}, err
 	}
 	d.metrics.feedback.WithLabelValues(string(req.Outcome)).Add(float64(len(res.Applied)))
+	d.metrics.retracted.Add(float64(retracted))
 	return FeedbackResult{Applied: res.Applied, Duplicate: res.Duplicate, NotLive: res.NotLive}, nil
+}
+
+// retractFailing retracts the procedures among recs (as feedback left
+// them) whose uses now call for it by the retraction rule — the rule
+// consolidation applies to the uses it observes, so that a procedure is
+// given up the same way however its failures were reported (substrate
+// RFC §8).
+func (d *Decayer) retractFailing(ctx context.Context, tx *revise.Tx, tenant string, recs []memory.Record, ch revise.Change) (int, error) {
+	n := 0
+	for _, rec := range recs {
+		if rec.Type != memory.Competence || rec.Status != memory.Active {
+			continue
+		}
+		var p memory.CompetencePayload
+		if err := json.Unmarshal(rec.Payload, &p); err != nil || p.Performance == nil {
+			continue
+		}
+		why := d.retraction.Verdict(*p.Performance)
+		if why == "" {
+			continue
+		}
+		if _, err := tx.Retract(ctx, tenant, rec.ID, rec.Version, revise.Change{Actor: ch.Actor, Rationale: why + " (reported by feedback)", Evidence: ch.Evidence}); err != nil {
+			return n, fmt.Errorf("retract procedure %s: %w", rec.ID, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // reinforce is rec's salience after an outcome at now.
@@ -212,6 +245,20 @@ func countOutcome(rec memory.Record, o Outcome, now time.Time) (string, json.Raw
 		}
 	}
 	stats["successes"], stats["failures"] = successes, failures
+	if rec.Type == memory.Competence {
+		// The recent uses the retraction rule judges, as consolidation
+		// counts the uses it observes (memory.Performance.Use).
+		recent, _ := stats["recent"].(string)
+		mark := "f"
+		if o == UsedSuccess {
+			mark = "s"
+		}
+		recent += mark
+		if n := len(recent); n > memory.MaxRecent {
+			recent = recent[n-memory.MaxRecent:]
+		}
+		stats["recent"] = recent
+	}
 	if rec.Type == memory.PlanGraph {
 		stats["failure_rate"] = float64(failures) / float64(successes+failures)
 	}

@@ -21,6 +21,7 @@ type metrics struct {
 	artifactsPurged prometheus.Counter
 	restored        prometheus.Counter
 	feedback        *prometheus.CounterVec
+	retracted       prometheus.Counter
 }
 
 // newMetrics makes the decay metrics and registers them, with the
@@ -47,9 +48,13 @@ func newMetrics(reg prometheus.Registerer, d *Decayer) *metrics {
 			Name: "engram_feedback_total",
 			Help: "Records that received feedback, by outcome (substrate RFC §15.10 retrieval usefulness).",
 		}, []string{"outcome"}),
+		retracted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "engram_feedback_retractions_total",
+			Help: "Learned procedures retracted because the failures feedback reported met the retraction rule.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.pruned, m.purged, m.artifactsPurged, m.restored, m.feedback, &collector{decayer: d})
+		reg.MustRegister(m.pruned, m.purged, m.artifactsPurged, m.restored, m.feedback, m.retracted, &collector{decayer: d})
 	}
 	return m
 }

@@ -102,7 +102,13 @@ type CompetencePayload struct {
 // Trigger is a signal (an error signature, an intent label) and the
 // conditions under which a procedure applies to it.
 type Trigger struct {
-	Signal     string     `json:"signal"`
+	Signal string `json:"signal"`
+	// Template, when set, is the error template the signal is an
+	// occurrence of, learned from the stream (package signature): its
+	// words normalised, "<*>" where an instance value goes. A task's error
+	// is this trigger's problem when it matches the template, and a
+	// recipe variable bound from the k-th wildcard takes its word there.
+	Template   string     `json:"template,omitempty"`
 	Conditions Conditions `json:"conditions,omitempty"`
 }
 
@@ -120,6 +126,11 @@ type Performance struct {
 	Failures      int        `json:"failures"`
 	LastSuccessAt *time.Time `json:"last_success_at,omitempty"`
 	LastFailureAt *time.Time `json:"last_failure_at,omitempty"`
+	// Recent are its latest uses, oldest first, "s" a success and "f" a
+	// failure, at most [MaxRecent]: whether observed in episodes or
+	// reported by feedback, every use is counted here alike, and
+	// [RetractionRule] judges them.
+	Recent string `json:"recent,omitempty"`
 }
 
 // PlanGraphPayload is a reusable solution: actions as nodes, dependencies as

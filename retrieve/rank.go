@@ -209,6 +209,9 @@ func bestTrigger(ts []memory.Trigger, t Task, signals []taskSignal, sigs *signat
 		}
 		sig := sigs.of(tr.Signal)
 		signal, problem := sameProblem(sig, signals)
+		if tr.Template != "" {
+			signal, problem = templateMatch(tr.Template, signals)
+		}
 		var shared int
 		for w := range words(tr.Signal) {
 			if want[w] {

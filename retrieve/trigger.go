@@ -3,6 +3,7 @@ package retrieve
 import (
 	"encoding/json"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +82,40 @@ func sameProblem(sig string, signals []taskSignal) (string, bool) {
 	return "", false
 }
 
+// templateMatch is the first of signals that is an occurrence of a
+// learned error template (a trigger's [memory.Trigger.Template]): the
+// same problem, whatever values its wildcards hold.
+func templateMatch(tpl string, signals []taskSignal) (string, bool) {
+	t := signature.ParseTemplate(tpl)
+	for _, s := range signals {
+		if _, ok := signature.Match(t, s.text); ok {
+			return s.text, true
+		}
+	}
+	return "", false
+}
+
+// reVar is a variable in a recipe's templated arguments.
+var reVar = regexp.MustCompile(`\{([A-Za-z_][A-Za-z_0-9]*)\}`)
+
+// followable reports whether a client can follow a recipe as it is: it
+// has steps, and every variable its arguments hold is bound (substrate
+// RFC §15A.9: a recipe an agent can follow without the episodes).
+func followable(recipe []memory.Step, bound map[string]string) bool {
+	if len(recipe) == 0 {
+		return false
+	}
+	for _, st := range recipe {
+		b, _ := json.Marshal(st.ArgsSchema["arguments"])
+		for _, m := range reVar.FindAllSubmatch(b, -1) {
+			if _, ok := bound[string(m[1])]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // matchTrigger matches a procedure to the task by its best trigger and
 // records how in why: the trigger's signal, whether it is the task's
 // problem (a signature match), the share of its words the task names, and
@@ -92,7 +127,8 @@ func matchTrigger(why *Why, p memory.CompetencePayload, t Task, signals []taskSi
 	cover := coverage(sig, taskWords(t))
 	if signal != "" {
 		why.SignatureMatch, cover = true, 1
-		why.Bindings = bindings(p.Recipe, signal)
+		why.Bindings = bindings(p.Recipe, trig, signal)
+		why.Followable = followable(p.Recipe, why.Bindings)
 	}
 	why.SignalCoverage = &cover
 	return trig.Conditions, signal != ""
@@ -126,7 +162,7 @@ func taskWords(t Task) map[string]bool {
 // found at that place in the signal (substrate RFC §15A.9: variables bound
 // from the task). A variable the signal does not hold is left out; nil when
 // none is bound.
-func bindings(recipe []memory.Step, signal string) map[string]string {
+func bindings(recipe []memory.Step, trig memory.Trigger, signal string) map[string]string {
 	var vals []signature.Value
 	out := map[string]string{}
 	for _, st := range recipe {
@@ -138,6 +174,9 @@ func bindings(recipe []memory.Step, signal string) map[string]string {
 			}
 			if vals == nil {
 				vals = signature.Values(signal)
+				if trig.Template != "" {
+					vals, _ = signature.Match(signature.ParseTemplate(trig.Template), signal)
+				}
 			}
 			if v, ok := src.In(vals); ok {
 				out[name] = v

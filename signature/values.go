@@ -28,6 +28,10 @@ type Source struct {
 	Placeholder string `json:"placeholder"`
 	Index       int    `json:"index"`
 	TrimSuffix  string `json:"trim_suffix,omitempty"`
+	// Before, when set, takes the value's part before the last Before in
+	// it: the name of a versioned value ("tokio" of "tokio-28" with "-",
+	// "foo" of "foo==1.2" with "==").
+	Before string `json:"before,omitempty"`
 }
 
 // In is the value s names among vals, a message's [Values]: none when the
@@ -38,6 +42,13 @@ func (s Source) In(vals []Value) (string, bool) {
 			continue
 		}
 		text, ok := strings.CutSuffix(v.Text, s.TrimSuffix)
+		if s.Before != "" {
+			i := strings.LastIndex(text, s.Before)
+			if i <= 0 {
+				return "", false
+			}
+			text = text[:i]
+		}
 		return text, ok && text != ""
 	}
 	return "", false

@@ -16,8 +16,10 @@ import (
 // ClosedEpisode is an episode whose thread an outcome has closed: what
 // consolidation learns from (substrate RFC §15.7).
 type ClosedEpisode struct {
-	Tenant      string
-	ID          uuid.UUID
+	Tenant string
+	ID     uuid.UUID
+	// Thread is the thread the episode is of: one task of an agent.
+	Thread      string
 	ClosedAt    time.Time
 	Sensitivity memory.Sensitivity
 	Scope       string
@@ -34,7 +36,7 @@ type EpisodeMark struct {
 }
 
 const closedEpisodesSQL = `
-SELECT t.tenant_id, t.episode_id, t.closed_at, r.sensitivity, coalesce(r.scope, ''),
+SELECT t.tenant_id, t.episode_id, t.thread_id, t.closed_at, r.sensitivity, coalesce(r.scope, ''),
 	coalesce(r.payload ->> 'outcome', ''), coalesce(r.payload -> 'environment', '{}')
 FROM threads t
 JOIN records r ON r.tenant_id = t.tenant_id AND r.id = t.episode_id
@@ -55,7 +57,7 @@ func ClosedEpisodesAfter(ctx context.Context, db pg.DBTX, mark EpisodeMark, limi
 
 const tenantClosedEpisodesSQL = `
 SELECT * FROM (
-	SELECT t.tenant_id, t.episode_id, t.closed_at, r.sensitivity, coalesce(r.scope, ''),
+	SELECT t.tenant_id, t.episode_id, t.thread_id, t.closed_at, r.sensitivity, coalesce(r.scope, ''),
 		coalesce(r.payload ->> 'outcome', ''), coalesce(r.payload -> 'environment', '{}')
 	FROM threads t
 	JOIN records r ON r.tenant_id = t.tenant_id AND r.id = t.episode_id
@@ -77,7 +79,7 @@ func TenantClosedEpisodes(ctx context.Context, db pg.DBTX, tenant string, limit 
 func collectEpisodes(rows pgx.Rows) ([]ClosedEpisode, error) {
 	eps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClosedEpisode, error) {
 		var e ClosedEpisode
-		err := row.Scan(&e.Tenant, &e.ID, &e.ClosedAt, &e.Sensitivity, &e.Scope, &e.Outcome, &e.Environment)
+		err := row.Scan(&e.Tenant, &e.ID, &e.Thread, &e.ClosedAt, &e.Sensitivity, &e.Scope, &e.Outcome, &e.Environment)
 		return e, err
 	})
 	if err != nil {

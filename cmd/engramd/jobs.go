@@ -79,7 +79,8 @@ type periodic struct {
 // configuration with load.
 func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.Config, error), pool *pgxpool.Pool,
 	writer *revise.Writer, settings *decay.Settings, ret *retrieval, reg prometheus.Registerer, logger *slog.Logger) (*periodic, error) {
-	dec := decay.New(pool, writer, settings, decay.WithLogger(logger), decay.WithRegistry(reg))
+	dec := decay.New(pool, writer, settings, decay.WithLogger(logger), decay.WithRegistry(reg),
+		decay.WithRetraction(cfg.Consolidate.Lifecycle.Rule()))
 	esc := revise.NewEscalator(writer, revise.EscalatorConfig{Registry: reg})
 	sched := jobs.New(jobs.Config{Pool: pool, Logger: logger, Registry: reg})
 	model, err := newExtractor(cfg, reg, logger)

@@ -1,0 +1,69 @@
+package signature_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/signature"
+)
+
+// Messages of one problem that name their instance value bare, where no
+// fixed pattern sees a value, share a template learned from the stream;
+// the value is a wildcard a variable is bound from. Messages of two
+// problems of one program stay apart.
+func TestMinerLearnsBareValues(t *testing.T) {
+	t.Parallel()
+	m := signature.NewMiner(0)
+	for _, msg := range []string{
+		"E8949: bundler failed on tokio-28 (line 103)",
+		"bash: jq: command not found",
+		"E8949: bundler failed on numpy-12 (line 7)",
+		"npm: checksum failure in /srv/a/obj.o",
+		"bash: yq: command not found",
+		"npm: lockfile conflict in /srv/b/obj.o",
+		"make: *** [Makefile:12: build] Error 2",
+	} {
+		m.Add(msg)
+	}
+	tpl, ok := m.Template("E8949: bundler failed on serde-3 (line 55)")
+	require.True(t, ok)
+	require.Equal(t, "e8949 bundler failed on <*> (line <n>)", tpl.String())
+	vals, ok := signature.Match(tpl, "E8949: bundler failed on serde-3 (line 55)")
+	require.True(t, ok)
+	require.Equal(t, []signature.Value{{Placeholder: signature.Wildcard, Index: 0, Text: "serde-3"}}, vals)
+
+	tpl, ok = m.Template("bash: rg: command not found")
+	require.True(t, ok)
+	require.Equal(t, []string{"rg"}, tpl.WildcardValues("bash: rg: command not found"))
+
+	_, ok = m.Template("npm: checksum failure in /srv/c/obj.o")
+	require.False(t, ok, "two problems of one program are not one template")
+	_, ok = m.Template("make: *** [Makefile:40: test] Error 2")
+	require.False(t, ok, "a message met once has no wildcard")
+
+	_, ok = signature.Match(tpl, "bash: rg: command was found")
+	require.False(t, ok)
+}
+
+// A template specialised to the value its support shares keeps the
+// wildcards a recipe binds, renumbered.
+func TestTemplateFix(t *testing.T) {
+	t.Parallel()
+	tpl := signature.ParseTemplate("<*> failed on <*> (line <n>)")
+	fixed, remap, ok := tpl.Fix("cargo failed on tokio-28 (line 3)", func(k int) bool { return k == 1 })
+	require.True(t, ok)
+	require.Equal(t, "cargo failed on <*> (line <n>)", fixed.String())
+	require.Equal(t, map[int]int{1: 0}, remap)
+}
+
+// The name of a versioned value is what a variable takes with Before.
+func TestSourceBefore(t *testing.T) {
+	t.Parallel()
+	vals := []signature.Value{{Placeholder: signature.Wildcard, Index: 0, Text: "foo==1.2.3"}}
+	v, ok := signature.Source{Placeholder: signature.Wildcard, Before: "=="}.In(vals)
+	require.True(t, ok)
+	require.Equal(t, "foo", v)
+	_, ok = signature.Source{Placeholder: signature.Wildcard, Before: "@"}.In(vals)
+	require.False(t, ok)
+}
