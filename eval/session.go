@@ -150,7 +150,7 @@ type Trouble struct {
 	// Actions is the number of actions taken since the error.
 	Actions int
 	// How the agent went about it (see [Attempt]).
-	Source                     string
+	Source                      string
 	Retrieved, Followed, Useful bool
 
 	triggerCmd string

@@ -3,8 +3,8 @@ package eval
 import (
 	"context"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 )
 
