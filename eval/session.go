@@ -288,6 +288,7 @@ func (w *SessionWorld) Start(i int) *Session {
 			s.script = append(s.script, scripted{command: s.Troubles[j].triggerCmd, trouble: j})
 		}
 	}
+	s.lookAt(svc)
 	s.script = append(s.script, scripted{command: "git add -A", trouble: -1},
 		scripted{command: fmt.Sprintf("git commit -m %q", s.Request), stdout: "[main 3f2a9c1] " + s.Request + "\n 3 files changed", trouble: -1})
 	return s
@@ -379,25 +380,45 @@ func (s *Session) Candidates() []Call {
 // error before acting: a search for one of its values (which may find
 // nothing), the working tree's status, a listing.
 func (s *Session) Looks() []Call {
-	t := s.open
-	if t == nil {
+	if s.open == nil {
 		return nil
 	}
-	var cmds []known
-	for _, name := range slices.Sorted(maps.Keys(t.Vars)) {
-		cmds = append(cmds, known{command: fmt.Sprintf("grep -rn %q src", t.Vars[name]), exit: 1})
-		break
-	}
-	cmds = append(cmds, known{command: "git status", stdout: "On branch main\nnothing to commit, working tree clean"},
-		known{command: "ls", stdout: "Makefile\nREADME.md\nrequirements.txt\nsrc\ntests"},
-		known{command: "cat requirements.txt", stdout: "requests>=2.31\nPyYAML>=6.0\n"})
 	var out []Call
-	for _, k := range cmds {
-		c := s.surface.Call(k.command)
-		s.known[c.String()] = k
-		out = append(out, c)
+	for _, k := range looks(s.open) {
+		out = append(out, s.surface.Call(k.command))
 	}
 	return out
+}
+
+func looks(t *Trouble) []known {
+	var out []known
+	for _, name := range slices.Sorted(maps.Keys(t.Vars)) {
+		out = append(out, known{command: fmt.Sprintf("grep -rn %q src", t.Vars[name]), exit: 1})
+		break
+	}
+	return append(out, known{command: "git status", stdout: "On branch main\nnothing to commit, working tree clean"},
+		known{command: "ls", stdout: "Makefile\nREADME.md\nrequirements.txt\nsrc\ntests"},
+		known{command: "cat requirements.txt", stdout: "requests>=2.31\nPyYAML>=6.0\n"})
+}
+
+// lookAt registers what the session's looks print: those of its errors
+// and every look its task's commands may make.
+func (s *Session) lookAt(svc string) {
+	add := func(k known) { s.known[s.surface.Call(k.command).String()] = k }
+	for _, t := range s.Troubles {
+		for _, k := range looks(t) {
+			add(k)
+		}
+	}
+	for _, f := range sessionFiles {
+		add(known{command: "cat " + f, stdout: "import os\n\n\ndef load_settings(path):\n    return {}\n"})
+	}
+	for _, w := range sessionWords {
+		add(known{command: fmt.Sprintf("grep -rn %q src", w), exit: 1})
+	}
+	add(known{command: "ls src", stdout: "app\nconfig.py\nexport.py\nhealth.py"})
+	add(known{command: "git diff --stat", stdout: ""})
+	add(known{command: "mkdir -p src/" + svc})
 }
 
 // Do runs a call. The task's next command runs (and meets its error, the
@@ -496,6 +517,20 @@ func (s *Session) exec(c Call) SessionResult {
 			return out(sc.command, sc.exit, sc.stdout, "")
 		}
 	}
+	if writes(c) {
+		return SessionResult{Output: s.surface.Output("", 0, "", "")}
+	}
 	b, _ := json.Marshal(c.Args)
 	return SessionResult{Failed: true, Output: s.surface.Output("", 1, "", fmt.Sprintf("%s: unknown invocation %s", c.Tool, b))}
+}
+
+// writes reports whether a call writes a file: a heredoc or write_file,
+// which succeeds whatever it writes.
+func writes(c Call) bool {
+	if c.Tool == "write_file" {
+		return true
+	}
+	args, _ := c.Args.(map[string]any)
+	cmd, _ := args["command"].(string)
+	return strings.HasPrefix(cmd, "cat <<")
 }

@@ -88,13 +88,20 @@ func (a *SessionReplay) Solve(ctx context.Context, s *Session) (Attempt, error) 
 	return at, nil
 }
 
+// minSimilarity is the share of words (Jaccard) a past error must share
+// with an error to be replayed for it: two messages of one tool with
+// other values share half their words or more; two errors of different
+// tools, a word or two ("error:", "denied").
+const minSimilarity = 0.3
+
 // mostSimilar is the past error whose message shares the largest share of
-// words with message (Jaccard), the latest on a tie.
+// words with message (Jaccard), the latest on a tie; none shares less
+// than minSimilarity.
 func mostSimilar(journal []pastError, message string) (pastError, bool) {
 	words := strings.Fields(message)
 	best, score := -1, 0.0
 	for i, p := range journal {
-		if sc := jaccard(words, p.words); sc > 0 && sc >= score {
+		if sc := jaccard(words, p.words); sc >= minSimilarity && sc >= score {
 			best, score = i, sc
 		}
 	}
@@ -114,7 +121,7 @@ func similarTop(journal []pastError, message string, n int) []int {
 	}
 	var all []scored
 	for i, p := range journal {
-		if sc := jaccard(words, p.words); sc > 0 {
+		if sc := jaccard(words, p.words); sc >= minSimilarity {
 			all = append(all, scored{i, sc})
 		}
 	}
