@@ -27,11 +27,12 @@ type Family struct {
 }
 
 // SessionConfig is the default world of the session families: 10 kinds
-// of error, 200 acquisition sessions of 2–4 errors each, drift at the
+// of error, 200 acquisition sessions of 2–4 errors each (a scheduled
+// consolidation pass waited for every 8), drift at the
 // half, 40 deployment sessions; three actions per step of a fix, plus
 // one to look and one to run the failing command again.
 var SessionConfig = Config{Problems: 10, Episodes: 200, Deployment: 40, DriftAt: 100, DriftShare: 0.5, Flaky: 0.1, Budget: 3,
-	ConsolidateEvery: 4, Window: 20}
+	ConsolidateEvery: 8, Window: 20}
 
 // Families are the families `make eval` runs; family (a)'s Config is
 // left to the caller (today's world).

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/engram-dev/engram/eval"
@@ -119,6 +120,7 @@ func runEval(ctx context.Context, args []string, getenv func(string) string, std
 	sessions := fs.Int("sessions", eval.SessionConfig.Episodes, "acquisition sessions of families b and c")
 	heldOut := fs.Int("held-out", eval.SessionConfig.Deployment, "deployment sessions of families b and c")
 	replay := fs.Bool("replay", true, "measure the offline replay metric on family b (one more engramd a seed)")
+	parallel := fs.Int("parallel", 2, "runs (a family's seed) at once: their waits for engramd's scheduled passes overlap")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -149,32 +151,46 @@ func runEval(ctx context.Context, args []string, getenv func(string) string, std
 		fmt.Fprintf(stderr, "engram-eval: keeping schemas eval_*_%s\n", run)
 	}
 	start := time.Now()
-	var runs []eval.FamilyRun
+	type job struct {
+		f  eval.Family
+		fc eval.Config
+	}
+	var jobs []job
 	for _, f := range fams {
 		for k := range *seeds {
 			fc := eval.NewWorld(cfg).Config
 			if f.Surface != nil {
 				fc = f.Config
-				fc.Episodes, fc.Deployment, fc.DriftAt = *sessions, *heldOut, *sessions/2
-				fc.Flaky, fc.ConsolidateEvery = cfg.Flaky, cfg.ConsolidateEvery
+				fc.Episodes, fc.Deployment, fc.DriftAt, fc.Flaky = *sessions, *heldOut, *sessions/2, cfg.Flaky
 			}
 			fc.Seed = cfg.Seed + uint64(k)
-			fmt.Fprintf(stderr, "engram-eval: family (%s), seed %d: %d problems, %d acquisition episodes (drift at %d), %d deployment episodes\n",
-				f.Name, fc.Seed, fc.Problems, fc.Episodes, fc.DriftAt, max(fc.Deployment, 0))
-			n := 0
+			jobs = append(jobs, job{f, fc})
+		}
+	}
+	runs, errs := make([]eval.FamilyRun, len(jobs)), make([]error, len(jobs))
+	sem := make(chan struct{}, max(*parallel, 1))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		f, fc := j.f, j.fc
+		sem <- struct{}{}
+		fmt.Fprintf(stderr, "engram-eval: family (%s), seed %d: %d problems, %d acquisition episodes (drift at %d), %d deployment episodes\n",
+			f.Name, fc.Seed, fc.Problems, fc.Episodes, fc.DriftAt, max(fc.Deployment, 0))
+		wg.Go(func() {
+			defer func() { <-sem }()
 			starter := func(ctx context.Context, role, schedule string) (*eval.Daemon, error) {
-				n++
 				return eval.StartDaemon(ctx, eval.DaemonConfig{Bin: bin, DatabaseURL: *dbURL, Consolidate: schedule, Log: logs, Keep: *keep,
 					Schema: fmt.Sprintf("eval_%s_%s%d_%s", role, f.Name, fc.Seed, run)})
 			}
 			prog := newProgress(stderr, fc.Episodes+max(fc.Deployment, 0), f.Agents()...)
-			r, err := f.Run(ctx, fc, starter, eval.RunOptions{Schedule: wf.schedule, Replay: *replay && f.Name == "b", Observe: prog.observer})
+			prog.label = fmt.Sprintf("(%s) seed %d: ", f.Name, fc.Seed)
+			runs[i], errs[i] = f.Run(ctx, fc, starter, eval.RunOptions{Schedule: wf.schedule, Replay: *replay && f.Name == "b",
+				Observe: prog.observer})
 			prog.stop()
-			if err != nil {
-				return err
-			}
-			runs = append(runs, r)
-		}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	fmt.Fprintf(stderr, "engram-eval: ran in %s\n", time.Since(start).Round(time.Second))
 	return writeReport(*out, runs, commandLine(cfg, wf.schedule, *families, *seeds, *sessions, *heldOut), time.Now(), stdout)
