@@ -24,6 +24,9 @@ type Family struct {
 	// of world.go.
 	Surface Surface
 	Keys    []EnvKey
+	// Stream sets the family's session worlds apart from another's of
+	// the same seed.
+	Stream uint64
 }
 
 // SessionConfig is the default world of the session families: 10 kinds
@@ -42,7 +45,7 @@ var Families = []Family{
 		Config: SessionConfig, Surface: Shell{},
 		Keys: []EnvKey{{"os", []string{"ubuntu", "macos"}}, {"python", []string{"3.11", "3.12"}}}},
 	{Name: "c", Title: "structured tool calls: arguments of several shapes (objects, word arrays, one string), real tools' errors",
-		Config: SessionConfig, Surface: Structured{},
+		Config: SessionConfig, Surface: Structured{}, Stream: 1,
 		Keys: []EnvKey{{"platform", []string{"linux", "darwin"}}, {"toolchain", []string{"v1", "v2"}}}},
 }
 
@@ -135,7 +138,7 @@ func (f Family) Run(ctx context.Context, cfg Config, start Starter, opt RunOptio
 		})
 		wg.Go(func() { reports[2], errs[2] = Run(ctx, w(), NoMemory{Seed: cfg.Seed}, nil, observe(2)) })
 	} else {
-		w := func() *SessionWorld { return NewSessionWorld(cfg, f.Surface, f.Keys) }
+		w := func() *SessionWorld { return NewSessionWorld(cfg, f) }
 		wg.Go(func() {
 			learner(0, "engram", opt.Schedule, func(d *Daemon) (Report, error) {
 				return RunSessions(ctx, w(), SessionEngram{Client: d.Client, Seed: cfg.Seed}, d, observe(0))

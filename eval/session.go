@@ -29,8 +29,11 @@ type EnvKey struct {
 // Config.DriftAt, and each problem has an environment it meets only in
 // deployment, with values (package names, paths) acquisition never used.
 type SessionWorld struct {
-	Config   Config
-	Surface  Surface
+	Config  Config
+	Surface Surface
+	// Stream sets families of one seed apart: each draws its own problems
+	// and sessions.
+	Stream   uint64
 	Keys     []EnvKey
 	Problems []*SessionProblem
 }
@@ -52,15 +55,17 @@ type SessionProblem struct {
 	kind    kind
 }
 
-// NewSessionWorld generates a session world: Config.Problems kinds of
-// error (at most as many as there are), each with a fix of its own.
-func NewSessionWorld(cfg Config, surface Surface, keys []EnvKey) *SessionWorld {
+// NewSessionWorld generates the family's session world: Config.Problems
+// kinds of error (at most as many as there are), each with a fix of its
+// own, in the family's surface and environments.
+func NewSessionWorld(cfg Config, f Family) *SessionWorld {
 	cfg = cfg.withDefaults()
 	if cfg.Problems > len(kinds) {
 		cfg.Problems = len(kinds)
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 2))
-	w := &SessionWorld{Config: cfg, Surface: surface, Keys: keys}
+	w := &SessionWorld{Config: cfg, Surface: f.Surface, Keys: f.Keys, Stream: f.Stream}
+	keys := f.Keys
+	rng := rand.New(rand.NewPCG(cfg.Seed, 2+w.Stream<<32))
 	envs := w.environments()
 	nDrift := int(float64(cfg.Problems)*cfg.DriftShare + 0.5)
 	off := rng.IntN(len(envs))
@@ -226,10 +231,10 @@ const maxSessionSteps = 400
 // three) and values acquisition never used.
 func (w *SessionWorld) Start(i int) *Session {
 	cfg := w.Config
-	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(1000+i)))
+	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(1000+i)+w.Stream<<32))
 	envs := w.environments()
 	s := &Session{Index: i, Deployment: i >= cfg.Episodes, surface: w.Surface, flaky: cfg.Flaky,
-		rng: rand.New(rand.NewPCG(cfg.Seed, uint64(1_000_000+i))), known: map[string]known{}}
+		rng: rand.New(rand.NewPCG(cfg.Seed, uint64(1_000_000+i)+w.Stream<<32)), known: map[string]known{}}
 	var probs []*SessionProblem
 	if !s.Deployment {
 		s.Env = maps.Clone(envs[rng.IntN(len(envs))])

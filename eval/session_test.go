@@ -15,7 +15,7 @@ func sessionWorld(t *testing.T, family string, cfg eval.Config) *eval.SessionWor
 	t.Helper()
 	f, ok := eval.FamilyByName(family)
 	require.True(t, ok)
-	return eval.NewSessionWorld(cfg, f.Surface, f.Keys)
+	return eval.NewSessionWorld(cfg, f)
 }
 
 // The session worlds are sane for an agent without memory: every session
