@@ -219,9 +219,8 @@ func (d *Daemon) Learn(ctx context.Context) error {
 			if j.Name != ConsolidateJob || r == nil || r.EndedAt == nil || !r.StartedAt.After(since) {
 				continue
 			}
-			if r.Status != "succeeded" {
-				return fmt.Errorf("consolidation run %d %s: %s", r.ID, r.Status, r.Error)
-			}
+			// A pass that failed is counted, not fatal: the report
+			// states how many failed (FailedPasses).
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -231,6 +230,40 @@ func (d *Daemon) Learn(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// FailedPasses is the number of consolidation passes that failed, as
+// engramd's /metrics counts them (engram_job_failures_total).
+func (d *Daemon) FailedPasses(ctx context.Context) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.Client.BaseURL+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	res, err := d.Client.http().Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("read metrics: %w", err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, fmt.Errorf("read metrics: %w", err)
+	}
+	return failuresIn(string(b), ConsolidateJob), nil
+}
+
+// failuresIn is the value of engram_job_failures_total for job in a
+// Prometheus text exposition (0 when absent).
+func failuresIn(metrics, job string) int {
+	prefix := `engram_job_failures_total{job="` + job + `"} `
+	for line := range strings.Lines(metrics) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			var n float64
+			if _, err := fmt.Sscan(v, &n); err == nil {
+				return int(n)
+			}
+		}
+	}
+	return 0
 }
 
 // Freeze pauses consolidation the way an operator does: the job's

@@ -269,7 +269,12 @@ func measureAgent(r Report) AgentMetrics {
 			a.Retrieval.Useful++
 		}
 	}
+	// A session meets several problems: each error is an attempt of its
+	// own.
 	a.Problems = measureProblems(r.Outcomes)
+	if len(r.Errors) > 0 {
+		a.Problems = measureProblems(r.Errors)
+	}
 	var reliable, lags, relearn []float64
 	for _, p := range a.Problems {
 		reliable = append(reliable, p.UntilReliable)

@@ -61,6 +61,12 @@ type Report struct {
 	// Records counts the active records of the agent's tenant by type at
 	// the end of acquisition (empty for an agent without memory).
 	Records map[string]int
+	// Errors are, in a session world, the outcome of each error met, in
+	// order: Success is that it was resolved, Steps the actions it took.
+	Errors []Outcome `json:",omitempty"`
+	// FailedPasses is the number of consolidation passes of the agent's
+	// memory that failed (read from engramd's /metrics after the run).
+	FailedPasses int
 }
 
 // Run runs an agent over the world: the acquisition stream, letting
@@ -68,8 +74,47 @@ type Report struct {
 // memory frozen and the deployment episodes. mem is nil for an agent
 // without memory. observe, when not nil, sees each outcome as it happens.
 func Run(ctx context.Context, w *World, agent Agent, mem Memory, observe func(Outcome)) (Report, error) {
-	cfg := w.Config
-	rep := Report{Agent: agent.Name(), Config: cfg}
+	return protocol(ctx, w.Config, agent.Name(), mem, observe, func(ctx context.Context, i int, phase string) (episode, error) {
+		ep := w.Start(i)
+		at, err := agent.Solve(ctx, ep)
+		return episode{thread: at.Thread, outcome: Outcome{Episode: i, Problem: ep.Instance.Problem.ID, Phase: phase,
+			Drifted: ep.Drifted, Success: ep.Solved(), Steps: len(ep.Steps), Source: at.Source, Retrieved: at.Retrieved,
+			Followed: at.Followed, Useful: at.Useful}}, err
+	})
+}
+
+// RunSessions is [Run] for a session world: the same protocol, with the
+// outcome of each error met besides each session's (Report.Errors).
+func RunSessions(ctx context.Context, w *SessionWorld, agent SessionAgent, mem Memory, observe func(Outcome)) (Report, error) {
+	return protocol(ctx, w.Config, agent.Name(), mem, observe, func(ctx context.Context, i int, phase string) (episode, error) {
+		s := w.Start(i)
+		at, err := agent.Solve(ctx, s)
+		e := episode{thread: at.Thread, outcome: Outcome{Episode: i, Problem: s.Troubles[0].Problem.ID, Phase: phase,
+			Drifted: s.Drifted(), Success: s.Solved(), Steps: len(s.Steps), Source: at.Source, Retrieved: at.Retrieved,
+			Followed: at.Followed, Useful: at.Useful}}
+		for _, t := range s.Troubles {
+			if t.Met {
+				e.errors = append(e.errors, Outcome{Episode: i, Problem: t.Problem.ID, Phase: phase, Drifted: t.Drifted,
+					Success: t.Resolved, Steps: t.Actions, Source: t.Source, Retrieved: t.Retrieved, Followed: t.Followed, Useful: t.Useful})
+			}
+		}
+		return e, err
+	})
+}
+
+// episode is what the protocol keeps of one episode.
+type episode struct {
+	outcome Outcome
+	errors  []Outcome
+	thread  string
+}
+
+// protocol runs the episodes of cfg: acquisition, letting memory
+// consolidate after every Config.ConsolidateEvery episodes, then memory
+// frozen and deployment.
+func protocol(ctx context.Context, cfg Config, agent string, mem Memory, observe func(Outcome),
+	solve func(ctx context.Context, i int, phase string) (episode, error)) (Report, error) {
+	rep := Report{Agent: agent, Config: cfg}
 	for i := range cfg.Episodes + max(cfg.Deployment, 0) {
 		phase := Acquisition
 		if i >= cfg.Episodes {
@@ -85,21 +130,19 @@ func Run(ctx context.Context, w *World, agent Agent, mem Memory, observe func(Ou
 				return rep, fmt.Errorf("freeze memory: %w", err)
 			}
 		}
-		ep := w.Start(i)
-		at, err := agent.Solve(ctx, ep)
+		e, err := solve(ctx, i, phase)
 		if err != nil {
 			return rep, fmt.Errorf("episode %d: %w", i, err)
 		}
-		o := Outcome{Episode: i, Problem: ep.Instance.Problem.ID, Phase: phase, Drifted: ep.Drifted, Success: ep.Solved(),
-			Steps: len(ep.Steps), Source: at.Source, Retrieved: at.Retrieved, Followed: at.Followed, Useful: at.Useful}
-		rep.Outcomes = append(rep.Outcomes, o)
+		rep.Outcomes = append(rep.Outcomes, e.outcome)
+		rep.Errors = append(rep.Errors, e.errors...)
 		if observe != nil {
-			observe(o)
+			observe(e.outcome)
 		}
-		if mem == nil || at.Thread == "" {
+		if mem == nil || e.thread == "" {
 			continue
 		}
-		if err := mem.Settle(ctx, at.Thread); err != nil {
+		if err := mem.Settle(ctx, e.thread); err != nil {
 			return rep, fmt.Errorf("settle episode %d: %w", i, err)
 		}
 		if phase == Acquisition && (i+1)%cfg.ConsolidateEvery == 0 {

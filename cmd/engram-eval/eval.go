@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,8 +105,9 @@ func engramdPath(flagValue string) (string, error) {
 var DefaultWorld = eval.Config{Seed: 1, Problems: 20, Episodes: 800, Deployment: 200, DriftShare: 0.5, Tasks: 0.25,
 	Flaky: 0.1, Budget: 2, ConsolidateEvery: 4, Window: 20}
 
-// runEval serves `engram-eval run`: the three agents on one world, each
-// learning agent with an engramd of its own, then the report.
+// runEval serves `engram-eval run`: each family of worlds over its seeds,
+// the agents of each run concurrently, each learning agent with an
+// engramd of its own; then the family table and the report.
 func runEval(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs, wf := newFlags("run", stderr, DefaultWorld)
 	dbURL := fs.String("database-url", cmp.Or(getenv("EVAL_DATABASE_URL"), getenv("TEST_DATABASE_URL"), DefaultTestDatabaseURL),
@@ -113,8 +115,25 @@ func runEval(ctx context.Context, args []string, getenv func(string) string, std
 	out := fs.String("out", "docs/eval", "directory the report (report.md), the chart (curve.svg) and its data (curve.json) go to")
 	keep := fs.Bool("keep", false, "keep the daemons' schemas (eval_engram_…, eval_raw_…) to look at afterwards")
 	verbose := fs.Bool("v", false, "show the daemons' logs")
+	families := fs.String("family", "a,b,c", "families of worlds to run, comma-separated: a (today's world), b (shell-only), c (structured calls)")
+	seeds := fs.Int("seeds", DefaultSeeds, "seeds per family: --seed, --seed+1, …")
+	sessions := fs.Int("sessions", eval.SessionConfig.Episodes, "acquisition sessions of families b and c")
+	heldOut := fs.Int("held-out", eval.SessionConfig.Deployment, "deployment sessions of families b and c")
+	replay := fs.Bool("replay", true, "measure the offline replay metric on family b (one more engramd a seed)")
+	parallel := fs.Int("parallel", 2, "runs (a family's seed) at once: their waits for engramd's scheduled passes overlap")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	var fams []eval.Family
+	for name := range strings.SplitSeq(*families, ",") {
+		f, ok := eval.FamilyByName(strings.TrimSpace(name))
+		if !ok {
+			return fmt.Errorf("unknown family %q (a, b or c)", name)
+		}
+		fams = append(fams, f)
+	}
+	if *seeds < 1 {
+		return errors.New("--seeds must be 1 or more")
 	}
 	cfg := wf.config()
 	bin, err := engramdPath(wf.engramd)
@@ -125,58 +144,57 @@ func runEval(ctx context.Context, args []string, getenv func(string) string, std
 	if *verbose {
 		logs = stderr
 	}
-	world := eval.NewWorld(cfg)
-	cfg = world.Config
-	fmt.Fprintf(stderr, "engram-eval: %d problems, %d acquisition episodes (drift at %d), %d deployment episodes, seed %d\n",
-		cfg.Problems, cfg.Episodes, cfg.DriftAt, max(cfg.Deployment, 0), cfg.Seed)
-
 	// Schemas of this run's own: two runs on one database (make eval while
 	// make test runs) must not drop each other's.
 	run := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	if *keep {
-		fmt.Fprintf(stderr, "engram-eval: keeping schemas eval_engram_%s and eval_raw_%s\n", run, run)
+		fmt.Fprintf(stderr, "engram-eval: keeping schemas eval_*_%s\n", run)
 	}
 	start := time.Now()
-	prog := newProgress(stderr, cfg.Episodes+max(cfg.Deployment, 0), "engram", "raw episodes", "no memory")
-	defer prog.stop()
-	type result struct {
-		rep eval.Report
-		err error
+	type job struct {
+		f  eval.Family
+		fc eval.Config
 	}
-	results := make([]result, 3)
-	var wg sync.WaitGroup
-	learner := func(i int, schedule, schema string, agent func(*eval.Daemon) eval.Agent) {
-		d, err := eval.StartDaemon(ctx, eval.DaemonConfig{Bin: bin, DatabaseURL: *dbURL, Schema: schema,
-			Consolidate: schedule, Log: logs, Keep: *keep})
-		if err != nil {
-			results[i].err = err
-			return
-		}
-		defer func() {
-			if err := d.Stop(context.Background()); err != nil && results[i].err == nil {
-				results[i].err = err
+	var jobs []job
+	for _, f := range fams {
+		for k := range *seeds {
+			fc := eval.NewWorld(cfg).Config
+			if f.Surface != nil {
+				fc = f.Config
+				fc.Episodes, fc.Deployment, fc.DriftAt, fc.Flaky = *sessions, *heldOut, *sessions/2, cfg.Flaky
 			}
-		}()
-		results[i].rep, results[i].err = eval.Run(ctx, eval.NewWorld(cfg), agent(d), d, prog.observer(i))
-	}
-	wg.Go(func() {
-		learner(0, wf.schedule, "eval_engram_"+run, func(d *eval.Daemon) eval.Agent { return eval.Engram{Client: d.Client, Seed: cfg.Seed} })
-	})
-	wg.Go(func() {
-		learner(1, "off", "eval_raw_"+run, func(d *eval.Daemon) eval.Agent { return &eval.Replay{Client: d.Client, Seed: cfg.Seed} })
-	})
-	wg.Go(func() {
-		results[2].rep, results[2].err = eval.Run(ctx, eval.NewWorld(cfg), eval.NoMemory{Seed: cfg.Seed}, nil, prog.observer(2))
-	})
-	wg.Wait()
-	prog.stop()
-	var reports []eval.Report
-	for _, r := range results {
-		if r.err != nil {
-			return fmt.Errorf("%s: %w", cmp.Or(r.rep.Agent, "agent"), r.err)
+			fc.Seed = cfg.Seed + uint64(k)
+			jobs = append(jobs, job{f, fc})
 		}
-		reports = append(reports, r.rep)
+	}
+	runs, errs := make([]eval.FamilyRun, len(jobs)), make([]error, len(jobs))
+	sem := make(chan struct{}, max(*parallel, 1))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		f, fc := j.f, j.fc
+		sem <- struct{}{}
+		fmt.Fprintf(stderr, "engram-eval: family (%s), seed %d: %d problems, %d acquisition episodes (drift at %d), %d deployment episodes\n",
+			f.Name, fc.Seed, fc.Problems, fc.Episodes, fc.DriftAt, max(fc.Deployment, 0))
+		wg.Go(func() {
+			defer func() { <-sem }()
+			starter := func(ctx context.Context, role, schedule string) (*eval.Daemon, error) {
+				return eval.StartDaemon(ctx, eval.DaemonConfig{Bin: bin, DatabaseURL: *dbURL, Consolidate: schedule, Log: logs, Keep: *keep,
+					Schema: fmt.Sprintf("eval_%s_%s%d_%s", role, f.Name, fc.Seed, run)})
+			}
+			prog := newProgress(stderr, fc.Episodes+max(fc.Deployment, 0), f.Agents()...)
+			prog.label = fmt.Sprintf("(%s) seed %d: ", f.Name, fc.Seed)
+			runs[i], errs[i] = f.Run(ctx, fc, starter, eval.RunOptions{Schedule: wf.schedule, Replay: *replay && f.Name == "b",
+				Observe: prog.observer})
+			prog.stop()
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	fmt.Fprintf(stderr, "engram-eval: ran in %s\n", time.Since(start).Round(time.Second))
-	return writeReport(*out, reports, commandLine(cfg, wf.schedule), time.Now(), stdout)
+	return writeReport(*out, runs, commandLine(cfg, wf.schedule, *families, *seeds, *sessions, *heldOut), time.Now(), stdout)
 }
+
+// DefaultSeeds is the number of seeds `make eval` runs per family.
+const DefaultSeeds = 5

@@ -52,12 +52,13 @@ func TestRunWritesTheReport(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"run", "--engramd", engramd, "--database-url", pgtest.URL(), "--out", out,
-		"--problems", "3", "--episodes", "24", "--deployment", "6", "--window", "6", "--seed", "5"},
+		"--family", "a", "--seeds", "1", "--problems", "3", "--episodes", "24", "--deployment", "6", "--window", "6", "--seed", "5"},
 		getenv(nil), &stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	report, err := os.ReadFile(filepath.Join(out, reportFile))
 	require.NoError(t, err)
-	require.Contains(t, string(report), "engram-eval run --seed 5 --problems 3 --episodes 24 --deployment 6 --drift 12")
+	require.Contains(t, string(report), "engram-eval run --family a --seeds 1 --seed 5 --problems 3 --episodes 24 --deployment 6 --drift 12")
+	require.Contains(t, string(report), "| (a) | 1 |")
 	require.Contains(t, string(report), "](curve.svg)")
 	chart, err := os.ReadFile(filepath.Join(out, chartFile))
 	require.NoError(t, err)
@@ -95,7 +96,7 @@ func TestRunWritesTheReport(t *testing.T) {
 	none, err := eval.Run(context.Background(), eval.NewWorld(cfg), eval.NoMemory{Seed: 5}, nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, eval.PhaseCurve(none), curves.Agents[2].Points)
-	require.Contains(t, stderr.String(), "3 problems, 24 acquisition episodes (drift at 12), 6 deployment episodes, seed 5")
+	require.Contains(t, stderr.String(), "family (a), seed 5: 3 problems, 24 acquisition episodes (drift at 12), 6 deployment episodes")
 }
 
 // `engram-eval demo` against a database as make run uses it: the curve,

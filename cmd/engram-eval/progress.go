@@ -19,6 +19,8 @@ type progress struct {
 	w        io.Writer
 	total    int
 	terminal bool
+	// label starts each line (which run it is).
+	label string
 
 	mu     sync.Mutex
 	names  []string
@@ -95,7 +97,7 @@ func (p *progress) draw(last bool) {
 		parts = append(parts, fmt.Sprintf("%s %s, last %d: %s", name, eval.ProgressBar(p.done[i], p.total, 12), recentWindow, rate))
 	}
 	p.mu.Unlock()
-	line := strings.Join(parts, " │ ")
+	line := p.label + strings.Join(parts, " │ ")
 	switch {
 	case p.terminal && last:
 		fmt.Fprintf(p.w, "\r\033[K%s\n", line)
