@@ -120,6 +120,12 @@ func (e *env) post(events []map[string]any) {
 	e.t.Helper()
 	status, body := e.do("POST", "/v1/events", events)
 	require.Equal(e.t, http.StatusAccepted, status, string(body))
+	e.drain()
+}
+
+// drain runs the policy plane until the backlog is empty.
+func (e *env) drain() {
+	e.t.Helper()
 	for range 100 {
 		total := 0
 		for p := range ingest.DefaultPartitions {

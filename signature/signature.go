@@ -12,6 +12,7 @@ package signature
 import (
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Placeholders a signature puts where a message had a value that varies
@@ -31,14 +32,18 @@ var (
 	reQuoted = regexp.MustCompile("'[^'\\n]*'|\"[^\"\\n]*\"|`[^`\\n]*`|‘[^’\\n]*’|“[^”\\n]*”")
 	// A path has at least one separator (absolute, relative, Windows),
 	// optionally followed by :line[:col].
-	rePath = regexp.MustCompile(`(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[\w.@+-]*[/\\])+[\w.@+-]*(?::\d+)*`)
+	// Names of any script count (\p{L}, \p{N}, marks): a path is
+	// /srv/bü🚀ld-ñ/obj.o as much as /srv/build/obj.o.
+	rePath = regexp.MustCompile(`(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[\p{L}\p{N}\p{M}\p{So}_.@+-]*[/\\])+[\p{L}\p{N}\p{M}\p{So}_.@+-]*(?::\d+)*`)
 	// A file name with an extension and a line (main.go:12:5).
 	reFileLine = regexp.MustCompile(`\b[\w.-]+\.[A-Za-z]\w*:\d+(?::\d+)*`)
 	reHex      = regexp.MustCompile(`\b0[xX][0-9a-fA-F]+\b|\b[0-9a-fA-F]*[0-9][0-9a-fA-F]*[a-fA-F][0-9a-fA-F]*\b|\b[0-9a-fA-F]*[a-fA-F][0-9a-fA-F]*[0-9][0-9a-fA-F]*\b`)
 	reNum      = regexp.MustCompile(`\b\d+(?:[.,:]\d+)*\b`)
-	reLine     = regexp.MustCompile(`(?i)\b(line|column|col|ln|offset|position|pos)\s+<n>`)
-	reRun      = regexp.MustCompile(`(<\w+>)(?:[\s,:;-]*<\w+>)*`)
-	reWS       = regexp.MustCompile(`\s+`)
+	// A version with its v (v0.1.0).
+	reVer  = regexp.MustCompile(`\bv\d+(?:\.\d+)+\b`)
+	reLine = regexp.MustCompile(`(?i)\b(line|column|col|ln|offset|position|pos)\s+<n>`)
+	reRun  = regexp.MustCompile(`(<\w+>)(?:[\s,:;-]*<\w+>)*`)
+	reWS   = regexp.MustCompile(`\s+`)
 	// A Python stack frame: the message is a traceback.
 	rePyFrame = regexp.MustCompile(`(?m)^\s*File ".*", line \d+`)
 	// Prefixes that repeat on every line of a tool's output.
@@ -80,6 +85,7 @@ func Normalise(s string) string {
 		}
 		return m
 	})
+	s = reVer.ReplaceAllString(s, phNum)
 	s = reNum.ReplaceAllString(s, phNum)
 	s = reLine.ReplaceAllString(s, phNum)
 	s = strings.ToLower(reWS.ReplaceAllString(s, " "))
@@ -115,6 +121,7 @@ func problemLine(message string) string {
 			}
 		}
 	}
+	first := ""
 	for _, l := range lines {
 		l = strings.TrimSpace(l)
 		for {
@@ -124,15 +131,29 @@ func problemLine(message string) string {
 			}
 			l = n
 		}
-		if l != "" && !strings.HasPrefix(l, "-->") {
-			if len(l) > 400 {
-				l = l[:400]
+		if l == "" || strings.HasPrefix(l, "-->") {
+			continue
+		}
+		if len(l) > 400 {
+			l = l[:400]
+			for len(l) > 0 && !utf8.ValidString(l) {
+				l = l[:len(l)-1]
 			}
+		}
+		if first == "" {
+			first = l
+		}
+		if len(lines) == 1 || reErrorLine.MatchString(l) {
 			return l
 		}
 	}
-	return ""
+	return first
 }
+
+// reErrorLine is a line of a tool's output that names an error: in a
+// compiler's or a build's output, the problem is rarely the first line
+// ("Compiling app v0.1.0 …", "cc -O2 -c …").
+var reErrorLine = regexp.MustCompile(`(?i)\b(error|fatal|failed|failure|exception|denied|not found|cannot|can't|could not|couldn't|no such|panic|refused|missing|unresolved|undefined|invalid|timed out|timeout)\b|ERR!|\w+(Error|Exception)\b`)
 
 // rePlaceholder is a placeholder a signature holds.
 var rePlaceholder = regexp.MustCompile(`<(?:path|q|n|hex|url)>`)

@@ -167,8 +167,15 @@ func (m *Miner) Template(message string) (Template, bool) {
 	return nil, false
 }
 
+// bucket is where a template is looked for: by word count and first
+// word, a first word that is a value (an instance's code, "E8949")
+// standing for any.
 func bucket(t Template) string {
-	return string(rune(min(len(t), 1000))) + "\x00" + t[0]
+	first := t[0]
+	if valueLike(first) || first == Wildcard {
+		first = Wildcard
+	}
+	return string(rune(min(len(t), 1000))) + "\x00" + first
 }
 
 // merge is template t widened to hold a message (its normalised words
@@ -200,14 +207,15 @@ func merge(t, norm Template, ws []word) (Template, bool) {
 
 // mergeable reports whether two messages that differ at the words diff
 // (and share equal words) are one problem with different values: the
-// first word is shared, most words are, and either one word differs among
+// first word is shared (or is a value on both sides: a code that varies
+// with the instance), most words are, and either one word differs among
 // at least three shared ones ("bash: jq: command not found", "bash: rg:
 // command not found"), or every differing word looks like an instance
 // value on both sides — a digit, a separator or mixed case in it
 // ("tokio-28", "numpy-12", "db-3.internal") — so that "npm: checksum
 // failure" and "npm: lockfile conflict" stay two problems.
 func mergeable(t Template, ws []word, diff []int, equal int) bool {
-	if diff[0] == 0 || equal*2 < len(t) {
+	if diff[0] == 0 && (!valueLike(ws[0].raw) || !valueLike(t[0])) || equal*2 < len(t) {
 		return false
 	}
 	if len(diff) == 1 && equal >= 3 {

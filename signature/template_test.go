@@ -67,3 +67,30 @@ func TestSourceBefore(t *testing.T) {
 	_, ok = signature.Source{Placeholder: signature.Wildcard, Before: "@"}.In(vals)
 	require.False(t, ok)
 }
+
+// A code that varies with the instance, first in the message, is a value
+// too; a tool's output names its problem on the line that says error.
+func TestMinerAndProblemLineOnRealOutput(t *testing.T) {
+	t.Parallel()
+	m := signature.NewMiner(0)
+	m.Add("E8123: bundler failed on tokio-28 (line 50)")
+	m.Add("E8456: bundler failed on serde-14 (line 70)")
+	tpl, ok := m.Template("E9001: bundler failed on mio-9 (line 300)")
+	require.True(t, ok)
+	require.Equal(t, []string{"E9001", "mio-9"}, tpl.WildcardValues("E9001: bundler failed on mio-9 (line 300)"))
+
+	rust := "   Compiling app v0.1.0 (/srv/app)\nerror[E0432]: unresolved import `tokio`\n --> src/main.rs:3:5"
+	require.Equal(t, "error[e0432]: unresolved import <q>", signature.Of(rust))
+	require.Equal(t, "compiling app <n> (<path>)", signature.Of("   Compiling app v0.1.0 (/srv/app)\n   Finished"))
+}
+
+// A path that is not ASCII is a path: two occurrences of one error
+// normalise alike.
+func TestUnicodePaths(t *testing.T) {
+	t.Parallel()
+	a := signature.Of("ld: cache mismatch in /srv/bü🚀ld-ñ/obj.o")
+	require.Equal(t, "ld: cache mismatch in <path>", a)
+	require.Equal(t, a, signature.Of("ld: cache mismatch in /srv/ビルド/obj.o"))
+	vals := signature.Values("ld: cache mismatch in /srv/bü🚀ld-ñ/obj.o")
+	require.Equal(t, "/srv/bü🚀ld-ñ/obj.o", vals[0].Text)
+}
