@@ -35,9 +35,9 @@ type Episode struct {
 	// the intent label ("intent:<tag>") or the normalised first user input.
 	Trigger   string
 	Signature string
-	// Ident is the identity of the command whose failure the trigger is
-	// ("" when it is known by none): the call that, run again, tells
-	// whether the problem is fixed.
+	// Ident is the check key of the command whose failure the trigger is
+	// ([checkKey]; "" when it is known by none): the call that, run again,
+	// tells whether the problem is fixed.
 	Ident string
 	// Template is the learned error template the trigger is an occurrence
 	// of (the signature then), when it has wildcards; nil otherwise.
@@ -58,7 +58,7 @@ func (ep Episode) tried(probes []string) []Action {
 	if !ep.Success && ep.Ident != "" {
 		acts = slices.Clone(acts)
 		for i := range acts {
-			if acts[i].Failed && identity(acts[i]) == ep.Ident {
+			if acts[i].Failed && checkKey(acts[i]) == ep.Ident {
 				acts[i].Failed = false
 			}
 		}

@@ -73,8 +73,8 @@ type noted struct {
 // openProblem is an error not resolved yet.
 type openProblem struct {
 	msg string
-	// ident is the identity of the command that failed; "" when the error
-	// is known by no command.
+	// ident is the check key of the command that failed ([checkKey]); ""
+	// when the error is known by no command.
 	ident string
 	// start is where its window starts among the actions (restarted by a
 	// call that failed the same way again), first where it started first;
@@ -141,7 +141,7 @@ func (r *problemReader) reported(msg string) {
 	}
 	ident := ""
 	if len(last.Result) == 0 || last.Failed {
-		ident = identity(last)
+		ident = checkKey(last)
 	}
 	r.open = append(r.open, &openProblem{msg: msg, ident: ident, start: n, first: n, failedAt: -1})
 }
@@ -150,7 +150,7 @@ func (r *problemReader) reported(msg string) {
 // problem of its command, a success resolves the problems of its command.
 func (r *problemReader) result(i int) {
 	a := r.actions[i]
-	id := identity(a)
+	id := checkKey(a)
 	if !a.Failed {
 		r.resolve(id, i, i+1)
 		return
@@ -245,6 +245,21 @@ func (r *problemReader) finish(success bool) []Episode {
 		r.out[i].Sensitivity = r.base.Sensitivity
 	}
 	return r.out
+}
+
+// checkKey is what a call checks, the key a problem is known by: for a
+// shell call, its command's identity and first operand ([commandKey]);
+// for another tool, the call itself (the tool and its arguments). A
+// later call with the same key is the check run again: when it works,
+// the problem is resolved.
+func checkKey(a Action) string {
+	if slices.Contains(shellTools, a.Tool) {
+		if cmd := commandLine(a.Args); cmd != "" {
+			return commandKey(cmd)
+		}
+	}
+	b, _ := json.Marshal(a.Args)
+	return a.Tool + " " + string(b)
 }
 
 // identity is what a call does, whatever its arguments (the identity of

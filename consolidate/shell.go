@@ -124,6 +124,27 @@ var subcommandProgs = []string{"git", "npm", "pnpm", "yarn", "pip", "pip3", "go"
 // of several commands is known by its last one that is not a cd or an
 // export: "cd /repo && make test" is "make test".
 func commandIdentity(cmd string) string {
+	id, _ := commandParts(cmd)
+	return id
+}
+
+// commandKey is what a command checks: its identity and its first
+// operand ("pip install requirements.txt" of "pip install -r
+// requirements.txt", "make build"), so that running it again tells
+// whether a problem it failed on is fixed, while "pip install --upgrade
+// pip", a step of the fix, does not.
+func commandKey(cmd string) string {
+	id, rest := commandParts(cmd)
+	for _, w := range rest {
+		if !strings.HasPrefix(w, "-") {
+			return id + " " + w
+		}
+	}
+	return id
+}
+
+// commandParts are a command line's identity and the words after it.
+func commandParts(cmd string) (string, []string) {
 	segs := segments(shellWords(cmd))
 	for i := len(segs) - 1; i >= 0; i-- {
 		prog, rest := program(segs[i])
@@ -132,18 +153,18 @@ func commandIdentity(cmd string) string {
 			continue
 		}
 		if (strings.HasPrefix(prog, "python") || prog == "py") && len(rest) > 1 && rest[0] == "-m" {
-			return prog + " -m " + rest[1]
+			return prog + " -m " + rest[1], rest[2:]
 		}
 		if slices.Contains(subcommandProgs, prog) {
-			for _, w := range rest {
+			for j, w := range rest {
 				if !strings.HasPrefix(w, "-") {
-					return prog + " " + w
+					return prog + " " + w, rest[j+1:]
 				}
 			}
 		}
-		return prog
+		return prog, rest
 	}
-	return ""
+	return "", nil
 }
 
 // searchProgs find things: one that finds nothing exits 1 with no output,

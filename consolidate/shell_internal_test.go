@@ -61,3 +61,13 @@ func TestShellPruning(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Contains(t, got[0].Args["command"], "EOF")
 }
+
+// What a command checks is its identity and first operand: a step of the
+// fix with the same program is not the check run again.
+func TestCommandKey(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "pip install requirements.txt", commandKey("pip install -r requirements.txt"))
+	require.NotEqual(t, commandKey("pip install -r requirements.txt"), commandKey("pip install --upgrade pip"))
+	require.Equal(t, commandKey("make build"), commandKey("cd /repo && make build -j4"))
+	require.Equal(t, "python -m pytest tests/", commandKey("python -m pytest -x tests/"))
+}
