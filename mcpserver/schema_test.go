@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -15,9 +16,9 @@ import (
 	"github.com/engram-dev/engram/mcpserver"
 )
 
-// listTools lists the tools of a server of [mcpserver.New] over an
-// in-memory transport: listing calls no API.
-func listTools(t *testing.T) []*mcp.Tool {
+// inMemory connects to a server of [mcpserver.New] over an in-memory
+// transport, with a client of no engramd: for what calls no API.
+func inMemory(t *testing.T) *mcp.ClientSession {
 	t.Helper()
 	c, err := client.New(client.Config{URL: "http://engramd.invalid", Key: "unused-key-0123456789"})
 	require.NoError(t, err)
@@ -28,9 +29,41 @@ func listTools(t *testing.T) []*mcp.Tool {
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "engram-test"}, nil).Connect(t.Context(), ct, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
-	res, err := cs.ListTools(t.Context(), nil)
+	return cs
+}
+
+// listTools lists the tools of a server of [mcpserver.New].
+func listTools(t *testing.T) []*mcp.Tool {
+	t.Helper()
+	res, err := inMemory(t).ListTools(t.Context(), nil)
 	require.NoError(t, err)
 	return res.Tools
+}
+
+// The server advertises what it serves, and nothing more: tools and
+// resources, whose lists never announce a change (no session outlives a
+// request over HTTP, and the tools never change); no prompts, logging,
+// completions or subscriptions, whose methods are not found.
+func TestCapabilities(t *testing.T) {
+	t.Parallel()
+	s := inMemory(t)
+	caps, err := json.Marshal(s.InitializeResult().Capabilities)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"tools":{},"resources":{}}`, string(caps))
+	notFound := func(err error) {
+		t.Helper()
+		var werr *jsonrpc.Error
+		require.ErrorAs(t, err, &werr)
+		require.Equal(t, int64(jsonrpc.CodeMethodNotFound), werr.Code, werr.Message)
+	}
+	_, err = s.ListPrompts(t.Context(), nil)
+	notFound(err)
+	_, err = s.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "any"})
+	notFound(err)
+	notFound(s.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}))
+	_, err = s.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "engram://records/{id}"},
+		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "0"}})
+	notFound(err)
 }
 
 // Every tool's input and output schema is a JSON Schema every client

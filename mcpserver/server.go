@@ -2,8 +2,11 @@ package mcpserver
 
 import (
 	"cmp"
+	"context"
 	"log/slog"
+	"slices"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/engram-dev/engram/client"
@@ -48,14 +51,39 @@ func New(c *client.Client, opts Options) *mcp.Server {
 			Instructions: instructions,
 			Logger:       opts.Logger,
 			SchemaCache:  opts.SchemaCache,
-			// No logging capability: the server sends no log messages.
-			// Tools and resources are inferred from what is added.
-			Capabilities: &mcp.ServerCapabilities{},
+			Capabilities: capabilities,
 		})
+	s.AddReceivingMiddleware(unadvertised)
 	h := &handlers{c: c, agent: cmp.Or(opts.Agent, DefaultAgent)}
 	h.addTools(s)
 	h.addResources(s)
 	return s
+}
+
+// capabilities are what the server serves: tools and resources. Neither
+// list announces changes: the tools never change, and resources/list asks
+// the API each time (and over HTTP no session outlives its request to
+// hear of one). No logging (the server sends no log messages), prompts,
+// completions or resource subscriptions.
+var capabilities = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}}
+
+// unadvertisedMethods are the methods of the capabilities the server does
+// not advertise, which the SDK would otherwise answer (an empty prompt
+// list, a logging level set for nothing).
+var unadvertisedMethods = []string{
+	"prompts/list", "prompts/get", "logging/setLevel", "completion/complete",
+	"resources/subscribe", "resources/unsubscribe", "subscriptions/listen",
+}
+
+// unadvertised answers a method of a capability the server does not
+// advertise as a method not found, as the protocol asks.
+func unadvertised(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if slices.Contains(unadvertisedMethods, method) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: engram serves tools and resources only"}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // handlers serve the tools and resources of one server with its client.
