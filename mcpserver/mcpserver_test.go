@@ -597,3 +597,37 @@ func TestMCPHTTPAuth(t *testing.T) {
 	require.False(t, rpc.Result.IsError, body)
 	require.NotEmpty(t, rpc.Result.StructuredContent.RetrievalID, body)
 }
+
+// `engram mcp` answers every request it was sent before it exits at the
+// end of its input, as when a script pipes requests in and closes them.
+func TestMCPStdioAnswersBeforeEOF(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bin, err := buildEngram()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "mcp")
+	cmd.Env = append(os.Environ(), "ENGRAM_URL="+e.url, "ENGRAM_API_KEY="+acmeKey)
+	cmd.Stderr = os.Stderr
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"recall","arguments":{"task":"deploy the billing service"}}}`,
+		`{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"list_procedures","arguments":{}}}`,
+	}, "\n") + "\n")
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	answers := map[string]string{}
+	for line := range strings.Lines(string(out)) {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &msg), line)
+		answers[string(msg.ID)] = string(msg.Result)
+	}
+	require.Len(t, answers, 3, "%s", out)
+	for _, id := range []string{`1`, `2`, `"three"`} {
+		require.NotEmpty(t, answers[id], "request %s unanswered: %s", id, out)
+		require.NotContains(t, answers[id], `"isError":true`, id)
+	}
+}
