@@ -15,8 +15,10 @@ import (
 // Name is the server's name in the MCP handshake.
 const Name = "engram"
 
-// DefaultAgent is the agent_id remember gives events when neither the
-// call nor [Options.Agent] names one.
+// DefaultAgent is the actor (X-Engram-Actor) of an MCP server's calls
+// when its caller names none. The API gives an event that names no agent
+// the key's own agent, else the actor: so remember writes an executor's
+// events as its own agent, and another key's as this one's.
 const DefaultAgent = "mcp"
 
 // Options configures a server made by [New]; every zero value is a
@@ -24,9 +26,6 @@ const DefaultAgent = "mcp"
 type Options struct {
 	// Version is the server's version in the handshake; empty is "dev".
 	Version string
-	// Agent is the agent_id remember gives events whose call names none;
-	// empty is [DefaultAgent].
-	Agent string
 	// Logger logs the SDK's activity; nil logs nothing.
 	Logger *slog.Logger
 	// SchemaCache, shared by servers made per request, saves deriving
@@ -43,8 +42,9 @@ Call propose_fact to store a fact you learned; it goes through engram's write ga
 Learned procedures are listed by list_procedures and readable as Agent Skills at engram://skills/{id}; any record at engram://records/{id}.`
 
 // New returns an MCP server whose tools and resources call engramd's API
-// through c, with c's key. The server keeps no state: it may serve one
-// session (stdio) or one request (stateless HTTP).
+// through c, with c's key and actor (give it [DefaultAgent] when the
+// caller names none). The server keeps no state: it may serve one session
+// (stdio) or one request (stateless HTTP).
 func New(c *client.Client, opts Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "engram memory", Version: cmp.Or(opts.Version, "dev")},
 		&mcp.ServerOptions{
@@ -54,7 +54,7 @@ func New(c *client.Client, opts Options) *mcp.Server {
 			Capabilities: capabilities,
 		})
 	s.AddReceivingMiddleware(unadvertised)
-	h := &handlers{c: c, agent: cmp.Or(opts.Agent, DefaultAgent)}
+	h := &handlers{c: c}
 	h.addTools(s)
 	h.addResources(s)
 	return s
@@ -88,6 +88,5 @@ func unadvertised(next mcp.MethodHandler) mcp.MethodHandler {
 
 // handlers serve the tools and resources of one server with its client.
 type handlers struct {
-	c     *client.Client
-	agent string
+	c *client.Client
 }

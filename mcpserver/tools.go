@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -28,6 +29,7 @@ const (
 	ToolRecordAudit    = "record_audit"
 	ToolListProcedures = "list_procedures"
 	ToolProposeFact    = "propose_fact"
+	ToolForget         = "forget"
 )
 
 // Annotation hints. Every tool's world is closed: engram's memory only.
@@ -116,6 +118,16 @@ func (h *handlers) addTools(s *mcp.Server) {
 		// A duplicate proposal is absorbed by the live fact.
 		Annotations: &mcp.ToolAnnotations{Title: "Propose a fact", DestructiveHint: no, IdempotentHint: true, OpenWorldHint: no},
 	}, h.proposeFact)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:  ToolForget,
+		Title: "Forget a record",
+		Description: "Withdraw a record from memory: it is no longer recalled, and stays readable in its history and audit trail. " +
+			"A fact, procedure, plan or working memory is retracted; an episode, which is append-only, is deleted. An executor " +
+			"may forget its own working memory only; other roles as their keys allow.",
+		InputSchema:  schemaFor[ForgetInput](nil),
+		OutputSchema: schemaFor[ForgetOutput](nil),
+		Annotations:  &mcp.ToolAnnotations{Title: "Forget a record", DestructiveHint: new(true), OpenWorldHint: no},
+	}, h.forget)
 }
 
 // parseID parses a record id argument.
@@ -279,7 +291,7 @@ func round(f float64) float64 {
 // RememberInput is a thread's events, in order.
 type RememberInput struct {
 	ThreadID string  `json:"thread_id" jsonschema:"the task or conversation the events belong to: the same id for every call of one task"`
-	AgentID  string  `json:"agent_id,omitempty" jsonschema:"who you are (default: the server's configured agent)"`
+	AgentID  string  `json:"agent_id,omitempty" jsonschema:"who you are (default: your key's own agent, else the server's configured actor)"`
 	Events   []Event `json:"events" jsonschema:"what happened, oldest first"`
 }
 
@@ -348,21 +360,19 @@ type RememberOutput struct {
 }
 
 // wireEvent is an event as POST /v1/events takes it: the call's thread
-// and agent, and the event's own fields.
+// and agent, and the event's own fields. An event that names no agent is
+// the key's own agent's, else the actor's: the API decides, for only it
+// knows the key's agent.
 type wireEvent struct {
-	AgentID  string `json:"agent_id"`
+	AgentID  string `json:"agent_id,omitempty"`
 	ThreadID string `json:"thread_id"`
 	Event
 }
 
 func (h *handlers) remember(ctx context.Context, _ *mcp.CallToolRequest, in RememberInput) (*mcp.CallToolResult, RememberOutput, error) {
-	agent := in.AgentID
-	if agent == "" {
-		agent = h.agent
-	}
 	events := make([]any, len(in.Events))
 	for i, e := range in.Events {
-		events[i] = wireEvent{AgentID: agent, ThreadID: in.ThreadID, Event: e}
+		events[i] = wireEvent{AgentID: in.AgentID, ThreadID: in.ThreadID, Event: e}
 	}
 	res, err := h.c.PostEvents(ctx, events)
 	if err != nil {
@@ -695,4 +705,54 @@ func factPointer(p string) string {
 		return f
 	}
 	return p
+}
+
+// --- forget
+
+// ForgetInput names the record to forget.
+type ForgetInput struct {
+	ID        string `json:"id" jsonschema:"the record's id"`
+	Rationale string `json:"rationale,omitempty" jsonschema:"why, kept in the audit trail"`
+}
+
+// ForgetOutput is the record forgotten.
+type ForgetOutput struct {
+	Outcome string `json:"outcome" jsonschema:"retracted, or deleted (an episode)"`
+	Message string `json:"message"`
+	Record  Record `json:"record" jsonschema:"the record as it is now"`
+}
+
+// forget retracts a record (POST /v1/records/{id}:retract), or deletes an
+// episode (DELETE /v1/records/{id}): episodes are append-only, so the
+// write path retracts none (substrate RFC §5). The record is read first,
+// for its type and version: a retraction of a record changed since is a
+// conflict, not a withdrawal of what the agent did not see.
+func (h *handlers) forget(ctx context.Context, _ *mcp.CallToolRequest, in ForgetInput) (*mcp.CallToolResult, ForgetOutput, error) {
+	id, err := parseID("id", in.ID)
+	if err != nil {
+		return nil, ForgetOutput{}, err
+	}
+	cur, err := h.c.GetRecord(ctx, id)
+	if err != nil {
+		return nil, ForgetOutput{}, toolError(err, nil)
+	}
+	out := ForgetOutput{Outcome: "retracted",
+		Message: "Retracted: it is no longer recalled; its history and audit trail keep it, and an operator can reinstate it."}
+	var raw json.RawMessage
+	if cur.Type == memory.Episodic {
+		out.Outcome = "deleted"
+		out.Message = "Deleted: it is no longer recalled, and is purged after the grace period; its audit trail keeps that it was."
+		raw, err = h.c.DeleteRecord(ctx, id, in.Rationale)
+	} else {
+		raw, err = h.c.Revise(ctx, id, client.Retract, api.ReviseRequest{Version: cur.Version, Rationale: in.Rationale})
+	}
+	if err != nil {
+		return nil, ForgetOutput{}, toolError(err, nil)
+	}
+	var rec memory.Record
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, ForgetOutput{}, fmt.Errorf("engramd answered unreadably: %v", err)
+	}
+	out.Record = newRecord(rec)
+	return nil, out, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -22,11 +23,14 @@ func mcpCommand(c *cli, ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0, "[--url URL] [--api-key KEY] [--actor NAME]"); err != nil {
 		return err
 	}
+	// The API gives remembered events that name no agent the key's own
+	// agent, else this actor.
+	c.actor = cmp.Or(c.actor, mcpserver.DefaultAgent)
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	srv := mcpserver.New(cl, mcpserver.Options{Version: "cli", Agent: c.actor})
+	srv := mcpserver.New(cl, mcpserver.Options{Version: "cli"})
 	err = srv.Run(ctx, mcpserver.NewStdioTransport(c.stdin, c.stdout))
 	if errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
 		return nil
