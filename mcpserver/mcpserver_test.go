@@ -235,7 +235,7 @@ func TestMCPListTools(t *testing.T) {
 				out, _ := tool.OutputSchema.(map[string]any)
 				require.Equal(t, "object", out["type"], tool.Name)
 				require.NotNil(t, tool.Annotations.DestructiveHint, tool.Name)
-				require.False(t, *tool.Annotations.DestructiveHint, "no tool deletes memory: %s", tool.Name)
+				require.Equal(t, tool.Name == "forget", *tool.Annotations.DestructiveHint, "only forget withdraws memory: %s", tool.Name)
 			}
 			names := slices.Sorted(func(yield func(string) bool) {
 				for n := range tools {
@@ -244,11 +244,11 @@ func TestMCPListTools(t *testing.T) {
 					}
 				}
 			})
-			require.Equal(t, []string{"feedback", "get_record", "list_procedures", "propose_fact", "recall", "record_audit", "record_history", "remember"}, names)
+			require.Equal(t, []string{"feedback", "forget", "get_record", "list_procedures", "propose_fact", "recall", "record_audit", "record_history", "remember"}, names)
 			for _, ro := range []string{"recall", "get_record", "record_history", "record_audit", "list_procedures"} {
 				require.True(t, tools[ro].Annotations.ReadOnlyHint, ro)
 			}
-			for _, rw := range []string{"remember", "feedback", "propose_fact"} {
+			for _, rw := range []string{"remember", "feedback", "propose_fact", "forget"} {
 				require.False(t, tools[rw].Annotations.ReadOnlyHint, rw)
 			}
 			require.True(t, tools["feedback"].Annotations.IdempotentHint)

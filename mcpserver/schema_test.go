@@ -175,3 +175,21 @@ func walkSchemas(node any, path string, visit func(path string, s map[string]any
 	walkSchemas(s["items"], path+"[]", visit)
 	walkSchemas(s["additionalProperties"], path+".*", visit)
 }
+
+// The bounds a schema states are enforced: a call outside them is a tool
+// error naming the argument, and never reaches the API.
+func TestBoundsEnforced(t *testing.T) {
+	t.Parallel()
+	s := inMemory(t)
+	for _, args := range []map[string]any{
+		{"task": "x", "max_items": 0}, {"task": "x", "max_items": 201},
+		{"task": "x", "max_tokens": 0}, {"task": "x", "max_tokens": 200001}, {"task": ""},
+	} {
+		res, err := s.CallTool(t.Context(), &mcp.CallToolParams{Name: "recall", Arguments: args})
+		require.NoError(t, err)
+		require.True(t, res.IsError, "%v", args)
+		msg := res.Content[0].(*mcp.TextContent).Text
+		require.Contains(t, msg, "validating", "%v: %s", args, msg)
+		require.NotContains(t, msg, "engramd", "refused before any call: %s", msg)
+	}
+}
