@@ -16,7 +16,7 @@ export DATABASE_URL TEST_DATABASE_URL
 export PATH := $(PATH):/usr/local/go/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help db browser build test run demo eval migrate bench fuzz lint clean screenshots
+.PHONY: help db browser clients build test run demo eval migrate bench fuzz lint clean screenshots
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,11 +27,14 @@ db: ## Make sure PostgreSQL, pgvector and the engram databases are there
 browser: ## Make sure headless Chromium is there for the console's browser tests (apt-get when missing)
 	@bash scripts/browser.sh
 
+clients: ## Make sure the real MCP clients (TypeScript SDK, Inspector) are there for mcpserver's tests (npm ci when missing)
+	@bash scripts/clients.sh
+
 build: ## Build the binaries into bin/
 	go build -o bin/ ./cmd/...
 
-test: db browser ## Run all tests (race detector) against TEST_DATABASE_URL, the console's in headless Chromium
-	ENGRAM_REQUIRE_BROWSER=1 go test $(TEST_FLAGS) -timeout=$(TEST_TIMEOUT) ./...
+test: db browser clients ## Run all tests (race detector) against TEST_DATABASE_URL, the console's in headless Chromium, MCP's with real clients
+	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_REQUIRE_CLIENTS=1 go test $(TEST_FLAGS) -timeout=$(TEST_TIMEOUT) ./...
 
 screenshots: db browser ## Screenshot each console page into docs/console/*.png, by the console's browser tests
 	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsole$$' ./console/

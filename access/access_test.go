@@ -104,3 +104,21 @@ func TestBudgets(t *testing.T) {
 	require.Equal(t, 5_000, b.Limit(access.Verifier), "a role not named keeps its default")
 	require.ErrorContains(t, access.Budgets{Writes: map[access.Role]int{access.Operator: 1}}.Validate(), "writes.operator")
 }
+
+// A refusal names the key's role with its article: "an executor key", "a
+// verifier key".
+func TestDeniedInWords(t *testing.T) {
+	t.Parallel()
+	for role, want := range map[access.Role]string{
+		access.Executor: "an executor key may not write semantic memory",
+		access.Verifier: "a verifier key may not write semantic memory",
+		access.Operator: "an operator key may not write semantic memory",
+	} {
+		d := access.Decide(access.Principal{Role: role, Agent: "a1"}, access.OpWrite, access.Target{Layer: memory.Semantic}, nil)
+		require.Equal(t, want, d.Detail)
+	}
+	d := access.Decide(access.Principal{Role: access.Executor, Agent: "a1"}, access.OpWrite, access.Target{Layer: memory.Episodic, Agent: "a2"}, nil)
+	require.Equal(t, "an executor key may write only its own agent's episodic memory", d.Detail)
+	d = access.Decide(access.Principal{Role: access.Orchestrator}, access.OpPurge, access.Target{Layer: memory.Episodic}, nil)
+	require.Equal(t, "an orchestrator key may not purge episodic memory", d.Detail)
+}

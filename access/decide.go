@@ -2,6 +2,7 @@ package access
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/engram-dev/engram/memory"
 )
@@ -49,11 +50,11 @@ func Decide(p Principal, op Op, t Target, rules []Rule) Decision {
 	switch Permits(p.Role, t.Layer, op) {
 	case None:
 		return Decision{Rule: fmt.Sprintf("role:%s:%s:%s", p.Role, op, t.Layer), Reason: ReasonRole,
-			Detail: fmt.Sprintf("a %s key may not %s %s memory", p.Role, op, t.Layer)}
+			Detail: fmt.Sprintf("%s key may not %s %s memory", withArticle(string(p.Role)), op, t.Layer)}
 	case Own:
 		if p.Agent == "" || t.Agent != p.Agent {
 			return Decision{Rule: fmt.Sprintf("role:%s:%s:own", p.Role, op), Reason: ReasonRole,
-				Detail: fmt.Sprintf("a %s key may %s only its own agent's %s memory", p.Role, op, t.Layer)}
+				Detail: fmt.Sprintf("%s key may %s only its own agent's %s memory", withArticle(string(p.Role)), op, t.Layer)}
 		}
 	}
 	var confining *Rule
@@ -131,4 +132,13 @@ func (p Principal) Filter() (layers, own []memory.Type, ceiling memory.Sensitivi
 		}
 	}
 	return layers, own, p.Ceiling(), p.Domains
+}
+
+// withArticle is word after its indefinite article: "an executor", "a
+// verifier".
+func withArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
 }

@@ -33,7 +33,21 @@
 //     their success rate, optionally above a minimum;
 //   - propose_fact: a semantic record through the write path's gates; the
 //     answer says whether it was stored, absorbed by a duplicate, contested
-//     or queued for a reviewer.
+//     or queued for a reviewer;
+//   - forget: withdraw a record (POST /v1/records/{id}:retract), or delete
+//     an episode, which is append-only (DELETE /v1/records/{id}), as the
+//     key's role allows: an executor forgets its own working memory.
+//
+// remember names no agent unless the call does: the API gives the events
+// the key's own agent (an executor's), else the actor, which is
+// X-Engram-Actor or ENGRAM_ACTOR, else [DefaultAgent].
+//
+// Every input and output schema is a JSON Schema object with one type per
+// subschema (values of several types are an anyOf), bounds where the
+// description gives them, so that strict clients (the TypeScript SDK, the
+// MCP Inspector's --strict) take the tool list. The server advertises
+// tools and resources only, and answers the methods of other capabilities
+// as not found.
 //
 // # Resources
 //

@@ -29,7 +29,8 @@ type HTTPConfig struct {
 
 // NewHTTPHandler serves MCP's streamable HTTP transport: each request is
 // answered by a server of [New] whose client calls the API with the
-// request's own bearer key (and its X-Engram-Actor and X-Engram-Session),
+// request's own bearer key (and its X-Engram-Actor, else [DefaultAgent],
+// and its X-Engram-Session),
 // so roles, tenant, redaction and gates are the caller's. It does not
 // check the key: the API does, on every call, and engramd refuses a
 // missing or unknown key before this handler runs.
@@ -53,13 +54,13 @@ func NewHTTPHandler(cfg HTTPConfig) http.Handler {
 		}
 		actor := strings.TrimSpace(r.Header.Get(client.ActorHeader))
 		c, err := client.New(client.Config{
-			URL: base, Key: key, Actor: actor, Session: strings.TrimSpace(r.Header.Get(client.SessionHeader)),
+			URL: base, Key: key, Actor: cmp.Or(actor, DefaultAgent), Session: strings.TrimSpace(r.Header.Get(client.SessionHeader)),
 			HTTPClient: cfg.HTTPClient, UserAgent: "engram-mcp",
 		})
 		if err != nil {
 			return nil
 		}
-		return New(c, Options{Version: cfg.Version, Agent: actor, Logger: cfg.Logger, SchemaCache: cache})
+		return New(c, Options{Version: cfg.Version, Logger: cfg.Logger, SchemaCache: cache})
 	}, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,

@@ -36,6 +36,8 @@ const (
 	acmeKey  = "acme-curator-0123456789"
 	otherKey = "other-curator-0123456789"
 	opsKey   = "operator-key-0123456789"
+	// execKey is an executor's: agent planner-7 at work.
+	execKey = "acme-executor-0123456789"
 )
 
 // env is a real engramd (the server over a freshly migrated PostgreSQL
@@ -67,6 +69,7 @@ func setup(t *testing.T) *env {
 			{Tenant: "acme", Name: "acme-curator", Secret: acmeKey, Role: server.RoleCurator},
 			{Tenant: "other", Name: "other-curator", Secret: otherKey, Role: server.RoleCurator},
 			{Name: "ops", Secret: opsKey, Role: server.RoleOperator},
+			{Tenant: "acme", Name: "planner-7", Secret: execKey, Role: server.RoleExecutor, Agent: "planner-7"},
 		},
 	}))
 	t.Cleanup(srv.Close)
@@ -232,7 +235,7 @@ func TestMCPListTools(t *testing.T) {
 				out, _ := tool.OutputSchema.(map[string]any)
 				require.Equal(t, "object", out["type"], tool.Name)
 				require.NotNil(t, tool.Annotations.DestructiveHint, tool.Name)
-				require.False(t, *tool.Annotations.DestructiveHint, "no tool deletes memory: %s", tool.Name)
+				require.Equal(t, tool.Name == "forget", *tool.Annotations.DestructiveHint, "only forget withdraws memory: %s", tool.Name)
 			}
 			names := slices.Sorted(func(yield func(string) bool) {
 				for n := range tools {
@@ -241,11 +244,11 @@ func TestMCPListTools(t *testing.T) {
 					}
 				}
 			})
-			require.Equal(t, []string{"feedback", "get_record", "list_procedures", "propose_fact", "recall", "record_audit", "record_history", "remember"}, names)
+			require.Equal(t, []string{"feedback", "forget", "get_record", "list_procedures", "propose_fact", "recall", "record_audit", "record_history", "remember"}, names)
 			for _, ro := range []string{"recall", "get_record", "record_history", "record_audit", "list_procedures"} {
 				require.True(t, tools[ro].Annotations.ReadOnlyHint, ro)
 			}
-			for _, rw := range []string{"remember", "feedback", "propose_fact"} {
+			for _, rw := range []string{"remember", "feedback", "propose_fact", "forget"} {
 				require.False(t, tools[rw].Annotations.ReadOnlyHint, rw)
 			}
 			require.True(t, tools["feedback"].Annotations.IdempotentHint)
@@ -596,4 +599,110 @@ func TestMCPHTTPAuth(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &rpc), body)
 	require.False(t, rpc.Result.IsError, body)
 	require.NotEmpty(t, rpc.Result.StructuredContent.RetrievalID, body)
+}
+
+// `engram mcp` answers every request it was sent before it exits at the
+// end of its input, as when a script pipes requests in and closes them.
+func TestMCPStdioAnswersBeforeEOF(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	bin, err := buildEngram()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "mcp")
+	cmd.Env = append(os.Environ(), "ENGRAM_URL="+e.url, "ENGRAM_API_KEY="+acmeKey)
+	cmd.Stderr = os.Stderr
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"recall","arguments":{"task":"deploy the billing service"}}}`,
+		`{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"list_procedures","arguments":{}}}`,
+	}, "\n") + "\n")
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	answers := map[string]string{}
+	for line := range strings.Lines(string(out)) {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &msg), line)
+		answers[string(msg.ID)] = string(msg.Result)
+	}
+	require.Len(t, answers, 3, "%s", out)
+	for _, id := range []string{`1`, `2`, `"three"`} {
+		require.NotEmpty(t, answers[id], "request %s unanswered: %s", id, out)
+		require.NotContains(t, answers[id], `"isError":true`, id)
+	}
+}
+
+// An executor's key works as its own agent: remember names no agent and
+// writes the key's, recall finds the thread's memory, and forget withdraws
+// its working memory. What is not its own session's it may not touch, and
+// the refusal says so in words.
+func TestMCPExecutor(t *testing.T) {
+	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			s := connect(t, tr.connect, e, execKey)
+			thread := "exec-" + tr.name
+			rem := call[mcpserver.RememberOutput](t, s, "remember", map[string]any{
+				"thread_id": thread,
+				"events": []any{
+					map[string]any{"kind": "user_input", "text": "rotate the billing certificates"},
+					map[string]any{"kind": "tool_call", "tool": map[string]any{"name": "certctl", "arguments": map[string]any{"rotate": "billing"}}},
+				},
+			})
+			require.Equal(t, 2, rem.Staged)
+			e.drain()
+
+			rc := call[mcpserver.RecallOutput](t, s, "recall", map[string]any{"task": "rotate the billing certificates", "thread_id": thread})
+			var working, episode string
+			for _, it := range rc.Items {
+				switch it.Type {
+				case "working":
+					working = it.ID
+				case "episodic":
+					episode = it.ID
+				}
+			}
+			require.NotEmpty(t, working, "the thread's working memory: %+v", rc.Items)
+			require.NotEmpty(t, episode, "the thread's episode: %+v", rc.Items)
+			rec := call[mcpserver.Record](t, s, "get_record", map[string]any{"id": episode})
+			require.Equal(t, "planner-7", rec.AgentID, "written as the key's agent")
+
+			// Feedback is an annotation, which the role matrix of write-path
+			// RFC §12.8.2, as package access reads it, gives verifiers,
+			// orchestrators and curators, not executors: refused, in words.
+			msg := callError(t, s, "feedback", map[string]any{
+				"retrieval_id": rc.RetrievalID, "outcome": "used_success", "record_ids": []string{working},
+			})
+			require.Contains(t, msg, "HTTP 403")
+			require.Contains(t, msg, "an executor key may not annotate working memory")
+
+			gone := call[mcpserver.ForgetOutput](t, s, "forget", map[string]any{"id": working, "rationale": "the rotation is done"})
+			require.Equal(t, "retracted", gone.Record.Status)
+			rc = call[mcpserver.RecallOutput](t, s, "recall", map[string]any{"task": "rotate the billing certificates", "thread_id": thread})
+			for _, it := range rc.Items {
+				require.NotEqual(t, working, it.ID, "a forgotten record is not recalled")
+			}
+
+			// Another agent's session and the shared layers are not its to
+			// write: refused, in words.
+			msg = callError(t, s, "remember", map[string]any{"thread_id": thread, "agent_id": "someone-else",
+				"events": []any{map[string]any{"kind": "observation", "text": "hello"}}})
+			require.Contains(t, msg, "HTTP 403")
+			require.Contains(t, msg, "an executor key may write only its own agent's episodic memory")
+			fact, err := e.api(acmeKey).CreateRecord(t.Context(), map[string]any{"type": "semantic", "payload": map[string]any{
+				"kind": "semantic", "subject": "billing", "predicate": "certificates_from", "object": "vault", "validity": map[string]any{"mode": "global"}}}, "")
+			require.NoError(t, err)
+			msg = callError(t, s, "forget", map[string]any{"id": fact.ID.String()})
+			require.Contains(t, msg, "HTTP 403")
+			require.Contains(t, msg, "an executor key may not write semantic memory")
+			msg = callError(t, s, "forget", map[string]any{"id": episode})
+			require.Contains(t, msg, "HTTP 403")
+			require.Contains(t, msg, "an executor key may not delete episodic memory")
+		})
+	}
 }

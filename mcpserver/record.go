@@ -30,11 +30,11 @@ type Record struct {
 	ThreadID    string    `json:"thread_id,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
-	Payload     any       `json:"payload" jsonschema:"the typed content: a fact's subject, predicate and object; a procedure's triggers and recipe; an episode's timeline; ..."`
-	Provenance  any       `json:"provenance,omitempty" jsonschema:"where the record came from: its sources"`
-	Lifecycle   any       `json:"lifecycle,omitempty"`
-	Relations   any       `json:"relations,omitempty"`
-	Flags       any       `json:"flags,omitempty" jsonschema:"re-validation flags, such as derived_from_quarantined"`
+	Payload     Object    `json:"payload" jsonschema:"the typed content: a fact's subject, predicate and object; a procedure's triggers and recipe; an episode's timeline; ..."`
+	Provenance  Object    `json:"provenance,omitempty" jsonschema:"where the record came from: its sources"`
+	Lifecycle   Object    `json:"lifecycle,omitempty" jsonschema:"how it decays, when it expires and how it may be deleted"`
+	Relations   Objects   `json:"relations,omitempty" jsonschema:"its relations to other records: supports, contradicts, derived_from, supersedes, ..."`
+	Flags       Objects   `json:"flags,omitempty" jsonschema:"re-validation flags, such as derived_from_quarantined"`
 }
 
 // newRecord is rec as a tool answers it.

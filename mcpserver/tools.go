@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -28,6 +29,7 @@ const (
 	ToolRecordAudit    = "record_audit"
 	ToolListProcedures = "list_procedures"
 	ToolProposeFact    = "propose_fact"
+	ToolForget         = "forget"
 )
 
 // Annotation hints. Every tool's world is closed: engram's memory only.
@@ -46,6 +48,8 @@ func (h *handlers) addTools(s *mcp.Server) {
 		Description: "What engram's memory knows that helps with a task: the thread's working memory, facts, learned procedures " +
 			"(with their steps), plans and past episodes, best first, each with its record id, type, a summary and why it matched. " +
 			"Call it before a task; pass error messages as signals. Keep the retrieval_id for feedback.",
+		InputSchema:  recallInputSchema,
+		OutputSchema: schemaFor[RecallOutput](nil),
 		// A retrieval is logged (for feedback) but changes no memory.
 		Annotations: &mcp.ToolAnnotations{Title: "Recall memory for a task", ReadOnlyHint: true, DestructiveHint: no, OpenWorldHint: no},
 	}, h.recall)
@@ -55,7 +59,8 @@ func (h *handlers) addTools(s *mcp.Server) {
 		Description: "Record what happened in a thread (task or conversation), in order: user input, tool calls and outputs, " +
 			"observations, errors, facts and the outcome. engram keeps them as the thread's episode and learns procedures " +
 			"from repeated experience. All events are stored or none: a refusal names the bad event.",
-		InputSchema: rememberInputSchema,
+		InputSchema:  rememberInputSchema,
+		OutputSchema: schemaFor[RememberOutput](nil),
 		// Additive; a retry is absorbed only for events with an
 		// idempotency_key.
 		Annotations: &mcp.ToolAnnotations{Title: "Remember events", DestructiveHint: no, OpenWorldHint: no},
@@ -65,34 +70,42 @@ func (h *handlers) addTools(s *mcp.Server) {
 		Title: "Report how recalled memory served",
 		Description: "Report how the records of a recall served the task: used_success reinforces them, used_failure and unused " +
 			"weaken them. Name record_ids to report on some of them only. The same report counts once.",
-		InputSchema: feedbackInputSchema,
-		Annotations: &mcp.ToolAnnotations{Title: "Feedback on a recall", DestructiveHint: no, IdempotentHint: true, OpenWorldHint: no},
+		InputSchema:  feedbackInputSchema,
+		OutputSchema: schemaFor[FeedbackOutput](nil),
+		Annotations:  &mcp.ToolAnnotations{Title: "Feedback on a recall", DestructiveHint: no, IdempotentHint: true, OpenWorldHint: no},
 	}, h.feedback)
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        ToolGetRecord,
-		Title:       "Get a record",
-		Description: "A memory record by id, in full: its typed payload, status, version, salience and provenance. as_of reads it as it was then.",
-		Annotations: readOnly,
+		Name:         ToolGetRecord,
+		Title:        "Get a record",
+		Description:  "A memory record by id, in full: its typed payload, status, version, salience and provenance. as_of reads it as it was then.",
+		InputSchema:  schemaFor[GetRecordInput](nil),
+		OutputSchema: schemaFor[Record](nil),
+		Annotations:  readOnly,
 	}, h.getRecord)
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        ToolRecordHistory,
-		Title:       "History of a record",
-		Description: "Every version of a record, oldest first, as it was stored at each revision.",
-		Annotations: readOnly,
+		Name:         ToolRecordHistory,
+		Title:        "History of a record",
+		Description:  "Every version of a record, oldest first, as it was stored at each revision.",
+		InputSchema:  schemaFor[RecordInput](nil),
+		OutputSchema: schemaFor[HistoryOutput](nil),
+		Annotations:  readOnly,
 	}, h.recordHistory)
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        ToolRecordAudit,
-		Title:       "Audit trail of a record",
-		Description: "Every audited action on a record, oldest first: who did what, when, why, and on which evidence.",
-		Annotations: readOnly,
+		Name:         ToolRecordAudit,
+		Title:        "Audit trail of a record",
+		Description:  "Every audited action on a record, oldest first: who did what, when, why, and on which evidence.",
+		InputSchema:  schemaFor[RecordInput](nil),
+		OutputSchema: schemaFor[AuditOutput](nil),
+		Annotations:  readOnly,
 	}, h.recordAudit)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:  ToolListProcedures,
 		Title: "List learned procedures",
 		Description: "The procedures engram learned (competence records): each with its trigger, success rate and evidence, and the " +
 			"URI of its Agent Skills SKILL.md (a resource). min_success_rate leaves out those below it.",
-		InputSchema: listProceduresInputSchema,
-		Annotations: readOnly,
+		InputSchema:  listProceduresInputSchema,
+		OutputSchema: schemaFor[ListProceduresOutput](nil),
+		Annotations:  readOnly,
 	}, h.listProcedures)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:  ToolProposeFact,
@@ -100,31 +113,21 @@ func (h *handlers) addTools(s *mcp.Server) {
 		Description: "Store a fact (subject, predicate, object, optionally the conditions under which it holds) through engram's " +
 			"write gates. The answer's outcome says what happened: created, absorbed (already known), contested (it contradicts " +
 			"an active fact), or queued (a draft waiting for a reviewer, not yet recalled). A refusal names the gate and reason.",
-		InputSchema: proposeFactInputSchema,
+		InputSchema:  proposeFactInputSchema,
+		OutputSchema: schemaFor[ProposeFactOutput](nil),
 		// A duplicate proposal is absorbed by the live fact.
 		Annotations: &mcp.ToolAnnotations{Title: "Propose a fact", DestructiveHint: no, IdempotentHint: true, OpenWorldHint: no},
 	}, h.proposeFact)
-}
-
-// schemaFor is the input schema of T, changed by edit: the derived schema
-// with the enums and bounds struct tags cannot state. It is made once per
-// process, so that a [mcp.SchemaCache], which caches by pointer, holds it
-// once.
-func schemaFor[T any](edit func(props map[string]*jsonschema.Schema)) *jsonschema.Schema {
-	s, err := jsonschema.For[T](nil)
-	if err != nil {
-		panic(fmt.Sprintf("mcpserver: schema of %T: %v", *new(T), err))
-	}
-	edit(s.Properties)
-	return s
-}
-
-func enum(values ...string) []any {
-	out := make([]any, len(values))
-	for i, v := range values {
-		out[i] = v
-	}
-	return out
+	mcp.AddTool(s, &mcp.Tool{
+		Name:  ToolForget,
+		Title: "Forget a record",
+		Description: "Withdraw a record from memory: it is no longer recalled, and stays readable in its history and audit trail. " +
+			"A fact, procedure, plan or working memory is retracted; an episode, which is append-only, is deleted. An executor " +
+			"may forget its own working memory only; other roles as their keys allow.",
+		InputSchema:  schemaFor[ForgetInput](nil),
+		OutputSchema: schemaFor[ForgetOutput](nil),
+		Annotations:  &mcp.ToolAnnotations{Title: "Forget a record", DestructiveHint: new(true), OpenWorldHint: no},
+	}, h.forget)
 }
 
 // parseID parses a record id argument.
@@ -140,16 +143,16 @@ func parseID(arg, s string) (uuid.UUID, error) {
 
 // RecallInput is the task recall looks for memory about.
 type RecallInput struct {
-	Task       string         `json:"task" jsonschema:"what you are about to do, in a sentence"`
-	Intent     string         `json:"intent,omitempty" jsonschema:"an intent label such as fix_build or deploy"`
-	Signals    []string       `json:"signals,omitempty" jsonschema:"error messages or other signals you see, verbatim: they match learned procedures' triggers"`
-	Tools      []string       `json:"tools,omitempty" jsonschema:"the tools in play"`
-	Conditions map[string]any `json:"conditions,omitempty" jsonschema:"the task's context as scalar values, such as {\"os\": \"linux\", \"project\": \"go\"}: facts and procedures that need other conditions are left out"`
-	ThreadID   string         `json:"thread_id,omitempty" jsonschema:"the task's thread: its working memory comes first"`
-	AgentID    string         `json:"agent_id,omitempty" jsonschema:"the agent asking"`
-	Scope      string         `json:"scope,omitempty" jsonschema:"records of this scope, and of none"`
-	MaxItems   int            `json:"max_items,omitempty" jsonschema:"items in all, 1 to 200 (default: the server's)"`
-	MaxTokens  int            `json:"max_tokens,omitempty" jsonschema:"approximate tokens in all, 1 to 200000 (default: the server's)"`
+	Task       string   `json:"task" jsonschema:"what you are about to do, in a sentence"`
+	Intent     string   `json:"intent,omitempty" jsonschema:"an intent label such as fix_build or deploy"`
+	Signals    []string `json:"signals,omitempty" jsonschema:"error messages or other signals you see, verbatim: they match learned procedures' triggers"`
+	Tools      []string `json:"tools,omitempty" jsonschema:"the tools in play"`
+	Conditions Scalars  `json:"conditions,omitempty" jsonschema:"the task's context as scalar values, such as {\"os\": \"linux\", \"project\": \"go\"}: facts and procedures that need other conditions are left out"`
+	ThreadID   string   `json:"thread_id,omitempty" jsonschema:"the task's thread: its working memory comes first"`
+	AgentID    string   `json:"agent_id,omitempty" jsonschema:"the agent asking"`
+	Scope      string   `json:"scope,omitempty" jsonschema:"records of this scope, and of none"`
+	MaxItems   int      `json:"max_items,omitempty" jsonschema:"items in all, 1 to 200 (default: the server's)"`
+	MaxTokens  int      `json:"max_tokens,omitempty" jsonschema:"approximate tokens in all, 1 to 200000 (default: the server's)"`
 }
 
 // RecallOutput is what memory helps with the task.
@@ -176,7 +179,7 @@ type RecalledItem struct {
 	// Gating is set when trust gating changed what is shown.
 	Gating   string            `json:"gating,omitempty" jsonschema:"summarise or redact when the record is shown changed for your clearance"`
 	Bindings map[string]string `json:"bindings,omitempty" jsonschema:"a procedure's variables bound from your signal: replace each {name} in its steps"`
-	Payload  any               `json:"payload" jsonschema:"the record's content: a fact's object, a procedure's recipe, an episode's timeline"`
+	Payload  Object            `json:"payload" jsonschema:"the record's content: a fact's object, a procedure's recipe, an episode's timeline"`
 }
 
 // Ambiguity is a layer whose best items match about equally well.
@@ -184,6 +187,12 @@ type Ambiguity struct {
 	Layer          string   `json:"layer"`
 	SeparatingKeys []string `json:"separating_keys,omitempty" jsonschema:"condition keys whose values would tell them apart: pass them in conditions"`
 }
+
+var recallInputSchema = schemaFor[RecallInput](func(p map[string]*jsonschema.Schema) {
+	p["task"].MinLength = new(1)
+	p["max_items"].Minimum, p["max_items"].Maximum = new(1.0), new(200.0)
+	p["max_tokens"].Minimum, p["max_tokens"].Maximum = new(1.0), new(200000.0)
+})
 
 func (h *handlers) recall(ctx context.Context, _ *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, RecallOutput, error) {
 	req := api.RetrieveRequest{Task: api.Task{
@@ -282,32 +291,32 @@ func round(f float64) float64 {
 // RememberInput is a thread's events, in order.
 type RememberInput struct {
 	ThreadID string  `json:"thread_id" jsonschema:"the task or conversation the events belong to: the same id for every call of one task"`
-	AgentID  string  `json:"agent_id,omitempty" jsonschema:"who you are (default: the server's configured agent)"`
+	AgentID  string  `json:"agent_id,omitempty" jsonschema:"who you are (default: your key's own agent, else the server's configured actor)"`
 	Events   []Event `json:"events" jsonschema:"what happened, oldest first"`
 }
 
 // Event is one thing that happened in a thread (the API's event, without
 // its thread and agent, which the call gives).
 type Event struct {
-	Kind           string         `json:"kind" jsonschema:"user_input and observation need text; tool_call and tool_output need tool; error needs error; outcome needs outcome; fact needs fact"`
-	Text           string         `json:"text,omitempty" jsonschema:"what the user said, or what was observed"`
-	Tool           *EventTool     `json:"tool,omitempty"`
-	Error          *EventError    `json:"error,omitempty"`
-	Outcome        *EventOutcome  `json:"outcome,omitempty"`
-	Fact           *EventFact     `json:"fact,omitempty"`
-	Time           string         `json:"time,omitempty" jsonschema:"when it happened (RFC 3339); when received if left out"`
-	Environment    map[string]any `json:"environment,omitempty" jsonschema:"scalar context such as os, tool versions, project kind"`
-	Tags           []string       `json:"tags,omitempty"`
-	Scope          string         `json:"scope,omitempty"`
-	IdempotencyKey string         `json:"idempotency_key,omitempty" jsonschema:"a retry with the same key is absorbed"`
+	Kind           string        `json:"kind" jsonschema:"user_input and observation need text; tool_call and tool_output need tool; error needs error; outcome needs outcome; fact needs fact"`
+	Text           string        `json:"text,omitempty" jsonschema:"what the user said, or what was observed"`
+	Tool           *EventTool    `json:"tool,omitempty"`
+	Error          *EventError   `json:"error,omitempty"`
+	Outcome        *EventOutcome `json:"outcome,omitempty"`
+	Fact           *EventFact    `json:"fact,omitempty"`
+	Time           string        `json:"time,omitempty" jsonschema:"when it happened (RFC 3339); when received if left out"`
+	Environment    Scalars       `json:"environment,omitempty" jsonschema:"scalar context such as os, tool versions, project kind"`
+	Tags           []string      `json:"tags,omitempty"`
+	Scope          string        `json:"scope,omitempty"`
+	IdempotencyKey string        `json:"idempotency_key,omitempty" jsonschema:"a retry with the same key is absorbed"`
 }
 
 // EventTool is a tool call or its output.
 type EventTool struct {
 	Name      string `json:"name"`
 	CallID    string `json:"call_id,omitempty"`
-	Arguments any    `json:"arguments,omitempty"`
-	Result    any    `json:"result,omitempty"`
+	Arguments Value  `json:"arguments,omitempty" jsonschema:"the call's arguments, as the tool took them"`
+	Result    Value  `json:"result,omitempty" jsonschema:"the call's result, as the tool gave it"`
 }
 
 // EventError is an error seen.
@@ -325,11 +334,11 @@ type EventOutcome struct {
 
 // EventFact is a fact stated in the thread.
 type EventFact struct {
-	Subject    string         `json:"subject"`
-	Predicate  string         `json:"predicate"`
-	Object     any            `json:"object"`
-	Conditions map[string]any `json:"conditions,omitempty"`
-	Confidence float64        `json:"confidence,omitempty"`
+	Subject    string  `json:"subject"`
+	Predicate  string  `json:"predicate"`
+	Object     Value   `json:"object" jsonschema:"its value: a string, number, boolean, object or array"`
+	Conditions Scalars `json:"conditions,omitempty" jsonschema:"scalar context under which it holds"`
+	Confidence float64 `json:"confidence,omitempty" jsonschema:"0 to 1 (default: the server's)"`
 }
 
 var rememberInputSchema = schemaFor[RememberInput](func(p map[string]*jsonschema.Schema) {
@@ -338,6 +347,9 @@ var rememberInputSchema = schemaFor[RememberInput](func(p map[string]*jsonschema
 	ev.MinItems = new(1)
 	ev.Items.Properties["kind"].Enum = enum("user_input", "tool_call", "tool_output", "observation", "error", "outcome", "fact")
 	ev.Items.Properties["outcome"].Properties["status"].Enum = enum("success", "failure", "partial")
+	fact := ev.Items.Properties["fact"].Properties
+	fact["object"] = factObject(fact["object"].Description)
+	fact["confidence"].Minimum, fact["confidence"].Maximum = new(0.0), new(1.0)
 })
 
 // RememberOutput is what was staged.
@@ -348,21 +360,19 @@ type RememberOutput struct {
 }
 
 // wireEvent is an event as POST /v1/events takes it: the call's thread
-// and agent, and the event's own fields.
+// and agent, and the event's own fields. An event that names no agent is
+// the key's own agent's, else the actor's: the API decides, for only it
+// knows the key's agent.
 type wireEvent struct {
-	AgentID  string `json:"agent_id"`
+	AgentID  string `json:"agent_id,omitempty"`
 	ThreadID string `json:"thread_id"`
 	Event
 }
 
 func (h *handlers) remember(ctx context.Context, _ *mcp.CallToolRequest, in RememberInput) (*mcp.CallToolResult, RememberOutput, error) {
-	agent := in.AgentID
-	if agent == "" {
-		agent = h.agent
-	}
 	events := make([]any, len(in.Events))
 	for i, e := range in.Events {
-		events[i] = wireEvent{AgentID: agent, ThreadID: in.ThreadID, Event: e}
+		events[i] = wireEvent{AgentID: in.AgentID, ThreadID: in.ThreadID, Event: e}
 	}
 	res, err := h.c.PostEvents(ctx, events)
 	if err != nil {
@@ -517,7 +527,7 @@ type AuditEntry struct {
 	At        time.Time `json:"at"`
 	Version   int       `json:"version,omitempty"`
 	Rationale string    `json:"rationale,omitempty"`
-	Evidence  any       `json:"evidence,omitempty"`
+	Evidence  Objects   `json:"evidence,omitempty"`
 }
 
 func (h *handlers) recordAudit(ctx context.Context, _ *mcp.CallToolRequest, in RecordInput) (*mcp.CallToolResult, AuditOutput, error) {
@@ -605,22 +615,28 @@ func (h *handlers) listProcedures(ctx context.Context, _ *mcp.CallToolRequest, i
 
 // ProposeFactInput is a fact to store.
 type ProposeFactInput struct {
-	Subject    string         `json:"subject" jsonschema:"what the fact is about, such as user or service:api"`
-	Predicate  string         `json:"predicate" jsonschema:"the property, such as prefers_language or runs_on"`
-	Object     any            `json:"object" jsonschema:"its value: a string, number, boolean, object or array"`
-	Conditions map[string]any `json:"conditions,omitempty" jsonschema:"scalar context under which it holds, such as {\"os\": \"linux\"}; it holds everywhere when left out"`
-	Confidence float64        `json:"confidence,omitempty" jsonschema:"0 to 1 (default: the server's)"`
-	Scope      string         `json:"scope,omitempty" jsonschema:"such as a project or user"`
-	Tags       []string       `json:"tags,omitempty"`
-	Rationale  string         `json:"rationale,omitempty" jsonschema:"why you believe it, kept in the audit trail"`
+	Subject    string   `json:"subject" jsonschema:"what the fact is about, such as user or service:api"`
+	Predicate  string   `json:"predicate" jsonschema:"the property, such as prefers_language or runs_on"`
+	Object     Value    `json:"object" jsonschema:"its value: a string, number, boolean, object or array"`
+	Conditions Scalars  `json:"conditions,omitempty" jsonschema:"scalar context under which it holds, such as {\"os\": \"linux\"}; it holds everywhere when left out"`
+	Confidence float64  `json:"confidence,omitempty" jsonschema:"0 to 1 (default: the server's)"`
+	Scope      string   `json:"scope,omitempty" jsonschema:"such as a project or user"`
+	Tags       []string `json:"tags,omitempty"`
+	Rationale  string   `json:"rationale,omitempty" jsonschema:"why you believe it, kept in the audit trail"`
 }
 
 var proposeFactInputSchema = schemaFor[ProposeFactInput](func(p map[string]*jsonschema.Schema) {
 	p["subject"].MinLength, p["predicate"].MinLength = new(1), new(1)
-	p["object"].Types = []string{"string", "number", "boolean", "object", "array"}
-	p["conditions"].AdditionalProperties = &jsonschema.Schema{Types: []string{"string", "number", "boolean"}}
+	p["object"] = factObject(p["object"].Description)
 	p["confidence"].Minimum, p["confidence"].Maximum = new(0.0), new(1.0)
 })
+
+// factObject is the schema of a fact's object: any JSON value but null.
+func factObject(description string) *jsonschema.Schema {
+	s := anyOf("string", "number", "boolean", "object", "array")
+	s.Description = description
+	return s
+}
 
 // ProposeFactOutput is what the write path did with a proposed fact.
 type ProposeFactOutput struct {
@@ -689,4 +705,54 @@ func factPointer(p string) string {
 		return f
 	}
 	return p
+}
+
+// --- forget
+
+// ForgetInput names the record to forget.
+type ForgetInput struct {
+	ID        string `json:"id" jsonschema:"the record's id"`
+	Rationale string `json:"rationale,omitempty" jsonschema:"why, kept in the audit trail"`
+}
+
+// ForgetOutput is the record forgotten.
+type ForgetOutput struct {
+	Outcome string `json:"outcome" jsonschema:"retracted, or deleted (an episode)"`
+	Message string `json:"message"`
+	Record  Record `json:"record" jsonschema:"the record as it is now"`
+}
+
+// forget retracts a record (POST /v1/records/{id}:retract), or deletes an
+// episode (DELETE /v1/records/{id}): episodes are append-only, so the
+// write path retracts none (substrate RFC §5). The record is read first,
+// for its type and version: a retraction of a record changed since is a
+// conflict, not a withdrawal of what the agent did not see.
+func (h *handlers) forget(ctx context.Context, _ *mcp.CallToolRequest, in ForgetInput) (*mcp.CallToolResult, ForgetOutput, error) {
+	id, err := parseID("id", in.ID)
+	if err != nil {
+		return nil, ForgetOutput{}, err
+	}
+	cur, err := h.c.GetRecord(ctx, id)
+	if err != nil {
+		return nil, ForgetOutput{}, toolError(err, nil)
+	}
+	out := ForgetOutput{Outcome: "retracted",
+		Message: "Retracted: it is no longer recalled; its history and audit trail keep it, and an operator can reinstate it."}
+	var raw json.RawMessage
+	if cur.Type == memory.Episodic {
+		out.Outcome = "deleted"
+		out.Message = "Deleted: it is no longer recalled, and is purged after the grace period; its audit trail keeps that it was."
+		raw, err = h.c.DeleteRecord(ctx, id, in.Rationale)
+	} else {
+		raw, err = h.c.Revise(ctx, id, client.Retract, api.ReviseRequest{Version: cur.Version, Rationale: in.Rationale})
+	}
+	if err != nil {
+		return nil, ForgetOutput{}, toolError(err, nil)
+	}
+	var rec memory.Record
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, ForgetOutput{}, fmt.Errorf("engramd answered unreadably: %v", err)
+	}
+	out.Record = newRecord(rec)
+	return nil, out, nil
 }

@@ -25,6 +25,15 @@ func (t Type) Valid() bool { return slices.Contains(Types, t) }
 // contested, retracted or merged: all but episodic (§15B).
 func (t Type) Revisable() bool { return t.Valid() && t != Episodic }
 
+// ARecord names a record of type t with its article, for messages: "an
+// episodic record", "a semantic record".
+func (t Type) ARecord() string {
+	if t == Episodic {
+		return "an episodic record"
+	}
+	return "a " + string(t) + " record"
+}
+
 // Sensitivity is a record's sensitivity class (§15A.1), ordered from
 // [Public] to [Hyper].
 type Sensitivity string

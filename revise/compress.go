@@ -104,7 +104,7 @@ func (t *Tx) Compress(ctx context.Context, tenant string, id uuid.UUID, version 
 		return out, err
 	}
 	if rec.Type != memory.Episodic {
-		return out, conflict(CodeNotAllowed, []uuid.UUID{id}, "only episodes are compressed, not a %s record", rec.Type)
+		return out, conflict(CodeNotAllowed, []uuid.UUID{id}, "only episodes are compressed, not %s", rec.Type.ARecord())
 	}
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal(rec.Payload, &p); err != nil {

@@ -241,7 +241,7 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 		// question for a reviewer.
 		if least, ok := g.Evidence.MinAuthority[rec.Type]; ok && durable && ev.Mean < least {
 			queue = true
-			a.Reasons = append(a.Reasons, fmt.Sprintf("its evidence's authority %.2f is below the %.2f a %s record needs", ev.Mean, least, rec.Type))
+			a.Reasons = append(a.Reasons, fmt.Sprintf("its evidence's authority %.2f is below the %.2f %s needs", ev.Mean, least, rec.Type.ARecord()))
 		}
 		return nil
 	}); err != nil {

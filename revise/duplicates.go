@@ -249,7 +249,7 @@ func Compare(a, b memory.Record) (Comparison, error) {
 	case memory.PlanGraph:
 		return comparePlans(a, b, sameFP)
 	}
-	return Comparison{Apart, "a " + string(a.Type) + " record has no structure to compare"}, nil
+	return Comparison{Apart, a.Type.ARecord() + " has no structure to compare"}, nil
 }
 
 func compareFacts(a, b memory.Record, sameFP bool) (Comparison, error) {

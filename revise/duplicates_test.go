@@ -174,4 +174,11 @@ func TestCompare(t *testing.T) {
 		require.NoError(t, err, name)
 		require.Equal(t, c.want, got.Likeness, "%s: %s", name, got.Reason)
 	}
+	episode := func(kind string) memory.Record {
+		p, _ := json.Marshal(map[string]any{"kind": "episodic", "timeline": []any{map[string]any{"t": at, "event_kind": kind}}})
+		return memory.Record{Type: memory.Episodic, Payload: p}
+	}
+	got, err := revise.Compare(episode("user_input"), episode("tool_call"))
+	require.NoError(t, err)
+	require.Equal(t, revise.Comparison{Likeness: revise.Apart, Reason: "an episodic record has no structure to compare"}, got)
 }

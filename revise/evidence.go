@@ -54,12 +54,12 @@ func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record
 	if (rec.Type == memory.Semantic || rec.Type == memory.Competence) && len(srcs) > 0 &&
 		!slices.ContainsFunc(srcs, func(s memory.Source) bool { return s.Kind != SourceReasoning }) {
 		return ev, reject(GateEvidence, ReasonSelfEvidence, nil,
-			"a %s record needs evidence beyond the writing agent's own reasoning (write-path RFC §12.11.3)", rec.Type)
+			"%s needs evidence beyond the writing agent's own reasoning (write-path RFC §12.11.3)", rec.Type.ARecord())
 	}
 	if durable && g.Evidence.RequireExternal &&
 		!slices.ContainsFunc(srcs, func(s memory.Source) bool { return slices.Contains(external, s.Kind) }) {
 		return ev, reject(GateEvidence, ReasonNoExternal, nil,
-			"a %s record needs one source from outside memory (%s): the evidence-diversity rule is on", rec.Type, strings.Join(external, ", "))
+			"%s needs one source from outside memory (%s): the evidence-diversity rule is on", rec.Type.ARecord(), strings.Join(external, ", "))
 	}
 	if len(ev.Records) > 0 {
 		found, err := t.existingIDs(ctx, tenant, ev.Records)

@@ -23,7 +23,7 @@ import (
 // not abort the caller's transaction; the refusal is returned.
 func (t *Tx) ObserveFact(ctx context.Context, tenant string, rec memory.Record, ch Change) (Admission, error) {
 	if rec.Type != memory.Semantic {
-		return Admission{}, fmt.Errorf("observe fact: a %s record is not a fact", rec.Type)
+		return Admission{}, fmt.Errorf("observe fact: %s is not a fact", rec.Type.ARecord())
 	}
 	var a Admission
 	var inner *Tx

@@ -314,7 +314,7 @@ func (t *Tx) SubmitForReview(ctx context.Context, tenant string, rec memory.Reco
 		}
 		if rec.Type != old.Type {
 			return memory.Record{}, Review{}, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/review/proposal/supersedes",
-				Message: fmt.Sprintf("names a %s record: a draft supersedes only a record of its own type", old.Type)}}}
+				Message: fmt.Sprintf("names %s: a draft supersedes only a record of its own type", old.Type.ARecord())}}}
 		}
 	}
 	rec, err := t.create(ctx, tenant, rec, memory.Draft, "", ch)

@@ -31,7 +31,7 @@ func (t *Tx) Update(ctx context.Context, tenant string, id uuid.UUID, version in
 			return err
 		}
 		if rec.Type != memory.Working {
-			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only working memory is updated in place; a %s record is revised by supersede, fork, contest or retract", rec.Type)
+			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only working memory is updated in place; %s is revised by supersede, fork, contest or retract", rec.Type.ARecord())
 		}
 		rec.Payload = payload
 		if tags != nil {
@@ -226,7 +226,7 @@ func (t *Tx) Fork(ctx context.Context, tenant string, id uuid.UUID, version int,
 			return err
 		}
 		if old.Type != memory.Semantic {
-			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only semantic facts fork by condition; a %s record has no validity conditions", old.Type)
+			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only semantic facts fork by condition; %s has no validity conditions", old.Type.ARecord())
 		}
 		var fact memory.SemanticPayload
 		if err := json.Unmarshal(old.Payload, &fact); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/access"
@@ -297,4 +298,46 @@ func hexOf(b []byte) string {
 		out = append(out, digits[c>>4], digits[c&15])
 	}
 	return string(out)
+}
+
+// An event that names no agent is the agent the request acts for, as a
+// lease request's is: the key's own agent (an executor's), whatever
+// X-Engram-Actor says, else X-Engram-Actor; with neither it is refused for
+// its missing agent_id, as before. A batch and a stream alike.
+func TestEventsWithoutAnAgent(t *testing.T) {
+	t.Parallel()
+	e := setupRoles(t, "", access.Budgets{})
+	anon := func(thread string) map[string]any {
+		return map[string]any{"kind": "observation", "thread_id": thread, "text": "the build is green"}
+	}
+	agentOf := func(thread string) []string {
+		rows, err := e.db.Pool.Query(t.Context(), "SELECT DISTINCT agent_id FROM candidates WHERE thread_id = $1", thread)
+		require.NoError(t, err)
+		agents, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return agents
+	}
+
+	res := e.do("POST", "/v1/events", executorKey, []any{anon("t-exec"), anon("t-exec")}, "X-Engram-Actor", "someone-else")
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	require.Equal(t, []string{"exec-1"}, agentOf("t-exec"))
+
+	res = e.do("POST", "/v1/events", curatorKey, anon("t-cur"), "X-Engram-Actor", "desk-agent")
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	require.Equal(t, []string{"desk-agent"}, agentOf("t-cur"))
+
+	res = e.do("POST", "/v1/events", curatorKey, anon("t-none"))
+	require.Equal(t, http.StatusUnprocessableEntity, res.status, string(res.body))
+	require.Contains(t, string(res.body), "agent_id", string(res.body))
+
+	// An event that names its agent is decided as it names.
+	named := anon("t-named")
+	named["agent_id"] = "exec-2"
+	denied(t, e.do("POST", "/v1/events", executorKey, named), "role:executor:write:own")
+
+	line := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	acks := e.streamAs(executorKey, line(anon("t-stream")), "{ }")
+	require.Nil(t, acks[1].Error)
+	require.NotNil(t, acks[2].Error, "an empty event is refused for what it lacks besides its agent")
+	require.Equal(t, []string{"exec-1"}, agentOf("t-stream"))
 }

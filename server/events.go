@@ -40,6 +40,9 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 			return fieldProblem("", "send at least one event")
 		}
 	}
+	for i, raw := range raws {
+		raws[i] = withAgent(r, raw)
+	}
 	if err := s.authorizeEvents(r, raws); err != nil {
 		return err
 	}
@@ -197,6 +200,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 				it.refused = &api.StreamAck{Line: line, Error: problem(http.StatusRequestEntityTooLarge, "too-large", "Event refused",
 					fmt.Sprintf("the line is over the limit of %d bytes", max))}
 			default:
+				raw = withAgent(r, raw)
 				cand, perr := s.ingest.Prepare(line, raw)
 				if aerr := authorizeEvent(r, raw); perr == nil && aerr != nil {
 					it.refused = &api.StreamAck{Line: line, Error: s.toProblem(r, aerr)}
@@ -416,4 +420,36 @@ func (s *Server) explainPolicy(w http.ResponseWriter, r *http.Request) error {
 // retryAfter renders a Retry-After header value in whole seconds.
 func retryAfter(d time.Duration) string {
 	return strconv.Itoa(int(math.Ceil(max(d.Seconds(), 1))))
+}
+
+// withAgent is an event that names no agent_id given the agent the
+// request acts for, as a lease request's is ([leaseAgent]): the key's own
+// agent (an executor's always has one, write-path RFC §12.8.2), else
+// X-Engram-Actor. An event that names its agent is left as it is, and
+// authorized as it names; one with no agent to give is left for the
+// ingester to refuse.
+func withAgent(r *http.Request, raw json.RawMessage) json.RawMessage {
+	// An event naming agent_id anywhere is taken to name its own: a
+	// nested "agent_id" alone is refused as it was.
+	if bytes.Contains(raw, []byte(`"agent_id"`)) {
+		return raw
+	}
+	obj := bytes.TrimSpace(raw)
+	if !bytes.HasPrefix(obj, []byte("{")) {
+		return raw
+	}
+	agent, err := leaseAgent(r, "")
+	if err != nil || agent == "" {
+		return raw
+	}
+	q, err := json.Marshal(agent)
+	if err != nil {
+		return raw
+	}
+	rest := bytes.TrimSpace(obj[1:])
+	out := append([]byte(`{"agent_id":`), q...)
+	if !bytes.HasPrefix(rest, []byte("}")) {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
 }

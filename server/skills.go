@@ -34,7 +34,7 @@ func (s *Server) recordSkill(w http.ResponseWriter, r *http.Request) error {
 	name, md, err := skill.Render(rec)
 	if errors.Is(err, skill.ErrNotCompetence) {
 		return problem(http.StatusNotFound, "not-a-procedure", "Not a procedure",
-			fmt.Sprintf("record %s is a %s record; only %s records (learned procedures) export as skills", rec.ID, rec.Type, memory.Competence))
+			fmt.Sprintf("record %s is %s; only %s records (learned procedures) export as skills", rec.ID, rec.Type.ARecord(), memory.Competence))
 	}
 	if err != nil {
 		return err
