@@ -74,8 +74,11 @@ type Action struct {
 	Tool string
 	// Args are the call's arguments as an object: an array or a scalar is
 	// {"args": …}.
-	Args   map[string]any
-	Result json.RawMessage
+	Args map[string]any
+	// Wrapped: the call's arguments were a list or a scalar, which Args
+	// holds as {"args": …}; a recipe gives them back as they were.
+	Wrapped bool
+	Result  json.RawMessage
 	// Failed: its output looked like an error.
 	Failed bool
 }
@@ -165,7 +168,8 @@ func (p pairing) call(actions []Action, t *memory.EventTool) []Action {
 	if t.CallID != "" {
 		p[t.CallID] = len(actions)
 	}
-	a := Action{Tool: t.Name, Args: argsOf(t.Arguments), Result: t.Result}
+	args, wrapped := argsOf(t.Arguments)
+	a := Action{Tool: t.Name, Args: args, Wrapped: wrapped, Result: t.Result}
 	a.Failed = len(a.Result) > 0 && failed(a, a.Result)
 	return append(actions, a)
 }
@@ -282,19 +286,20 @@ func addEnv(dst, src map[string]any) {
 	}
 }
 
-// argsOf is a call's arguments as an object.
-func argsOf(raw json.RawMessage) map[string]any {
+// argsOf is a call's arguments as an object, and whether they were
+// something else (a list or a scalar, held as {"args": …}).
+func argsOf(raw json.RawMessage) (map[string]any, bool) {
 	if len(raw) == 0 {
-		return map[string]any{}
+		return map[string]any{}, false
 	}
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
-		return map[string]any{}
+		return map[string]any{}, false
 	}
 	if m, ok := v.(map[string]any); ok {
-		return m
+		return m, false
 	}
-	return map[string]any{"args": v}
+	return map[string]any{"args": v}, true
 }
 
 // looksLikeError reports whether a tool result reports a failure: a

@@ -52,7 +52,7 @@ func isProbe(a Action, probes []string) bool {
 		return false
 	}
 	if !slices.Contains(shellTools, a.Tool) {
-		return slices.Contains(probes, a.Tool)
+		return slices.Contains(probes, a.Tool) || slices.Contains(probes, identity(a))
 	}
 	cmd := commandLine(a.Args)
 	if cmd == "" || writes(cmd) {

@@ -27,6 +27,9 @@ type Template struct {
 	// one whose value was, in every episode, the same value of its
 	// trigger's message (a path, a path's directory, a quoted name).
 	From map[string]signature.Source
+	// Wrapped: the calls' arguments were a list or a scalar (Args holds
+	// them as {"args": …}).
+	Wrapped bool
 }
 
 // Templates aligns the same step of several episodes (steps[e][i] is the
@@ -59,7 +62,7 @@ func templates(steps [][]Action, values [][]triggerValue) []Template {
 	out := make([]Template, len(steps[0]))
 	for i := range steps[0] {
 		first := steps[0][i]
-		t := Template{Tool: first.Tool, Args: map[string]any{}, Vars: map[string]string{}, From: map[string]signature.Source{}}
+		t := Template{Tool: first.Tool, Args: map[string]any{}, Vars: map[string]string{}, From: map[string]signature.Source{}, Wrapped: first.Wrapped}
 		for _, k := range slices.Sorted(maps.Keys(first.Args)) {
 			values := make([]any, len(steps))
 			for e := range steps {
@@ -396,6 +399,10 @@ func allEqual(values []any) bool {
 // [signature.Source]: retrieval binds it from the task's signal).
 func argsSchema(t Template) map[string]any {
 	out := map[string]any{"arguments": t.Args}
+	if t.Wrapped {
+		// Given back in the shape the tool was called with: a list, a string.
+		out["arguments"] = t.Args["args"]
+	}
 	if len(t.Vars) > 0 {
 		vars := map[string]any{}
 		for n, k := range t.Vars {
