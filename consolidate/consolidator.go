@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -42,7 +41,7 @@ const (
 	DefaultBatch       = 500
 	DefaultMaxEpisodes = 10000
 	// MaxConfidence caps the confidence evidence alone gives a procedure.
-	MaxConfidence = 0.95
+	MaxConfidence = memory.MaxLearnedConfidence
 	// LearnedTag marks the records consolidation wrote; a record's
 	// procedure tag ("procedure:<key>") names the procedure it stands for.
 	LearnedTag   = "learned"
@@ -565,15 +564,9 @@ func (c *Consolidator) procedure(cand *candidate, all, kept []*candidate, failed
 	}, true
 }
 
-// Confidence is what a procedure's uses say of it: s/(s+f+1) for s
-// successes and f failures, capped at [MaxConfidence] — 1 − 1/(s+1) while
-// it has not failed, as evidence grows, and falling with every failure
-// however it was reported (substrate RFC §8, §15A.9: the statistics
-// decide).
-func Confidence(successes, failures int) float64 {
-	s, f := float64(max(successes, 0)), float64(max(failures, 0))
-	return math.Round(min(MaxConfidence, s/(s+f+1))*1000) / 1000
-}
+// Confidence is what a procedure's uses say of it:
+// [memory.LearnedConfidence].
+func Confidence(successes, failures int) float64 { return memory.LearnedConfidence(successes, failures) }
 
 // maxName bounds the signature part of a procedure's name.
 const maxName = 160

@@ -209,6 +209,7 @@ func TestFeedbackFailuresRetractByTheLifecycleRule(t *testing.T) {
 	require.Len(t, gone.Records, 1)
 	p := payloadOf(t, gone.Records[0])
 	require.Equal(t, 3, p.Performance.Failures)
+	require.InDelta(t, 2.0/6, gone.Records[0].Confidence, 0.001, "its confidence fell with each failure: s/(s+f+1)")
 	require.Equal(t, "ssfff", p.Performance.Recent)
 	audit, err := store.Audit(t.Context(), e.db.Pool, "acme", gone.Records[0].ID)
 	require.NoError(t, err)

@@ -137,6 +137,14 @@ func (d *Decayer) Feedback(ctx context.Context, tenant string, req FeedbackReque
 				return err
 			}
 			reinf[i].Field, reinf[i].Value = field, value
+			if rec.Type == memory.Competence {
+				// Its confidence follows its uses, as consolidation's does.
+				var perf memory.Performance
+				if json.Unmarshal(value, &perf) == nil {
+					c := memory.LearnedConfidence(perf.Successes, perf.Failures)
+					reinf[i].Confidence = &c
+				}
+			}
 		}
 		r.Applied, err = tx.Reinforce(ctx, tenant, todo, reinf, now, ch)
 		res = r

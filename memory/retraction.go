@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -30,6 +31,20 @@ func (p Performance) Use(success bool, at time.Time) Performance {
 		p.Recent = p.Recent[n-MaxRecent:]
 	}
 	return p
+}
+
+// MaxLearnedConfidence caps the confidence evidence alone gives a learned
+// record.
+const MaxLearnedConfidence = 0.95
+
+// LearnedConfidence is what a procedure's uses say of it: s/(s+f+1) for s
+// successes and f failures, capped at [MaxLearnedConfidence] — 1 − 1/(s+1)
+// while it has not failed, growing with evidence, and falling with every
+// failure however it was reported (substrate RFC §8, §15A.9: the
+// statistics decide).
+func LearnedConfidence(successes, failures int) float64 {
+	s, f := float64(max(successes, 0)), float64(max(failures, 0))
+	return math.Round(min(MaxLearnedConfidence, s/(s+f+1))*1000) / 1000
 }
 
 // RetractionRule is when a learned procedure is given up (substrate RFC §8:

@@ -131,18 +131,11 @@ func (r *Retriever) rank(cfg Config, layer LayerName, t Task, hits []store.Hit, 
 		out = append(out, c)
 	}
 	slices.SortStableFunc(out, func(a, b candidate) int {
-		ma, mb := len(a.why.MatchedConditions), len(b.why.MatchedConditions)
 		switch {
 		case a.problem != b.problem && a.problem:
 			return -1
 		case a.problem != b.problem:
 			return 1
-		case a.problem && ma != mb:
-			// Of the procedures of the task's problem, the one learned for
-			// the task's environment first: the most specific applies
-			// (substrate RFC §12) — an unconditioned fix of the same error
-			// was learned where the environment did not matter to it.
-			return mb - ma
 		case a.score > b.score:
 			return -1
 		case a.score < b.score:

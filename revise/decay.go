@@ -45,6 +45,9 @@ type Reinforcement struct {
 	Salience float64
 	Field    string
 	Value    json.RawMessage
+	// Confidence, when set, is the record's confidence now (a procedure's,
+	// from its counts).
+	Confidence *float64
 }
 
 // FeedbackResult says what became of each record of a [Feedback].
@@ -154,7 +157,12 @@ func (t *Tx) Reinforce(ctx context.Context, tenant string, recs []memory.Record,
 			ids, sal = append(ids, rf.ID), append(sal, rf.Salience)
 			continue
 		}
-		revs = append(revs, store.FeedbackRevision{ID: rf.ID, Salience: rf.Salience, Field: rf.Field, Value: rf.Value})
+		conf := -1.0
+		if rf.Confidence != nil {
+			conf = *rf.Confidence
+			out[i].Confidence = conf
+		}
+		revs = append(revs, store.FeedbackRevision{ID: rf.ID, Salience: rf.Salience, Field: rf.Field, Value: rf.Value, Confidence: conf})
 		out[i].Version, out[i].UpdatedAt = out[i].Version+1, at
 	}
 	if len(ids) > 0 {

@@ -34,9 +34,10 @@ WHERE r.tenant_id = $1 AND r.id = u.id`
 // (snapshotted by trigger) and audited. It returns the new payloads.
 const reviseFeedbackSQL = `
 WITH u AS (
-	SELECT * FROM unnest($3::uuid[], $4::float8[], $5::text[], $6::text[]) AS u(id, salience, field, value)
+	SELECT * FROM unnest($3::uuid[], $4::float8[], $5::text[], $6::text[], $10::float8[]) AS u(id, salience, field, value, confidence)
 ), revised AS (
 	UPDATE records r SET salience = u.salience, last_reinforced_at = $2,
+		confidence = CASE WHEN u.confidence >= 0 THEN u.confidence ELSE r.confidence END,
 		payload = jsonb_set(r.payload, ARRAY[u.field], u.value::jsonb), version = r.version + 1, updated_at = $2
 	FROM u
 	WHERE r.tenant_id = $1 AND r.id = u.id
@@ -89,24 +90,26 @@ func Reinforce(ctx context.Context, db pg.DBTX, tenant string, at time.Time, ids
 	return nil
 }
 
-// FeedbackRevision is a record's new salience and one top-level payload
-// field replaced.
+// FeedbackRevision is a record's new salience, one top-level payload
+// field replaced and, when Confidence is not negative, its new
+// confidence.
 type FeedbackRevision struct {
-	ID       uuid.UUID
-	Salience float64
-	Field    string
-	Value    json.RawMessage
+	ID         uuid.UUID
+	Salience   float64
+	Field      string
+	Value      json.RawMessage
+	Confidence float64
 }
 
 // ReviseFeedback writes revisions, each record at its next version with an
 // audit entry of action feedback, and returns the new payloads by id.
 func ReviseFeedback(ctx context.Context, db pg.DBTX, tenant string, at time.Time, revs []FeedbackRevision, a AuditRow) (map[uuid.UUID]json.RawMessage, error) {
 	n := len(revs)
-	ids, sal, fields, values := make([]uuid.UUID, n), make([]float64, n), make([]string, n), make([]string, n)
+	ids, sal, fields, values, conf := make([]uuid.UUID, n), make([]float64, n), make([]string, n), make([]string, n), make([]float64, n)
 	for i, r := range revs {
-		ids[i], sal[i], fields[i], values[i] = r.ID, r.Salience, r.Field, string(r.Value)
+		ids[i], sal[i], fields[i], values[i], conf[i] = r.ID, r.Salience, r.Field, string(r.Value), r.Confidence
 	}
-	rows, err := db.Query(ctx, reviseFeedbackSQL, tenant, at, uuids(ids), sal, fields, values, a.Actor, a.Rationale, nonNil(a.Evidence))
+	rows, err := db.Query(ctx, reviseFeedbackSQL, tenant, at, uuids(ids), sal, fields, values, a.Actor, a.Rationale, nonNil(a.Evidence), conf)
 	if err != nil {
 		return nil, fmt.Errorf("revise records: %w", err)
 	}
