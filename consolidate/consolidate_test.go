@@ -26,7 +26,10 @@ import (
 	"github.com/engram-dev/engram/store"
 )
 
-const key = "acme-key-0123456789"
+const (
+	key     = "acme-key-0123456789"
+	betaKey = "beta-key-0123456789"
+)
 
 // memRun is a job run kept in memory: its cursor survives between passes
 // of one test.
@@ -83,6 +86,7 @@ func setupWith(t *testing.T, gates revise.Gates, cfg consolidate.Config) *env {
 	db := pgtest.NewSchema(t)
 	wr := revise.New(db.Pool, revise.Config{Gates: gates})
 	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "acme"))
+	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "beta"))
 	w := ingest.NewWorker(ingest.WorkerConfig{DB: db.Pool})
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(t, err)
@@ -91,7 +95,7 @@ func setupWith(t *testing.T, gates revise.Gates, cfg consolidate.Config) *env {
 	srv := httptest.NewServer(server.New(server.Config{
 		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler), Decay: decay.New(db.Pool, wr, settings), Retrieve: retrieve.New(db.Pool, rs),
 		Ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
-		Keys:   []server.Key{{Tenant: "acme", Name: "acme-test", Secret: key}},
+		Keys:   []server.Key{{Tenant: "acme", Name: "acme-test", Secret: key}, {Tenant: "beta", Name: "beta-test", Secret: betaKey}},
 	}))
 	t.Cleanup(srv.Close)
 	reg := prometheus.NewRegistry()
@@ -101,11 +105,17 @@ func setupWith(t *testing.T, gates revise.Gates, cfg consolidate.Config) *env {
 
 func (e *env) do(method, path string, body any) (int, []byte) {
 	e.t.Helper()
+	return e.doAs(key, method, path, body)
+}
+
+// doAs is do with another tenant's key.
+func (e *env) doAs(secret, method, path string, body any) (int, []byte) {
+	e.t.Helper()
 	b, err := json.Marshal(body)
 	require.NoError(e.t, err)
 	req, err := http.NewRequest(method, e.url+path, bytes.NewReader(b))
 	require.NoError(e.t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Authorization", "Bearer "+secret)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(e.t, err)

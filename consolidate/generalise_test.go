@@ -220,7 +220,8 @@ func TestFeedbackFailuresRetractByTheLifecycleRule(t *testing.T) {
 // Episodes as real agents send them — one step and no error, or a first
 // input of 2,000 characters — never wedge consolidation: every pass
 // succeeds, learns what it can (a plan of one step, a plan whose id is
-// bounded), and the next pass still does.
+// bounded), and the next pass still does; another tenant's procedure is
+// learned in the same passes.
 func TestOddEpisodesLeaveConsolidationHealthy(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -233,15 +234,28 @@ func TestOddEpisodesLeaveConsolidationHealthy(t *testing.T) {
 	for _, th := range []string{"long-a", "long-b"} {
 		e.post(newRun(th, long, nil).bash("make test", 0, "ok").bash("make build", 0, "ok").end("success"))
 	}
+	for i, pkg := range []string{"left-pad", "is-odd"} {
+		events := newRun(fmt.Sprintf("beta-%d", i), "install", nil).
+			bash("node app.js", 1, fmt.Sprintf("Error: Cannot find module '%s'", pkg)).
+			bash("npm install "+pkg, 0, "added 1 package").
+			bash("node app.js", 0, "ok").end("success")
+		status, body := e.doAs(betaKey, "POST", "/v1/events", events)
+		require.Equal(t, http.StatusAccepted, status, string(body))
+		e.drain()
+	}
 	counts := e.consolidate()
 	require.Equal(t, int64(2), counts["plan_created"], counts)
-	require.Zero(t, counts["skipped_plan_graph"]+counts["skipped_competence"], counts)
+	require.Equal(t, int64(3), counts["competence_created"], counts, "the two tasks' and beta's")
+	status, body := e.doAs(betaKey, "POST", "/v1/retrieve", map[string]any{"task": map[string]any{"signals": []string{"Error: Cannot find module 'chalk'"}}})
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.Contains(t, string(body), `"bindings":{"package":"chalk"}`, "beta's procedure, learned in the same pass")
+	require.Zero(t, counts["skipped_plan_graph"]+counts["skipped_competence"]+counts["tenants_failed"], counts)
 	for _, p := range e.plansNow() {
 		require.NotNil(t, p.Edges, "a plan's edges are a list, never null")
 		require.LessOrEqual(t, len(p.PlanID), 80)
 	}
 	e.post(newRun("one-c", "restart the cache", nil).bash("svc restart cache", 0, "ok").end("success"))
-	require.NotPanics(t, func() { e.consolidate() })
+	e.consolidate()
 }
 
 // plansNow are the tenant's live plan payloads.
