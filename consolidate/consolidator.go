@@ -566,7 +566,9 @@ func (c *Consolidator) procedure(cand *candidate, all, kept []*candidate, failed
 
 // Confidence is what a procedure's uses say of it:
 // [memory.LearnedConfidence].
-func Confidence(successes, failures int) float64 { return memory.LearnedConfidence(successes, failures) }
+func Confidence(successes, failures int) float64 {
+	return memory.LearnedConfidence(successes, failures)
+}
 
 // maxName bounds the signature part of a procedure's name.
 const maxName = 160
