@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/extract"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
@@ -71,6 +72,9 @@ type Config struct {
 	// Lifecycle is when a procedure is on probation and when it is
 	// retracted; see [Lifecycle].
 	Lifecycle Lifecycle
+	// Decay, when set, reinforces a procedure's salience with the uses a
+	// pass observes, as feedback does; nil leaves salience to feedback.
+	Decay *decay.Decayer
 	// Duplicates is duplicate resolution over stored records; see
 	// [Duplicates].
 	Duplicates Duplicates
@@ -778,6 +782,10 @@ func (c *Consolidator) apply(ctx context.Context, tx *revise.Tx, tenant string, 
 		next, err = tx.Amend(ctx, tenant, old.ID, old.Version, rec, ch)
 	default:
 		_, next, err = tx.Supersede(ctx, tenant, old.ID, old.Version, rec, ch)
+	}
+	if err == nil && c.cfg.Decay != nil && v.retract == "" {
+		// Its salience follows the uses the pass saw, as feedback's do.
+		err = c.cfg.Decay.Observed(ctx, tx, tenant, next, w.uses[0], w.uses[1], ch)
 	}
 	if err != nil || v.retract == "" {
 		return w, err

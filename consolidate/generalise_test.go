@@ -10,7 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/consolidate"
+	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
 
@@ -270,4 +273,32 @@ func (e *env) plansNow() []memory.PlanGraphPayload {
 		out = append(out, p)
 	}
 	return out
+}
+
+// A procedure that later episodes use successfully gains salience as if an
+// agent had reported it: its usefulness, observed, keeps it from decaying.
+func TestObservedUsesReinforceSalience(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	settings, err := decay.NewSettings(decay.DefaultConfig())
+	require.NoError(t, err)
+	wr := revise.New(e.db.Pool, revise.Config{})
+	e.cons = consolidate.New(consolidate.Config{DB: e.db.Pool, Writer: wr, Decay: decay.New(e.db.Pool, wr, settings)})
+	fix := func(i int, dir string) {
+		e.post(episode(fmt.Sprintf("fix-%d", i), map[string]any{}, "ld: cache mismatch in "+dir+"/obj.o", []map[string]any{
+			step("shell", map[string]any{"command": "rm -rf " + dir + "/cache"}, map[string]any{"exit_code": 0}), buildOK,
+		}, "success"))
+	}
+	fix(0, "/srv/a-1")
+	fix(1, "/srv/b-2")
+	e.consolidate()
+	before := e.procedures()[0]
+	// As if it had decayed for weeks unused.
+	_, err = e.db.Pool.Exec(t.Context(), `UPDATE records SET salience = 0.3 WHERE id = $1`, before.ID)
+	require.NoError(t, err)
+	fix(2, "/srv/c-3")
+	e.consolidate()
+	after := e.procedures()[0]
+	require.Equal(t, before.ID, after.ID)
+	require.Greater(t, after.Salience, 0.3, "a use observed reinforces it")
 }

@@ -162,6 +162,29 @@ func (d *Decayer) Feedback(ctx context.Context, tenant string, req FeedbackReque
 	return FeedbackResult{Applied: res.Applied, Duplicate: res.Duplicate, NotLive: res.NotLive}, nil
 }
 
+// Observed reinforces a learned record a consolidation pass saw used in
+// later episodes, as feedback would have (substrate RFC §11: salience
+// follows usefulness, however a use is known): each success observed
+// adds the reinforcement gain, each failure takes the failure penalty,
+// and its decay restarts now. The record is rec as the pass left it; its
+// salience changes in place, no revision.
+func (d *Decayer) Observed(ctx context.Context, tx *revise.Tx, tenant string, rec memory.Record, successes, failures int, ch revise.Change) error {
+	if successes <= 0 && failures <= 0 {
+		return nil
+	}
+	cfg := d.settings.Config()
+	now := d.clock()
+	sal := Current(rec, now)
+	for range failures {
+		sal = max(0, sal-cfg.Profiles[rec.Type].FailurePenalty)
+	}
+	for range successes {
+		sal = max(sal, min(MaxSalience, sal+gainOf(rec, cfg.Profiles[rec.Type])))
+	}
+	_, err := tx.Reinforce(ctx, tenant, []memory.Record{rec}, []revise.Reinforcement{{ID: rec.ID, Salience: sal}}, now, ch)
+	return err
+}
+
 // retractFailing retracts the procedures among recs (as feedback left
 // them) whose uses now call for it by the retraction rule — the rule
 // consolidation applies to the uses it observes, so that a procedure is

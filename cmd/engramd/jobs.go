@@ -88,7 +88,7 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 		return nil, err
 	}
 	cons := consolidate.New(consolidate.Config{DB: pool, Writer: writer, Logger: logger, Registry: reg,
-		Support: cfg.Consolidate.Support, Probes: cfg.Consolidate.Probes, Lifecycle: cfg.Consolidate.Lifecycle,
+		Support: cfg.Consolidate.Support, Probes: cfg.Consolidate.Probes, Lifecycle: cfg.Consolidate.Lifecycle, Decay: dec,
 		Duplicates: cfg.Consolidate.Duplicates, Compress: cfg.Consolidate.Compress,
 		Extractor: model, Redactor: ret.redactor})
 	// The compliance report lists the erasures not yet complete (write-path
