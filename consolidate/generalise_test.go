@@ -302,3 +302,20 @@ func TestObservedUsesReinforceSalience(t *testing.T) {
 	require.Equal(t, before.ID, after.ID)
 	require.Greater(t, after.Salience, 0.3, "a use observed reinforces it")
 }
+
+// An error whose path is not ASCII, fixed twice, is learned as any other:
+// the two paths normalise alike, and the next one binds (issue 33).
+func TestNonASCIIPathsAreLearned(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for i, dir := range []string{"/srv/bü🚀ld-ñ", "/srv/ビルド-2"} {
+		e.post(episode(fmt.Sprintf("fix-%d", i), map[string]any{}, "ld: cache mismatch in "+dir+"/obj.o", []map[string]any{
+			step("shell", map[string]any{"command": "rm -rf " + dir + "/cache"}, map[string]any{"exit_code": 0}), buildOK,
+		}, "success"))
+	}
+	counts := e.consolidate()
+	require.Equal(t, int64(1), counts["competence_created"], counts)
+	it, cmds := followable(t, e.competence("ld: cache mismatch in /srv/données-3/obj.o"))
+	require.Equal(t, map[string]string{"path": "/srv/données-3"}, it.Why.Bindings)
+	require.Equal(t, "rm -rf /srv/données-3/cache", cmds[0])
+}
