@@ -198,7 +198,6 @@ func (r *problemReader) resolve(id string, i, end int) {
 // problem is an error as a problem, resolved or failed, with its actions.
 func (r *problemReader) problem(p *openProblem, success bool, actions []Action) Episode {
 	ep := r.base
-	ep.Environment = r.base.Environment // shared: read only
 	ep.Trigger, ep.Success, ep.Ident = p.msg, success, p.ident
 	ep.Signature = signature.Of(p.msg)
 	ep.Actions = actions
