@@ -67,6 +67,19 @@ VALUES ('acme', gen_random_uuid(), 'working', 'active', 1, 'low', 0.5, 1, 'linea
 SELECT nextval(c.oid) FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'S';
 ANALYZE tenants, audit_log, records;`
 
+// catalogChanges are changes tests make to a schema's catalog, each of
+// which a checkout must notice.
+var catalogChanges = []string{
+	"CREATE INDEX extra ON tenants (created_at)",
+	"ALTER TABLE audit_log DISABLE TRIGGER audit_log_append_only",
+	"CREATE OR REPLACE FUNCTION engram_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
+	"CREATE TABLE pair (id int PRIMARY KEY)",
+	"DROP INDEX audit_log_by_record",
+	"ALTER TABLE records ALTER COLUMN scope SET DEFAULT 'x'",
+	"ALTER TABLE tenants DROP CONSTRAINT tenants_id_check",
+	"ALTER TABLE audit_log ADD COLUMN extra int",
+}
+
 func TestResetRestoresAFreshSchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -76,43 +89,72 @@ func TestResetRestoresAFreshSchema(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(ctx) })
 	fresh := snapshot(t, ctx, conn, r.template())
+	want, err := r.refCatalog()
+	require.NoError(t, err)
 
-	for _, tc := range []struct {
-		name string
-		// change is run on the schema after the rows are written.
-		change string
-	}{
-		{"rows", ""},
-		{"an index built", "CREATE INDEX extra ON tenants (created_at)"},
-		{"a trigger turned off", "ALTER TABLE audit_log DISABLE TRIGGER audit_log_append_only"},
-		{"a function replaced", "CREATE OR REPLACE FUNCTION engram_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$"},
-		{"a table added", "CREATE TABLE pair (id int PRIMARY KEY)"},
-		{"an index dropped", "DROP INDEX audit_log_by_record"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, name, err := r.claim(ctx)
+	// dirty writes rows to a checked-out schema, and then makes changes.
+	dirty := func(t *testing.T, name string, changes ...string) {
+		cfg, err := pgx.ParseConfig(WithSearchPath(URL(), name))
+		require.NoError(t, err)
+		test, err := pgx.ConnectConfig(ctx, cfg)
+		require.NoError(t, err)
+		defer test.Close(ctx)
+		_, err = test.Exec(ctx, dirtySQL)
+		require.NoError(t, err)
+		for _, c := range changes {
+			_, err = test.Exec(ctx, c)
 			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, r.release(ctx, name)) })
-			require.NoError(t, r.prepare(ctx, name))
-			require.Equal(t, fresh, snapshot(t, ctx, conn, name), "checked out")
-
-			cfg, err := pgx.ParseConfig(WithSearchPath(URL(), name))
-			require.NoError(t, err)
-			test, err := pgx.ConnectConfig(ctx, cfg)
-			require.NoError(t, err)
-			_, err = test.Exec(ctx, dirtySQL)
-			require.NoError(t, err)
-			if tc.change != "" {
-				_, err = test.Exec(ctx, tc.change)
-				require.NoError(t, err)
-			}
-			require.NoError(t, test.Close(ctx))
-			require.NotEqual(t, fresh, snapshot(t, ctx, conn, name), "written to")
-
-			require.NoError(t, r.prepare(ctx, name))
-			require.Equal(t, fresh, snapshot(t, ctx, conn, name), "reset")
-		})
+		}
+		require.NotEqual(t, fresh, snapshot(t, ctx, conn, name), "written to")
 	}
+	checkout := func(t *testing.T) string {
+		_, name, err := r.claim(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, r.release(ctx, name)) })
+		require.NoError(t, r.prepare(ctx, name))
+		require.Equal(t, fresh, snapshot(t, ctx, conn, name), "checked out")
+		return name
+	}
+
+	t.Run("rows", func(t *testing.T) {
+		name := checkout(t)
+		dirty(t, name)
+		require.NoError(t, r.prepare(ctx, name))
+		require.Equal(t, fresh, snapshot(t, ctx, conn, name), "reset")
+	})
+	// Each change, made in a transaction rolled back after, is noticed by
+	// the fingerprint and by the comparison with the template.
+	t.Run("each change noticed", func(t *testing.T) {
+		name := checkout(t)
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }()
+		_, err = tx.Exec(ctx, "SET LOCAL search_path = "+ident(name)+", public")
+		require.NoError(t, err)
+		for _, c := range catalogChanges {
+			_, err := tx.Exec(ctx, "SAVEPOINT change")
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, c)
+			require.NoError(t, err)
+			known, err := r.unchanged(ctx, tx.Conn(), name)
+			require.NoError(t, err)
+			require.False(t, known, "fingerprint after %s", c)
+			got, err := readCatalog(ctx, tx.Conn(), name)
+			require.NoError(t, err)
+			require.NotEmpty(t, catalogDiff(want, got), "catalog after %s", c)
+			_, err = tx.Exec(ctx, "ROLLBACK TO SAVEPOINT change")
+			require.NoError(t, err)
+			known, err = r.unchanged(ctx, tx.Conn(), name)
+			require.NoError(t, err)
+			require.True(t, known, "fingerprint after %s rolled back", c)
+		}
+	})
+	t.Run("catalog changed", func(t *testing.T) {
+		name := checkout(t)
+		dirty(t, name, catalogChanges...)
+		require.NoError(t, r.prepare(ctx, name))
+		require.Equal(t, fresh, snapshot(t, ctx, conn, name), "reset")
+	})
 }
 
 func TestCheckoutsDoNotShare(t *testing.T) {
