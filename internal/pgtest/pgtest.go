@@ -89,7 +89,11 @@ func NewSchema(t testing.TB) *Schema {
 			t.Logf("check schema %s in: %v", name, err)
 		}
 	})
-	require.NoError(t, r.prepare(ctx, name), "prepare schema %s", name)
+	note, err := r.prepare(ctx, name)
+	require.NoError(t, err, "prepare schema %s", name)
+	if note != "" {
+		t.Log(note)
+	}
 
 	// The application name marks the sessions on this schema, so that the
 	// next checkout can end those a test left behind.

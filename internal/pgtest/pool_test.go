@@ -111,7 +111,8 @@ func TestResetRestoresAFreshSchema(t *testing.T) {
 		_, name, err := r.claim(ctx)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, r.release(ctx, name)) })
-		require.NoError(t, r.prepare(ctx, name))
+		_, err = r.prepare(ctx, name)
+		require.NoError(t, err)
 		require.Equal(t, fresh, snapshot(t, ctx, conn, name), "checked out")
 		return name
 	}
@@ -119,7 +120,9 @@ func TestResetRestoresAFreshSchema(t *testing.T) {
 	t.Run("rows", func(t *testing.T) {
 		name := checkout(t)
 		dirty(t, name)
-		require.NoError(t, r.prepare(ctx, name))
+		note, err := r.prepare(ctx, name)
+		require.NoError(t, err)
+		require.Empty(t, note, "rows alone are reset without migrating")
 		require.Equal(t, fresh, snapshot(t, ctx, conn, name), "reset")
 	})
 	// Each change, made in a transaction rolled back after, is noticed by
@@ -152,7 +155,9 @@ func TestResetRestoresAFreshSchema(t *testing.T) {
 	t.Run("catalog changed", func(t *testing.T) {
 		name := checkout(t)
 		dirty(t, name, catalogChanges...)
-		require.NoError(t, r.prepare(ctx, name))
+		note, err := r.prepare(ctx, name)
+		require.NoError(t, err)
+		require.Contains(t, note, "migrated it again")
 		require.Equal(t, fresh, snapshot(t, ctx, conn, name), "reset")
 	})
 }
@@ -247,7 +252,8 @@ func TestKilledProcessReleasesItsSchema(t *testing.T) {
 	require.True(t, held, "%s is released when its process dies", name)
 	t.Cleanup(func() { require.NoError(t, r.release(ctx, name)) })
 
-	require.NoError(t, r.prepare(ctx, name))
+	_, err = r.prepare(ctx, name)
+	require.NoError(t, err)
 	conn, err := pgx.Connect(ctx, URL())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(ctx) })
@@ -282,12 +288,14 @@ func TestResetRestoresSeededRows(t *testing.T) {
 
 	_, name, err := r.claim(ctx)
 	require.NoError(t, err)
-	require.NoError(t, r.prepare(ctx, name))
+	_, err = r.prepare(ctx, name)
+	require.NoError(t, err)
 	fresh := snapshot(t, ctx, r.conn, r.template())
 	require.Equal(t, fresh, snapshot(t, ctx, r.conn, name), "checked out")
 	_, err = r.conn.Exec(ctx, "SET search_path = "+ident(name)+", public; "+dirtySQL+"; RESET search_path")
 	require.NoError(t, err)
-	require.NoError(t, r.prepare(ctx, name))
+	_, err = r.prepare(ctx, name)
+	require.NoError(t, err)
 	require.Equal(t, fresh, snapshot(t, ctx, r.conn, name), "reset")
 }
 

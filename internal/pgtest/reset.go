@@ -39,37 +39,38 @@ func (s sequence) is(o sequence) bool {
 // checkout that finds the catalog unchanged since skips the comparison,
 // and goose. Otherwise the schema is migrated up and compared with the
 // template; a schema whose catalog a test changed (an index built, a
-// function replaced) is dropped and migrated again.
-func (r *registry) prepare(ctx context.Context, name string) error {
+// function replaced) is dropped and migrated again, and prepare says so.
+func (r *registry) prepare(ctx context.Context, name string) (string, error) {
 	conn, err := pgx.Connect(ctx, URL())
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return "", fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	// A daemon a killed test process started may still be writing here.
 	if err := endSessions(ctx, conn, name); err != nil {
-		return err
+		return "", err
 	}
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident(name)); err != nil {
-		return fmt.Errorf("create schema: %w", err)
+		return "", fmt.Errorf("create schema: %w", err)
 	}
 	known, err := r.unchanged(ctx, conn, name)
 	if err != nil {
-		return err
+		return "", err
 	}
+	var note string
 	if !known {
-		if err := r.verify(ctx, conn, name); err != nil {
-			return err
+		if note, err = r.verify(ctx, conn, name); err != nil {
+			return "", err
 		}
 	}
 	truncated, err := r.reset(ctx, conn, name)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !known || truncated {
-		return mark(ctx, conn, name)
+		return note, mark(ctx, conn, name)
 	}
-	return nil
+	return note, nil
 }
 
 // mark leaves the fingerprint of name's catalog in its comment.
@@ -108,23 +109,24 @@ SELECT coalesce(obj_description((SELECT oid FROM pg_namespace WHERE nspname = $1
 }
 
 // verify migrates name up and compares its catalog with the template's,
-// dropping and migrating it again when they differ.
-func (r *registry) verify(ctx context.Context, conn *pgx.Conn, name string) error {
+// dropping and migrating it again when they differ, which it says.
+func (r *registry) verify(ctx context.Context, conn *pgx.Conn, name string) (string, error) {
 	want, err := r.refCatalog()
 	if err != nil {
-		return fmt.Errorf("read template: %w", err)
+		return "", fmt.Errorf("read template: %w", err)
 	}
-	for again := false; ; again = true {
+	var note string
+	for {
 		if err := migrate(ctx, name); err != nil {
-			return err
+			return "", err
 		}
 		got, err := readCatalog(ctx, conn, name)
 		if err != nil {
-			return err
+			return "", err
 		}
 		versions, err := readVersions(ctx, conn, name)
 		if err != nil {
-			return err
+			return "", err
 		}
 		diff := catalogDiff(want, got)
 		if versions != r.ref.versions {
@@ -132,12 +134,13 @@ func (r *registry) verify(ctx context.Context, conn *pgx.Conn, name string) erro
 		}
 		switch {
 		case diff == "":
-			return nil
-		case again:
-			return fmt.Errorf("schema %s, freshly migrated, differs from template %s: %s", name, r.template(), diff)
+			return note, nil
+		case note != "":
+			return "", fmt.Errorf("schema %s, freshly migrated, differs from template %s: %s", name, r.template(), diff)
 		}
+		note = "schema " + name + " differed from a fresh one (" + diff + "); migrated it again"
 		if _, err := conn.Exec(ctx, "DROP SCHEMA "+ident(name)+" CASCADE; CREATE SCHEMA "+ident(name)); err != nil {
-			return fmt.Errorf("recreate schema: %w", err)
+			return "", fmt.Errorf("recreate schema: %w", err)
 		}
 	}
 }
