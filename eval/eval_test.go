@@ -34,12 +34,13 @@ func TestMain(m *testing.M) {
 }
 
 // daemon starts an engramd of its own for a test, in a fresh schema of the
-// test database, consolidating on the schedule given ("off" for none).
+// test database, consolidating on the schedule given ("off" for none). The
+// schema is the test's, already migrated, rather than one the daemon makes
+// and migrates.
 func daemon(t *testing.T, consolidate string) *eval.Daemon {
 	t.Helper()
-	schema := "eval_" + pgtest.NewSchema(t).Name // a name no other test uses
-	d, err := eval.StartDaemon(context.Background(), eval.DaemonConfig{Bin: engramdBin, DatabaseURL: pgtest.URL(),
-		Schema: schema, Consolidate: consolidate})
+	d, err := eval.StartDaemon(context.Background(), eval.DaemonConfig{Bin: engramdBin, DatabaseURL: pgtest.NewSchema(t).URL,
+		Consolidate: consolidate})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, d.Stop(context.Background())) })
 	return d

@@ -11,6 +11,7 @@ import (
 	"embed"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"log/slog"
 
 	"github.com/pressly/goose/v3"
@@ -67,3 +68,7 @@ func provider(ctx context.Context, db *sql.DB, logger *slog.Logger) (*goose.Prov
 	}
 	return p, nil
 }
+
+// FS returns the embedded migration files, for a caller that needs to know
+// which set it has (the test pool names its schemas by their hash).
+func FS() fs.FS { return files }

@@ -36,7 +36,11 @@ const (
 // sends it to this process, maybe before its handler has registered.
 func TestMain(m *testing.M) {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
 // daemon is an engramd process under test.
@@ -45,13 +49,30 @@ type daemon struct {
 	addr string
 }
 
+// buildEngramd returns engramd built from this package, once per test
+// process: every test runs the same binary, and linking it takes seconds.
 func buildEngramd(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "engramd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
+	bin, err := engramdBinary()
+	require.NoError(t, err)
 	return bin
 }
+
+var engramdBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "engramd-test-")
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	bin := filepath.Join(dir, "engramd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// binDir holds the engramd binary once built, removed by TestMain.
+var binDir string
 
 func freeAddr(t testing.TB) string {
 	t.Helper()

@@ -1,13 +1,20 @@
 // Package pgtest gives tests a real, migrated PostgreSQL schema of their own.
-// Tests never mock the store: each one that calls [NewSchema] gets a fresh
-// schema in the database named by TEST_DATABASE_URL (the one `make test` sets
-// up), migrated with the project's migrations and dropped at cleanup.
+// Tests never mock the store: each one that calls [NewSchema] gets a schema
+// in the database named by TEST_DATABASE_URL (the one `make test` sets up),
+// in the state the project's migrations leave a fresh one in, and no other
+// test, in this process or another, uses it until the test ends.
+//
+// Migrating a schema takes seconds, so schemas are pooled in the database
+// and shared by the test processes `go test ./...` runs: a checkout claims a
+// free one with a session advisory lock (a killed process's claims end with
+// its connection), migrates it up, and resets it to what a fresh migration
+// leaves, which costs milliseconds. Only when every pooled schema is taken
+// is a new one made. The pool is named by a hash of the migration files, so
+// branches with different migrations never share schemas.
 package pgtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"strings"
 	"sync"
@@ -16,11 +23,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/internal/pg"
-	"github.com/engram-dev/engram/migrations"
 )
 
 // DefaultURL is the test database `make test` creates.
@@ -62,48 +67,37 @@ type Schema struct {
 	Pool *pgxpool.Pool
 }
 
-// NewSchema creates a fresh schema, migrates it and returns a pool whose
-// connections use it; both are closed and dropped when the test ends.
+// NewSchema checks a migrated schema out of the pool and returns a pool of
+// connections that use it; at cleanup the connections are closed and the
+// schema goes back to the pool, to be reset at its next checkout. Tests
+// may write to it, change its tables and functions, or leave a daemon
+// running on it: the next checkout ends the daemon's sessions, and makes a
+// schema whose catalog was changed again from scratch.
 func NewSchema(t testing.TB) *Schema {
 	t.Helper()
-	// Generous: a schema's migrations take about a second on a quiet
-	// machine, but many test processes migrate at once on a busy one.
+	// Generous: checkouts take milliseconds, but when the pool is empty
+	// (a fresh database) many test processes migrate at once.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	require.NoError(t, extensionOnce(), "prepare test database %s (run `make db`)", URL())
+	r, err := theRegistry()
+	require.NoError(t, err, "prepare test database %s (run `make db`)", URL())
 
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "test_" + hex.EncodeToString(b)
-
-	admin, err := pgx.Connect(ctx, URL())
-	require.NoError(t, err)
-	defer admin.Close(ctx)
-	_, err = admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize())
+	slot, name, err := r.claim(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, URL())
-		if err != nil {
-			t.Logf("drop schema %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Logf("drop schema %s: %v", name, err)
+		if err := r.checkIn(name, slot >= PoolSize); err != nil {
+			t.Logf("check schema %s in: %v", name, err)
 		}
 	})
+	note, err := r.prepare(ctx, name)
+	require.NoError(t, err, "prepare schema %s", name)
+	if note != "" {
+		t.Log(note)
+	}
 
-	cfg, err := pgx.ParseConfig(URL())
-	require.NoError(t, err)
-	cfg.RuntimeParams["search_path"] = name + ",public"
-	db := stdlib.OpenDB(*cfg)
-	_, err = migrations.Up(ctx, db, nil)
-	require.NoError(t, db.Close())
-	require.NoError(t, err, "migrate schema %s", name)
-
-	url := WithSearchPath(URL(), name)
+	// The application name marks the sessions on this schema, so that the
+	// next checkout can end those a test left behind.
+	url := WithSearchPath(URL(), name) + "&application_name=" + name
 	pool, err := pg.NewPool(ctx, url, nil)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
