@@ -1,16 +1,22 @@
 // Package consolidate is engram's learning: periodic jobs that turn
 // repeated experience into memory of a higher layer (substrate RFC §15.7).
 // A pass reads each tenant's history once (consolidator.go) and runs its
-// stages over it. Competence extraction (§8, §15A.9): closed episodes
-// are grouped by the signature of the error that opened the problem
-// (package signature), the action sequences of the successful ones are
-// reduced to a procedure, and a procedure that enough episodes share
-// becomes a competence record, written through the one write path
-// (package revise). A value of the error its steps use (a path, a
-// directory, a quoted name) is a variable that says where in the error it
-// is, so that retrieval binds it from the next occurrence's; its
-// conditions are the environment keys that set it apart from the other
-// recipes of the error and from its own failures (§12). The same pass
+// stages over it. Competence extraction (§8, §15A.9): a closed
+// episode's problems are the errors its agent resolved (problem.go): an
+// error opens one, known by the command that failed, and a later run of
+// that command that works resolves it, its recipe the calls between —
+// several problems a run. Problems are grouped by their error's template,
+// learned from the tenant's stream by aligning messages (package
+// signature: a bare instance value becomes a wildcard), or fixed
+// signature; the steps of the resolved ones are reduced (shell-aware:
+// shell.go) and templated word by word (template.go), and a procedure
+// that enough tasks (threads) share becomes a competence record, written
+// through the one write path (package revise). A value of the error its
+// steps use (a path, a directory, a quoted name, a wildcard's word) is a
+// variable that says where in the error it is, so that retrieval binds it
+// from the next occurrence's; its conditions are the environment keys
+// that set it apart from the other recipes of the error and from its own
+// failures (§12). The same pass
 // learns plan graphs (§9, §15A.10, plan.go): the successful episodes of an
 // intent become DAGs of their steps with data and control edges, and an
 // intent's best supported structure is its versioned plan record.
@@ -41,8 +47,11 @@
 // free text of new episodes for facts, which go through the write path
 // like any other, with low authority.
 //
-// Failure cases: a pass that fails part-way keeps its watermark where it
-// was, and the next pass redoes the work; writes are idempotent, so a
-// redone pass changes nothing that the failed one wrote. Duplicate
-// resolution saves its part of the watermark after each batch.
+// Failure cases: a record the write path refuses is skipped, counted and
+// audited, and the pass goes on (batch.go); one tenant's failure never
+// stops another's or the later stages. A pass that fails part-way for
+// want of a database keeps its watermark where it was, and the next pass
+// redoes the work; writes are idempotent, so a redone pass changes
+// nothing that the failed one wrote. Duplicate resolution saves its part
+// of the watermark after each batch.
 package consolidate
