@@ -257,7 +257,7 @@ func evaluate(t *testing.T, engramd string) <-chan evaluation {
 	go func() {
 		var stderr bytes.Buffer
 		cmd := exec.Command(bin, "run", "--engramd", engramd, "--database-url", pgtest.URL(), "--out", dir,
-			"--seed", "1", "--problems", "3", "--episodes", "48", "--deployment", "6", "--window", "6")
+			"--family", "a", "--seeds", "1", "--seed", "1", "--problems", "3", "--episodes", "48", "--deployment", "6", "--window", "6")
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 		if err := cmd.Run(); err != nil {
 			done <- evaluation{err: fmt.Errorf("engram-eval run: %w\n%s", err, stderr.String())}

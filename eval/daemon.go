@@ -116,7 +116,9 @@ func StartDaemon(ctx context.Context, cfg DaemonConfig) (*Daemon, error) {
 	// A daemon that stops answering fails the run instead of hanging it.
 	hc := &http.Client{Timeout: time.Minute}
 	d.Client, d.Ops = &Client{BaseURL: base, Key: key, HTTP: hc}, &Client{BaseURL: base, Key: ops, HTTP: hc}
-	if err := d.ready(ctx, 30*time.Second); err != nil {
+	// engramd migrates a fresh schema before it is ready: seconds on a quiet
+	// machine, a minute or more on a busy one with a large catalog.
+	if err := d.ready(ctx, 3*time.Minute); err != nil {
 		d.Stop(context.Background())
 		return nil, err
 	}

@@ -29,8 +29,9 @@ func TestSessionFamiliesRun(t *testing.T) {
 			cfg := f.Config
 			cfg.Seed, cfg.Episodes, cfg.Deployment, cfg.DriftAt = 4, 24, 8, 12
 			start := func(ctx context.Context, role, schedule string) (*eval.Daemon, error) {
-				return eval.StartDaemon(ctx, eval.DaemonConfig{Bin: engramdBin, DatabaseURL: pgtest.URL(),
-					Schema: "eval_" + pgtest.NewSchema(t).Name, Consolidate: schedule})
+				// The test's pooled schema, already migrated, rather than one
+				// the daemon makes and migrates.
+				return eval.StartDaemon(ctx, eval.DaemonConfig{Bin: engramdBin, DatabaseURL: pgtest.NewSchema(t).URL, Consolidate: schedule})
 			}
 			run, err := f.Run(context.Background(), cfg, start, eval.RunOptions{Schedule: "@every 1s", Replay: family == "b"})
 			require.NoError(t, err)
