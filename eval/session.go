@@ -83,21 +83,11 @@ func NewSessionWorld(cfg Config, f Family) *SessionWorld {
 			}
 			p.Slots = append(p.Slots, slot)
 		}
-		p.Correct, p.Drifted = map[string][]int{}, map[string][]int{}
-		split := rng.IntN(len(p.Slots))
-		for j, v := range values {
-			pick := make([]int, len(p.Slots))
-			pick[split] = j
-			p.Correct[v] = pick
+		sizes := make([]int, len(p.Slots))
+		for j, slot := range p.Slots {
+			sizes[j] = len(slot)
 		}
-		if i < nDrift && cfg.DriftAt > 0 {
-			d := (split + 1) % len(p.Slots)
-			for v, pick := range p.Correct {
-				np := slices.Clone(pick)
-				np[d] = len(p.Slots[d]) - 1
-				p.Drifted[v] = np
-			}
-		}
+		p.Correct, p.Drifted = pickFixes(rng, sizes, values, i < nDrift && cfg.DriftAt > 0)
 		w.Problems = append(w.Problems, p)
 	}
 	return w

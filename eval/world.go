@@ -112,26 +112,9 @@ type Action struct {
 func (a Action) Bind(vars map[string]string) Action {
 	out := Action{Tool: a.Tool, Args: make(map[string]any, len(a.Args))}
 	for k, v := range a.Args {
-		out.Args[k] = bindValue(v, vars)
+		out.Args[k] = bindDeep(v, vars)
 	}
 	return out
-}
-
-func bindValue(v any, vars map[string]string) any {
-	switch x := v.(type) {
-	case string:
-		for name, val := range vars {
-			x = strings.ReplaceAll(x, "{"+name+"}", val)
-		}
-		return x
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = bindValue(e, vars)
-		}
-		return out
-	}
-	return v
 }
 
 // reVariable is a variable in a templated argument.
@@ -299,27 +282,38 @@ func NewWorld(cfg Config) *World {
 		if p.Key != "" {
 			values = Environments[p.Key]
 		}
-		p.Correct, p.Drifted = map[string][]int{}, map[string][]int{}
-		// Two values share every step but one, which tells them apart.
-		split := rng.IntN(len(p.Slots))
-		for j, v := range values {
-			pick := make([]int, len(p.Slots))
-			pick[split] = j
-			p.Correct[v] = pick
+		sizes := make([]int, len(p.Slots))
+		for j, slot := range p.Slots {
+			sizes[j] = len(slot)
 		}
-		if i < nDrift && cfg.DriftAt > 0 {
-			// Drift changes another slot than the split to an alternative
-			// no value used: every value's fix changes.
-			d := (split + 1) % len(p.Slots)
-			for v, pick := range p.Correct {
-				np := slices.Clone(pick)
-				np[d] = len(p.Slots[d]) - 1
-				p.Drifted[v] = np
-			}
-		}
+		p.Correct, p.Drifted = pickFixes(rng, sizes, values, i < nDrift && cfg.DriftAt > 0)
 		w.Problems = append(w.Problems, p)
 	}
 	return w
+}
+
+// pickFixes picks, for each value of a problem's key, the alternative of each
+// of its slots (sizes: each slot's number of alternatives) that fixes it:
+// two values share every step but one, which tells them apart. With
+// drift, another slot than that one changes to an alternative no value
+// used, so that every value's fix changes.
+func pickFixes(rng *rand.Rand, sizes []int, values []string, drift bool) (correct, drifted map[string][]int) {
+	correct, drifted = map[string][]int{}, map[string][]int{}
+	split := rng.IntN(len(sizes))
+	for j, v := range values {
+		pick := make([]int, len(sizes))
+		pick[split] = j
+		correct[v] = pick
+	}
+	if drift {
+		d := (split + 1) % len(sizes)
+		for v, pick := range correct {
+			np := slices.Clone(pick)
+			np[d] = sizes[d] - 1
+			drifted[v] = np
+		}
+	}
+	return correct, drifted
 }
 
 func shellSlot(rng *rand.Rand, from []string) []Action {
