@@ -3,7 +3,6 @@ package eval
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 )
 
@@ -51,24 +50,10 @@ func bindDeep(v any, vars map[string]string) any {
 }
 
 // Unbound reports whether the call still holds a variable.
-func (c Call) Unbound() bool {
-	b, _ := json.Marshal(c.Args)
-	return reVariable.Match(b)
-}
+func (c Call) Unbound() bool { return hasVariable(c.Args) }
 
-// Same reports whether two calls are the same call, compared through
-// JSON so that []string and []any compare alike.
-func (c Call) Same(d Call) bool {
-	if c.Tool != d.Tool {
-		return false
-	}
-	x, _ := json.Marshal(c.Args)
-	y, _ := json.Marshal(d.Args)
-	var u, v any
-	_ = json.Unmarshal(x, &u)
-	_ = json.Unmarshal(y, &v)
-	return reflect.DeepEqual(u, v)
-}
+// Same reports whether two calls are the same call.
+func (c Call) Same(d Call) bool { return c.Tool == d.Tool && sameArgs(c.Args, d.Args) }
 
 // String is the call as one line of JSON.
 func (c Call) String() string {

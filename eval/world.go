@@ -121,19 +121,22 @@ func (a Action) Bind(vars map[string]string) Action {
 var reVariable = regexp.MustCompile(`\{[A-Za-z_][A-Za-z_0-9]*\}`)
 
 // Unbound reports whether the action still holds a variable.
-func (a Action) Unbound() bool {
-	b, _ := json.Marshal(a.Args)
+func (a Action) Unbound() bool { return hasVariable(a.Args) }
+
+// Same reports whether two actions are the same call.
+func (a Action) Same(b Action) bool { return a.Tool == b.Tool && sameArgs(a.Args, b.Args) }
+
+// hasVariable reports whether arguments still hold a variable.
+func hasVariable(args any) bool {
+	b, _ := json.Marshal(args)
 	return reVariable.Match(b)
 }
 
-// Same reports whether two actions are the same call.
-func (a Action) Same(b Action) bool {
-	if a.Tool != b.Tool {
-		return false
-	}
-	// Through JSON, so that []string and []any compare alike.
-	x, _ := json.Marshal(a.Args)
-	y, _ := json.Marshal(b.Args)
+// sameArgs reports whether two calls' arguments are the same, compared
+// through JSON so that []string and []any compare alike.
+func sameArgs(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
 	var u, v any
 	_ = json.Unmarshal(x, &u)
 	_ = json.Unmarshal(y, &v)
