@@ -25,12 +25,12 @@ func ExampleDecide() {
 		d := access.Decide(p, access.OpWrite, access.Target{Layer: memory.Working, Agent: "med-1", Tags: tags}, rules)
 		fmt.Printf("%v allowed=%v rule=%q\n", tags, d.Allowed, d.Rule)
 	}
-	d := access.Decide(p, access.OpWrite, access.Target{Layer: memory.Semantic, Agent: "med-1", Tags: []string{"domain:medical"}}, rules)
-	fmt.Printf("semantic allowed=%v rule=%q\n", d.Allowed, d.Rule)
+	d := access.Decide(p, access.OpWrite, access.Target{Layer: memory.Competence, Agent: "med-1", Tags: []string{"domain:medical"}}, rules)
+	fmt.Printf("competence allowed=%v rule=%q\n", d.Allowed, d.Rule)
 	// Output:
 	// [domain:medical] allowed=true rule=""
 	// [domain:finance] allowed=false rule="medical-writes-medical"
-	// semantic allowed=false rule="role:executor:write:semantic"
+	// competence allowed=false rule="role:executor:write:competence"
 }
 
 func TestDenyOverridesAllow(t *testing.T) {
@@ -110,11 +110,11 @@ func TestBudgets(t *testing.T) {
 func TestDeniedInWords(t *testing.T) {
 	t.Parallel()
 	for role, want := range map[access.Role]string{
-		access.Executor: "an executor key may not write semantic memory",
-		access.Verifier: "a verifier key may not write semantic memory",
-		access.Operator: "an operator key may not write semantic memory",
+		access.Executor: "an executor key may not write competence memory",
+		access.Verifier: "a verifier key may not write competence memory",
+		access.Operator: "an operator key may not write competence memory",
 	} {
-		d := access.Decide(access.Principal{Role: role, Agent: "a1"}, access.OpWrite, access.Target{Layer: memory.Semantic}, nil)
+		d := access.Decide(access.Principal{Role: role, Agent: "a1"}, access.OpWrite, access.Target{Layer: memory.Competence}, nil)
 		require.Equal(t, want, d.Detail)
 	}
 	d := access.Decide(access.Principal{Role: access.Executor, Agent: "a1"}, access.OpWrite, access.Target{Layer: memory.Episodic, Agent: "a2"}, nil)

@@ -85,7 +85,7 @@ func Validate(rules []Rule) error {
 		}
 		for _, op := range r.Ops {
 			if !op.Valid() {
-				return fmt.Errorf("%s.ops: %q is not read, write, annotate, delete, purge or admin", at, op)
+				return fmt.Errorf("%s.ops: %q is not read, write, feedback, annotate, delete, purge or admin", at, op)
 			}
 		}
 		for _, role := range r.Principal.Roles {

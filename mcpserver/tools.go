@@ -123,7 +123,7 @@ func (h *handlers) addTools(s *mcp.Server) {
 		Title: "Forget a record",
 		Description: "Withdraw a record from memory: it is no longer recalled, and stays readable in its history and audit trail. " +
 			"A fact, procedure, plan or working memory is retracted; an episode, which is append-only, is deleted. An executor " +
-			"may forget its own working memory only; other roles as their keys allow.",
+			"may forget its own agent's working memory, episodes and facts only; other roles as their keys allow.",
 		InputSchema:  schemaFor[ForgetInput](nil),
 		OutputSchema: schemaFor[ForgetOutput](nil),
 		Annotations:  &mcp.ToolAnnotations{Title: "Forget a record", DestructiveHint: new(true), OpenWorldHint: no},

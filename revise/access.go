@@ -10,11 +10,13 @@ import (
 )
 
 // opOf is the operation an audit action is (write-path RFC §12.8.2):
-// validation annotations are feedback and review decisions; soft delete
+// feedback reports a use; validation annotations are review decisions; soft delete
 // is delete, expiry and restore; governance is admin.
 func opOf(action string) access.Op {
 	switch action {
-	case ActionFeedback, ActionApprove, ActionReject, ActionEscalate, ActionApprovalTimeout:
+	case ActionFeedback:
+		return access.OpFeedback
+	case ActionApprove, ActionReject, ActionEscalate, ActionApprovalTimeout:
 		return access.OpAnnotate
 	case ActionDelete, ActionExpire, ActionRestore:
 		return access.OpDelete

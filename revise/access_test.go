@@ -36,7 +36,7 @@ func TestWritePathAuthorizes(t *testing.T) {
 	_, err := b.w.Create(b.ctx, "acme", fact("bazel", nil, 0.9), as)
 	var denied *access.DeniedError
 	require.ErrorAs(t, err, &denied)
-	require.Equal(t, "role:executor:write:semantic", denied.Rule)
+	require.Equal(t, "role:executor:write:own", denied.Rule, "a fact not its agent's")
 	require.Equal(t, before, count())
 
 	err = b.w.InTx(b.ctx, func(ctx context.Context, tx *revise.Tx) error {

@@ -252,7 +252,7 @@ func TestKeysInTheDatabase(t *testing.T) {
 	var rec memory.Record
 	res.decode(t, &rec)
 	require.Equal(t, "planner-7", rec.AgentID)
-	denied(t, e.do("POST", "/v1/records", made.Secret, e.body(memory.Semantic, "")), "role:executor:write:semantic")
+	denied(t, e.do("POST", "/v1/records", made.Secret, e.body(memory.Competence, "")), "role:executor:write:competence")
 
 	res = e.do("GET", "/v1/keys", opsKey, nil)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))

@@ -140,20 +140,23 @@ func denied(t *testing.T, res response, rule string, secrets ...string) {
 // it, written out independently of package access.
 func wantGrant(role access.Role, layer memory.Type, op access.Op) access.Grant {
 	session := layer == memory.Episodic || layer == memory.Working
+	own := session || layer == memory.Semantic // an agent's session and the facts it states
 	switch role {
 	case access.Executor:
 		switch {
-		case op == access.OpRead && !session:
+		case (op == access.OpRead || op == access.OpFeedback) && !session:
 			return access.All
-		case (op == access.OpRead || op == access.OpWrite) && session:
+		case (op == access.OpRead || op == access.OpFeedback) && session:
+			return access.Own
+		case (op == access.OpWrite || op == access.OpDelete) && own:
 			return access.Own
 		}
 	case access.Verifier:
-		if op == access.OpRead || op == access.OpAnnotate {
+		if op == access.OpRead || op == access.OpFeedback || op == access.OpAnnotate {
 			return access.All
 		}
 	case access.Orchestrator:
-		if op == access.OpRead || op == access.OpAnnotate || op == access.OpDelete || op == access.OpWrite && session {
+		if op == access.OpRead || op == access.OpFeedback || op == access.OpAnnotate || op == access.OpDelete || op == access.OpWrite && own {
 			return access.All
 		}
 	case access.Curator:
@@ -163,7 +166,7 @@ func wantGrant(role access.Role, layer memory.Type, op access.Op) access.Grant {
 }
 
 // Each role's allowed and denied operations on each layer (write-path RFC
-// §12.8.2), through the HTTP API: read (get), write (create), annotate
+// §12.8.2), through the HTTP API: read (get), write (create), feedback
 // (feedback), delete (soft), purge (hard) and admin (quarantine), on the
 // key's own agent's records and on another agent's.
 func TestRoleMatrix(t *testing.T) {
@@ -206,12 +209,12 @@ func TestRoleMatrix(t *testing.T) {
 					require.Equal(t, before, e.count("SELECT count(*) FROM records"), "%s: a refused write writes nothing", name)
 				}
 
-				// annotate: feedback on the record
+				// feedback on the record
 				res = e.do("POST", "/v1/feedback", key, map[string]any{"key": uuid.NewString(), "record_ids": []string{rec.ID.String()}, "outcome": "used_success"})
-				if may(access.OpAnnotate) {
-					require.Equal(t, http.StatusOK, res.status, "%s annotate: %s", name, res.body)
+				if may(access.OpFeedback) {
+					require.Equal(t, http.StatusOK, res.status, "%s feedback: %s", name, res.body)
 				} else {
-					denied(t, res, "role:"+string(role)+":annotate:*")
+					denied(t, res, "role:"+string(role)+":feedback:*")
 				}
 
 				// admin: quarantine (feedback may have revised the record)
@@ -245,13 +248,18 @@ func TestRoleMatrix(t *testing.T) {
 		}
 	}
 
-	// The matrix as the spec words it, spot-checked: an executor recalls
-	// the shared layers and its own session, and writes its own session
-	// only; a verifier writes nothing but annotations; an orchestrator
-	// writes sessions and soft-deletes; only a curator purges.
+	// The matrix, spot-checked: an executor recalls the shared layers and
+	// its own session, reports how what it recalled served, and writes and
+	// forgets its own session and facts only; a verifier writes nothing but
+	// feedback and annotations; an orchestrator writes sessions and facts
+	// and soft-deletes; only a curator purges, or writes a procedure.
 	require.Equal(t, access.All, access.Permits(access.Executor, memory.Competence, access.OpRead))
+	require.Equal(t, access.All, access.Permits(access.Executor, memory.Competence, access.OpFeedback))
+	require.Equal(t, access.None, access.Permits(access.Executor, memory.Competence, access.OpAnnotate))
 	require.Equal(t, access.Own, access.Permits(access.Executor, memory.Working, access.OpWrite))
-	require.Equal(t, access.None, access.Permits(access.Executor, memory.Semantic, access.OpWrite))
+	require.Equal(t, access.Own, access.Permits(access.Executor, memory.Semantic, access.OpDelete))
+	require.Equal(t, access.None, access.Permits(access.Executor, memory.Competence, access.OpWrite))
+	require.Equal(t, access.None, access.Permits(access.Orchestrator, memory.PlanGraph, access.OpWrite))
 	require.Equal(t, access.None, access.Permits(access.Verifier, memory.Episodic, access.OpWrite))
 	require.Equal(t, access.All, access.Permits(access.Orchestrator, memory.Semantic, access.OpDelete))
 	require.Equal(t, access.None, access.Permits(access.Orchestrator, memory.Semantic, access.OpPurge))

@@ -35,10 +35,12 @@ func TestKeysCommand(t *testing.T) {
 
 	e.environ["ENGRAM_API_KEY"] = secret
 	e.create(working("t1"))
-	r = e.run("", "records", "create", "-f", e.file("fact.json", fact("go", nil)))
+	other := fact("go", nil)
+	other["agent_id"] = "someone-else"
+	r = e.run("", "records", "create", "-f", e.file("fact.json", other))
 	require.Equal(t, 1, exitCode(r.err))
 	require.Contains(t, r.stderr, "HTTP 403")
-	require.Contains(t, r.stderr, "executor key may not write semantic")
+	require.Contains(t, r.stderr, "executor key may write only its own agent's semantic")
 
 	e.environ["ENGRAM_API_KEY"] = opsKey
 	require.Contains(t, e.ok("keys", "revoke", "planner-7"), "revoked planner-7 at ")
