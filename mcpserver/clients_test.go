@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -144,6 +145,29 @@ func TestRealClients(t *testing.T) {
 			require.Equal(t, "---\n", r.Resources.Skill.Starts)
 		})
 	}
+
+	// An agent's own key (an executor's) does an agent's work through the
+	// real SDK: remember, state a fact, recall it, report it served,
+	// forget it; what it remembered is its key's agent's.
+	t.Run("sdk as an agent", func(t *testing.T) {
+		t.Parallel()
+		out, stderr, err := runNode(t, node, "agent.mjs", e.url+"/mcp", execKey, "agent-thread")
+		var r struct {
+			Steps    []string `json:"steps"`
+			Fact     string   `json:"fact"`
+			Feedback []string `json:"feedback"`
+			Failures []string `json:"failures"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &r), "stdout: %s\nstderr: %s", out, stderr)
+		require.Empty(t, r.Failures, "stderr: %s", stderr)
+		require.NoError(t, err, stderr)
+		require.Equal(t, []string{"remember", "propose_fact", "recall", "feedback", "forget"}, r.Steps)
+		fact, err := e.api(acmeKey).GetRecord(t.Context(), uuid.MustParse(r.Fact))
+		require.NoError(t, err)
+		require.Equal(t, "planner-7", fact.AgentID, "stated as the key's agent")
+		require.Equal(t, "retracted", string(fact.Status), "forgotten")
+		require.Equal(t, []string{r.Fact}, r.Feedback, "its feedback reached the fact")
+	})
 
 	// The Inspector's strict mode exits 6 on an error-severity finding
 	// and prints every finding on standard error.
