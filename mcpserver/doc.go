@@ -36,7 +36,7 @@
 //     or queued for a reviewer;
 //   - forget: withdraw a record (POST /v1/records/{id}:retract), or delete
 //     an episode, which is append-only (DELETE /v1/records/{id}), as the
-//     key's role allows: an executor forgets its own working memory.
+//     key's role allows: an executor forgets its own agent's working memory, episodes and facts.
 //
 // remember names no agent unless the call does: the API gives the events
 // the key's own agent (an executor's), else the actor, which is
