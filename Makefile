@@ -63,11 +63,8 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 1m) each, one after another
 		go test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -parallel=1 $$pkg; \
 	done
 
-lint: ## gofmt (no unformatted files) and go vet
-	@files=$$(find . \( -path './.*' -o -name vendor -o -name testdata \) -prune \
-		-o -name '*.go' -exec gofmt -l {} +); \
-	if [ -n "$$files" ]; then echo "gofmt needed on:" $$files >&2; exit 1; fi
-	go vet ./...
+lint: ## golangci-lint: gofmt, vet, staticcheck, errcheck, unused, and depguard holding the package layering (installs the pinned linter into bin/tools once)
+	@bash scripts/lint.sh
 
 clean: ## Remove bin/
 	rm -rf bin/

@@ -87,6 +87,7 @@ func TestEvalReport(t *testing.T) {
 	for _, target := range []string{console.EvalPath + "?path=/etc/passwd", "/console/curve.json", "/console/eval.json/../curve.json"} {
 		code, _, body = get(h, target)
 		if target == console.EvalPath+"?path=/etc/passwd" {
+			require.Equal(t, http.StatusOK, code)
 			require.Equal(t, doc, body, "the query names no file")
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -476,9 +477,8 @@ func (c *Consolidator) applyPlan(ctx context.Context, tx *revise.Tx, tenant stri
 		}
 		payload.Version = prev.Version
 		if sameStructure = slices.Contains(old.Tags, planTag+p.Key); !sameStructure {
-			v := 0
-			fmt.Sscan(prev.Version, &v)
-			payload.Version = fmt.Sprint(v + 1)
+			v, _ := strconv.Atoi(prev.Version) // a version that is not a number starts again at 1
+			payload.Version = strconv.Itoa(v + 1)
 		}
 	}
 	raw, err := json.Marshal(payload)

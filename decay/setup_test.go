@@ -195,5 +195,3 @@ func withDecay(rec memory.Record, d memory.Decay) memory.Record {
 	rec.Lifecycle.Decay = d
 	return rec
 }
-
-func ptr[T any](v T) *T { return &v }

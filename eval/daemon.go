@@ -119,7 +119,7 @@ func StartDaemon(ctx context.Context, cfg DaemonConfig) (*Daemon, error) {
 	// engramd migrates a fresh schema before it is ready: seconds on a quiet
 	// machine, a minute or more on a busy one with a large catalog.
 	if err := d.ready(ctx, 3*time.Minute); err != nil {
-		d.Stop(context.Background())
+		_ = d.Stop(context.Background()) // the readiness error is the one to report
 		return nil, err
 	}
 	return d, nil

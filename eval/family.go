@@ -160,7 +160,7 @@ func (f Family) Run(ctx context.Context, cfg Config, start Starter, opt RunOptio
 					errs[n] = err
 					return
 				}
-				defer d.Stop(context.Background())
+				defer func() { _ = d.Stop(context.Background()) }() // the replay's figure is measured
 				var m ReplayMetric
 				if m, errs[n] = MeasureReplay(ctx, w(), d); errs[n] == nil {
 					run.Replay = &m

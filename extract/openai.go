@@ -227,7 +227,7 @@ func (o *OpenAI) complete(ctx context.Context, prompt, text, name string, schema
 			{Role: openai.ChatMessageRoleSystem, Content: prompt},
 			{Role: openai.ChatMessageRoleUser, Content: clip(text, o.maxInput)},
 		},
-		MaxTokens:      o.maxToks,
+		MaxTokens:      o.maxToks, //nolint:staticcheck // max_tokens is what OpenAI-compatible servers (vLLM, llama.cpp, Ollama) read
 		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
 	}
 	if o.format == FormatJSONSchema {

@@ -60,7 +60,7 @@ func TestCapabilities(t *testing.T) {
 	notFound(err)
 	_, err = s.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "any"})
 	notFound(err)
-	notFound(s.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}))
+	notFound(s.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"})) //nolint:staticcheck // logging is not served: this checks that
 	_, err = s.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "engram://records/{id}"},
 		Argument: mcp.CompleteParamsArgument{Name: "id", Value: "0"}})
 	notFound(err)

@@ -49,7 +49,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	defer d.Stop(context.Background())
+	defer func() { _ = d.Stop(context.Background()) }() // the demo has printed what it learned
 
 	world := eval.NewWorld(cfg)
 	cfg = world.Config

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -45,7 +44,6 @@ type skillsEnv struct {
 
 // jobRun is a consolidate job's run kept in memory.
 type jobRun struct {
-	mu     sync.Mutex
 	cursor []byte
 }
 

@@ -51,7 +51,7 @@ type Client struct {
 func New(cfg Config) *Client {
 	cc := openai.DefaultConfig(cfg.APIKey)
 	cc.BaseURL = cmp.Or(cfg.BaseURL, DefaultBaseURL)
-	var rt http.RoundTripper = http.DefaultTransport
+	rt := http.DefaultTransport
 	if cfg.MaxResponseBytes > 0 {
 		rt = limitedTransport{base: rt, max: cfg.MaxResponseBytes}
 	}
