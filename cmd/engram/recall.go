@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -176,6 +178,9 @@ func (c *cli) recallAnswer(b []byte) error {
 				line += "  (" + g + ")"
 			}
 			fmt.Fprintf(&out, "  %s  %s  %s\n", salience(it.Score), it.Record.ID, line)
+			if it.Record.Type == "competence" && it.Gating == api.GatingReturn {
+				out.WriteString(recipeLines(it.Record.Payload, it.Why.Bindings))
+			}
 		}
 		if l.Omitted > 0 {
 			fmt.Fprintf(&out, "  %d more left out by the budget\n", l.Omitted)
@@ -213,11 +218,11 @@ func recallSummary(r memory.Record, signal string, rate *float64) string {
 	switch r.Type {
 	case "competence", "plan_graph":
 		parts = append(parts, summarize(r.Type, r.Payload))
-		if signal != "" {
-			parts[0] += " on " + strconv.Quote(signal)
-		}
 		if rate != nil {
 			parts = append(parts, "success "+strconv.Itoa(int(math.Round(*rate*100)))+"%")
+		}
+		if signal != "" {
+			parts = append(parts, "on "+strconv.Quote(signal))
 		}
 	case "working":
 		parts = append(parts, p.State)
@@ -247,6 +252,46 @@ func recallSummary(r memory.Record, signal string, rate *float64) string {
 		parts = append(parts, summarize(r.Type, r.Payload))
 	}
 	return shorten(strings.Join(parts, ", "))
+}
+
+// maxSteps bounds the steps of a recalled procedure the CLI prints.
+const maxSteps = 8
+
+// recipeLines are a recalled procedure's steps, indented under its line,
+// with the values its trigger bound from the task's signals put in
+// ("npm install {package}" with package=dayjs is "npm install dayjs"), and
+// the bindings named first: what an agent would run.
+func recipeLines(payload json.RawMessage, bindings map[string]string) string {
+	var p struct {
+		Recipe []struct {
+			Step string `json:"step"`
+		} `json:"recipe"`
+	}
+	if json.Unmarshal(payload, &p) != nil || len(p.Recipe) == 0 {
+		return ""
+	}
+	const indent = "        "
+	var out strings.Builder
+	if len(bindings) > 0 {
+		names := slices.Sorted(maps.Keys(bindings))
+		pairs := make([]string, len(names))
+		for i, n := range names {
+			pairs[i] = n + "=" + bindings[n]
+		}
+		fmt.Fprintf(&out, "%swith %s\n", indent, strings.Join(pairs, " "))
+	}
+	for i, st := range p.Recipe {
+		if i == maxSteps {
+			fmt.Fprintf(&out, "%s%d more step%s\n", indent, len(p.Recipe)-i, plural(len(p.Recipe)-i))
+			break
+		}
+		step := st.Step
+		for n, v := range bindings {
+			step = strings.ReplaceAll(step, "{"+n+"}", v)
+		}
+		fmt.Fprintf(&out, "%s%d. %s\n", indent, i+1, shorten(step))
+	}
+	return out.String()
 }
 
 // gated says what trust gating did to an item it did not return as

@@ -169,7 +169,7 @@ func TestRecallNeedsDisambiguation(t *testing.T) {
 	e.create(skill("fix_linker_mac", "ld: cannot find -lssl", map[string]any{"os": "darwin"}))
 
 	out := e.ok("recall", "--signal", "ld: cannot find -lssl")
-	require.Regexp(t, `\ncompetence\n(  \d\.\d\d  \S+  fix_linker_(linux|mac) on "ld: cannot find -lssl", success \d+%\n){2}  needs disambiguation: separate by os\n`, out)
+	require.Regexp(t, `\ncompetence\n(  \d\.\d\d  \S+  fix_linker_(linux|mac), success \d+%, on "ld: cannot find -lssl"\n        1\. clear the cache\n){2}  needs disambiguation: separate by os\n`, out)
 
 	out = e.ok("recall", "--signal", "ld: cannot find -lssl", "--cond", "os=darwin")
 	require.Contains(t, out, "fix_linker_mac")
@@ -248,8 +248,10 @@ func Example_recallAnswer() {
 					"payload": {"kind": "semantic", "subject": "registry", "predicate": "token", "object": "[WITHHELD]", "validity": {"mode": "global"}}}}],
 				"omitted": 2},
 			{"layer": "competence", "needs_disambiguation": true, "separating_keys": ["os"], "items": [
-				{"score": 0.61, "gating": "return", "tokens": 120, "why": {"matched_signal": "ld: cache mismatch", "success_rate": 0.8},
-					"record": {"id": "0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8c", "type": "competence", "payload": {"kind": "competence", "skill_name": "fix_linker_cache"}}},
+				{"score": 0.61, "gating": "return", "tokens": 120,
+					"why": {"matched_signal": "ld: cache mismatch in /tmp/b7/obj.o", "success_rate": 0.8, "bindings": {"dir": "/tmp/b7"}},
+					"record": {"id": "0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8c", "type": "competence", "payload": {"kind": "competence", "skill_name": "fix_linker_cache",
+						"recipe": [{"step": "run rm -rf {dir}/cache"}, {"step": "run make build"}]}}},
 				{"score": 0.6, "gating": "return", "tokens": 120, "why": {"matched_signal": "ld: cache mismatch", "success_rate": 0.75},
 					"record": {"id": "0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8d", "type": "competence", "payload": {"kind": "competence", "skill_name": "fix_linker_cache_mac"}}}]},
 			{"layer": "plan", "items": []},
@@ -272,8 +274,11 @@ func Example_recallAnswer() {
 	//   2 more left out by the budget
 	//
 	// competence
-	//   0.61  0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8c  fix_linker_cache on "ld: cache mismatch", success 80%
-	//   0.60  0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8d  fix_linker_cache_mac on "ld: cache mismatch", success 75%
+	//   0.61  0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8c  fix_linker_cache, success 80%, on "ld: cache mismatch in /tmp/b7/obj.o"
+	//         with dir=/tmp/b7
+	//         1. run rm -rf /tmp/b7/cache
+	//         2. run make build
+	//   0.60  0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8d  fix_linker_cache_mac, success 75%, on "ld: cache mismatch"
 	//   needs disambiguation: separate by os
 	//
 	// episodic
