@@ -131,6 +131,11 @@ Leases (write locks with fencing tokens, write-path RFC §12.8.3; a tenant's key
   (ENGRAM_FENCING_TOKEN). A stale token, or another agent's active lease, refuses the write.
 
 Events and policy:
+  events send -f FILE [--wait]            stage FILE's events (one JSON event or an array of them, as
+                                          POST /v1/events takes; - is standard input), as an agent
+                                          runtime reports what it does; --wait waits (--timeout, 30s)
+                                          until the policy plane has classified them: each thread
+                                          has its episode, and a thread they end is closed
   policy explain FILE|-                   what the policy in force would do with the event in FILE:
                                           the decision, the rules that made it, what was redacted
   bench ingest [--events N] [--streams N] [--threads N] [--agents N]
@@ -290,6 +295,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 			return usageErrorf("usage: engram bench ingest [--events N] [--streams N] [--threads N] [--agents N]")
 		}
 		return benchIngest(c, ctx, args[1:])
+	case "events":
+		return eventsCommand(c, ctx, args)
 	case "recall":
 		return recall(c, ctx, args)
 	case "feedback":

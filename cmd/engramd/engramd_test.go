@@ -85,9 +85,23 @@ func freeAddr(t testing.TB) string {
 
 func startDaemon(t *testing.T, bin, dbURL, addr string) *daemon {
 	t.Helper()
+	return startDaemonWith(t, bin, "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr, "ENGRAM_API_KEYS=acme:"+testKey)
+}
+
+// startDaemonWith starts engramd with env (which must set DATABASE_URL and
+// ENGRAM_LISTEN) over this process's environment, and waits until it is
+// ready.
+func startDaemonWith(t *testing.T, bin string, env ...string) *daemon {
+	t.Helper()
+	var addr string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "ENGRAM_LISTEN="); ok {
+			addr = v
+		}
+	}
+	require.NotEmpty(t, addr, "ENGRAM_LISTEN")
 	cmd := exec.Command(bin, "run")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr,
-		"ENGRAM_API_KEYS=acme:"+testKey, "ENGRAM_LOG_LEVEL=warn")
+	cmd.Env = append(append(os.Environ(), "ENGRAM_LOG_LEVEL=warn"), env...)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	require.NoError(t, cmd.Start())
 	d := &daemon{cmd: cmd, addr: addr}
