@@ -6,8 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/embedding"
-	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/pg"
 )
 

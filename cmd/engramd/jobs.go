@@ -17,10 +17,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/embedding"
-	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/retention"

@@ -20,9 +20,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/extract"
-	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/openaitest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/jobs"

@@ -10,10 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/extract"
 	"github.com/engram-dev/engram/ingest"
-	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"

@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/migrations"
 	"github.com/engram-dev/engram/openintent"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/server"
 )

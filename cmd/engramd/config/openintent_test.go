@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/cmd/engramd/config"
 )
 
 // OpenIntent memory's capacities come from the file; zero is the default,

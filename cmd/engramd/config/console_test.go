@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/cmd/engramd/config"
 )
 
 // The console's evaluation report: none by default; from the file, the

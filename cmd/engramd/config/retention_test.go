@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/decay"
-	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/retention"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/extract"
-	"github.com/engram-dev/engram/internal/config"
+	"github.com/engram-dev/engram/cmd/engramd/config"
 )
 
 // The consolidate section reaches the consolidator's settings; a bad field
