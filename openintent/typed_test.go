@@ -284,3 +284,57 @@ func TestExecutorOwnEntries(t *testing.T) {
 		require.Equal(t, 1.0, res.object(t)["version"])
 	}
 }
+
+// The SDK's wire sequence (TestPythonReplay's requests: create_memory,
+// get_memory, list_memory, update_memory, a stale and a missing If-Match,
+// a bad create, delete_memory) with an agent's own key, executor, as an
+// agent built on the SDK runs — then discover(), as the SDK sends it.
+func TestExecutorWireSequence(t *testing.T) {
+	t.Parallel()
+	e := setup(t, openintent.Config{})
+	sdk := func(method, path string, body any, headers ...string) answer {
+		t.Helper()
+		return e.sdk(t, executorKey, "a1", method, path, body, headers...)
+	}
+	res := sdk("POST", "/api/v1/memory", map[string]any{"agent_id": "a1", "namespace": "research", "key": "competitors",
+		"value": map[string]any{"competitors": []string{"Acme", "Globex"}}, "memory_type": "episodic", "tags": []string{"research", "2026"}})
+	require.Equal(t, http.StatusCreated, res.status, "%s", res.body)
+	created := res.object(t)
+	requireEntry(t, created)
+	id := created["id"].(string)
+	res = sdk("GET", "/api/v1/memory/"+id, nil)
+	require.Equal(t, http.StatusOK, res.status, "%s", res.body)
+	require.Equal(t, created, res.object(t))
+	res = sdk("GET", "/api/v1/agents/a1/memory?namespace=research&memory_type=episodic&tags=research,2026&limit=50&offset=0", nil)
+	require.Equal(t, http.StatusOK, res.status, "%s", res.body)
+	var listed []map[string]any
+	require.NoError(t, json.Unmarshal(res.body, &listed))
+	require.Len(t, listed, 1)
+	require.Equal(t, id, listed[0]["id"])
+	res = sdk("PATCH", "/api/v1/memory/"+id, map[string]any{"value": map[string]any{"competitors": []string{"Acme"}}}, "If-Match", "1")
+	require.Equal(t, http.StatusOK, res.status, "%s", res.body)
+	require.Equal(t, 2.0, res.object(t)["version"])
+	res = sdk("PATCH", "/api/v1/memory/"+id, map[string]any{"value": map[string]any{}}, "If-Match", "1")
+	require.Equal(t, http.StatusConflict, res.status, "%s", res.body)
+	require.Equal(t, "VERSION_MISMATCH", res.object(t)["error"])
+	require.Equal(t, 2.0, res.object(t)["current_version"])
+	require.NotContains(t, strings.ToLower(string(res.body)), "lease")
+	res = sdk("PATCH", "/api/v1/memory/"+id, map[string]any{"value": map[string]any{}})
+	require.Equal(t, http.StatusPreconditionRequired, res.status, "%s", res.body)
+	require.NotEmpty(t, res.object(t)["message"])
+	res = sdk("POST", "/api/v1/memory", map[string]any{"agent_id": "a1", "key": "k", "value": map[string]any{}})
+	require.Equal(t, http.StatusBadRequest, res.status, "%s", res.body)
+	require.NotEmpty(t, res.object(t)["errors"])
+	res = sdk("DELETE", "/api/v1/memory/"+id, nil)
+	require.Equal(t, http.StatusNoContent, res.status, "%s", res.body)
+	res = sdk("GET", "/api/v1/memory/"+id, nil)
+	require.Equal(t, http.StatusNotFound, res.status, "%s", res.body)
+	require.Equal(t, "ENTRY_NOT_FOUND", res.object(t)["error"])
+	res = sdk("GET", "/api/v1/agents/a1/memory?namespace=research", nil)
+	require.Equal(t, "[]\n", string(res.body))
+
+	// discover(): the SDK's client sends its headers on this GET too.
+	res = sdk("GET", "/.well-known/openintent.json", nil)
+	require.Equal(t, http.StatusOK, res.status, "%s", res.body)
+	require.Contains(t, res.object(t)["capabilities"], "memory")
+}
