@@ -38,6 +38,9 @@ type Problem struct {
 	Holder              string     `json:"holder,omitempty"`
 	LeaseExpiresAt      *time.Time `json:"lease_expires_at,omitempty"`
 	CurrentFencingToken int64      `json:"current_fencing_token,omitempty"`
+	// Operation is the index of the operation of POST /v1/records:batch
+	// that failed: nothing of the batch was written.
+	Operation *int `json:"operation,omitempty"`
 }
 
 // Error is the problem's title and, when it has one, its detail.

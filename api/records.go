@@ -99,3 +99,50 @@ type ReviseRequest struct {
 	Artifacts []string               `json:"artifacts,omitempty"`
 	Outcome   string                 `json:"outcome,omitempty"`
 }
+
+// Batch operations: what one operation of POST /v1/records:batch does.
+const (
+	BatchCreate    = "create"    // POST /v1/records: Record
+	BatchUpdate    = "update"    // PATCH /v1/records/{id}: ID, Version, Payload, Tags
+	BatchSupersede = "supersede" // POST /v1/records/{id}:supersede: ID, Version, Record
+	BatchAppend    = "append"    // POST /v1/records/{id}:append: ID, Timeline
+	BatchDelete    = "delete"    // DELETE /v1/records/{id}: ID
+)
+
+// BatchRequest is the body of POST /v1/records:batch: operations the
+// write path runs in one transaction, in order, committed together or not
+// at all (substrate RFC §15.7: no partial revision is visible). Rationale
+// is each operation's unless it has its own.
+type BatchRequest struct {
+	Operations []BatchOperation `json:"operations"`
+	Rationale  string           `json:"rationale,omitempty"`
+}
+
+// BatchOperation is one operation of a [BatchRequest]: Op (such as
+// [BatchCreate]) and the fields of the single request it stands for.
+type BatchOperation struct {
+	Op        string                 `json:"op"`
+	ID        uuid.UUID              `json:"id,omitzero"`
+	Version   int                    `json:"version,omitempty"`
+	Record    json.RawMessage        `json:"record,omitempty"`
+	Payload   json.RawMessage        `json:"payload,omitempty"`
+	Tags      []string               `json:"tags,omitempty"`
+	Timeline  []memory.TimelineEntry `json:"timeline,omitempty"`
+	Rationale string                 `json:"rationale,omitempty"`
+}
+
+// BatchResult is the answer of POST /v1/records:batch: one result per
+// operation, in order.
+type BatchResult struct {
+	Results []BatchOutcome `json:"results"`
+}
+
+// BatchOutcome is what one operation wrote: the record as it is after it
+// (the new record of a supersede, whose Superseded is the old one); for a
+// create, Outcome is the write path's (created, absorbed, merged, queued).
+type BatchOutcome struct {
+	Op         string         `json:"op"`
+	Record     memory.Record  `json:"record"`
+	Superseded *memory.Record `json:"superseded,omitempty"`
+	Outcome    string         `json:"outcome,omitempty"`
+}

@@ -174,6 +174,17 @@ func (c *Client) Merge(ctx context.Context, req api.ReviseRequest, opts ...CallO
 	return out, nil
 }
 
+// Batch runs several operations in one transaction of the write path
+// (POST /v1/records:batch): all are written, or, when one fails, none; its
+// problem's Operation names it.
+func (c *Client) Batch(ctx context.Context, req api.BatchRequest, opts ...CallOption) (*api.BatchResult, error) {
+	var out api.BatchResult
+	if err := c.Do(ctx, "POST", "/v1/records:batch", nil, req, &out, opts...); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // DeleteRecord deletes a record (DELETE /v1/records/{id}) and returns the
 // answer.
 func (c *Client) DeleteRecord(ctx context.Context, id uuid.UUID, rationale string, opts ...CallOption) (json.RawMessage, error) {

@@ -7,8 +7,6 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
-
-	"github.com/engram-dev/engram/api"
 )
 
 // MaxBatch is the most entries one batch writes.
@@ -28,10 +26,9 @@ type batchItem struct {
 // {"entries": [...]}. An item with an id updates that entry at its
 // "version"; one without creates its entry, or, when an entry with its
 // agent, namespace and key exists, updates it (at "version" when given).
-// Every item is validated before anything is written; when a write fails,
-// the writes before it are undone (created entries deleted, updated ones
-// written back as they were, as their next version) and the failure is
-// answered.
+// Every item is validated and planned before anything is written; then
+// the batch is one transaction of the write path, so a failure leaves
+// nothing written, and is answered naming its item.
 func (h *Handler) batchUpsert(cl *call) error {
 	body, err := cl.decodeBody()
 	if err != nil {
@@ -99,33 +96,38 @@ func (h *Handler) batchUpsert(cl *call) error {
 	if len(errs) > 0 {
 		return badRequest("invalid batch: nothing was written", errs...)
 	}
-	var undo []func()
-	out := make([]Entry, 0, len(items))
+	// One transaction for the whole batch (RFC-0015, Batch Operations:
+	// "atomically"; substrate RFC §15.7): every entry, its typed record
+	// and the evictions that make room are written together or not at
+	// all.
+	var p plan
+	var planned []item
+	r := &room{}
 	for i, it := range items {
-		var e Entry
+		p.item = i
 		var err error
 		if it.id == uuid.Nil {
-			e, err = h.createEntry(cl, it.req)
-			if err == nil {
-				id := uuid.MustParse(e.ID)
-				undo = append(undo, func() { _ = h.remove(cl, id, "OpenIntent batch undone") })
-			}
+			err = h.planCreate(cl, &p, &planned, it.req, r)
 		} else {
-			var before Entry
-			if _, before, _, err = h.fetch(cl, it.id); err == nil {
-				e, err = h.updateEntry(cl, it.id, it.version, it.body)
-			}
-			if err == nil {
-				undo = append(undo, func() { h.restore(cl, before, e.Version) })
-			}
+			err = h.planUpdate(cl, &p, &planned, it.id, it.version, it.body)
 		}
 		if err != nil {
-			for j := len(undo) - 1; j >= 0; j-- {
-				undo[j]()
-			}
-			oe := asError(err)
-			oe.Message = fmt.Sprintf("entries/%d: %s; nothing was kept", i, oe.Message)
-			return oe
+			return itemFailed(i, err)
+		}
+	}
+	res, err := h.run(cl, &p)
+	if err != nil {
+		failed := -1
+		if k := failedOp(err); k >= 0 && k < len(p.owner) {
+			failed = p.owner[k]
+		}
+		return itemFailed(failed, h.failure(cl, &p, planned, err))
+	}
+	out := make([]Entry, 0, len(planned))
+	for _, it := range planned {
+		e, err := it.entry(res)
+		if err != nil {
+			return err
 		}
 		out = append(out, e)
 	}
@@ -133,25 +135,16 @@ func (h *Handler) batchUpsert(cl *call) error {
 	return nil
 }
 
-// restore writes an entry back as it was before a batch updated it, as its
-// next version after version.
-func (h *Handler) restore(cl *call, before Entry, version int) {
-	_, s, err := h.fetchStored(cl, before.ID)
-	if err != nil {
-		return
+// itemFailed is the answer to a batch whose item i failed (-1: which is
+// not known): nothing of the batch was written.
+func itemFailed(i int, err error) error {
+	oe := asError(err)
+	if i >= 0 {
+		oe.Message = fmt.Sprintf("entries/%d: %s; nothing was written", i, oe.Message)
+	} else {
+		oe.Message += "; nothing was written"
 	}
-	s.Value, s.Pinned, s.Priority = before.Value, before.Pinned, before.Priority
-	payload, err := json.Marshal(payloadOf(s))
-	if err != nil {
-		return
-	}
-	_, _ = cl.c.UpdateRecord(cl.ctx, uuid.MustParse(before.ID), api.UpdateRequest{Version: version, Payload: payload,
-		Tags: before.Tags, Rationale: "OpenIntent batch undone"})
-}
-
-func (h *Handler) fetchStored(cl *call, id string) (Entry, stored, error) {
-	_, e, s, err := h.fetch(cl, uuid.MustParse(id))
-	return e, s, err
+	return oe
 }
 
 // batchDelete serves DELETE /api/v1/memory/batch: deletes every entry the
@@ -171,17 +164,18 @@ func (h *Handler) batchDelete(cl *call) error {
 	if err != nil {
 		return err
 	}
+	var p plan
+	deleted := []string{}
 	for _, f := range found {
 		if err := cl.ownerOnly(f.stored); err != nil {
 			return err
 		}
-	}
-	deleted := []string{}
-	for _, f := range found {
-		if err := h.remove(cl, f.rec.ID, "OpenIntent memory.deleted (batch)"); err != nil {
-			return err
-		}
+		p.remove(f, "OpenIntent memory.deleted (batch)")
 		deleted = append(deleted, f.entry.ID)
+	}
+	// In one transaction, as every batch (substrate RFC §15.7).
+	if _, err := h.run(cl, &p); err != nil {
+		return err
 	}
 	writeJSON(cl.w, http.StatusOK, map[string]any{"deleted": len(deleted), "ids": deleted})
 	return nil

@@ -4,6 +4,9 @@
 // list_memory (a bare JSON array), update_memory (a bare integer If-Match)
 // and delete_memory, with X-API-Key and X-Agent-ID on every request.
 //
+// GET /.well-known/openintent.json is its discovery document, which the
+// SDK's discover() reads.
+//
 // It is a thin translation: it keeps no state, and every request becomes a
 // few calls of engramd's /v1 API through package client, made with the
 // caller's own key (X-API-Key, or a bearer token), so the caller's tenant,
@@ -16,11 +19,36 @@
 // An entry is a record of type working (substrate RFC §6): the one type
 // engram revises in place, keeping its id, as the next version — which is
 // what an OpenIntent entry is in every tier (RFC-0015 §3: one id, a
-// version bumped by each If-Match update). engram's episodic records are
-// append-only timelines (substrate RFC §5) and its facts are revised by
-// supersede into new records (§7), so neither could keep an entry's id
-// across updates; the tier is kept in the payload instead and decides
-// visibility, uniqueness, capacity and eviction.
+// version bumped by each If-Match update; §2.2: pinned and priority
+// change; §9.3: eviction and deletion remove it entirely). engram's
+// episodic records are append-only timelines (substrate RFC §5: episodic
+// payloads MUST be append-only, corrections happen only in higher layers)
+// and its facts are revised by supersede into new records (§7), so
+// neither can be that mutable entry; the tier is kept in the payload and
+// decides visibility, uniqueness, capacity and eviction.
+//
+// # Typed memory
+//
+// What an agent stores is also typed memory (substrate RFC §15.6), written
+// with the entry in the same transaction, so that /v1/retrieve finds it in
+// its layer and consolidation and feedback learn from it:
+//
+//   - an episodic entry has an episode (type episodic, visibility agent,
+//     scope its namespace): each version of the entry is an observation
+//     event appended to its timeline — "<namespace>/<key>: <value>" — so
+//     the episode is the append-only history of what the agent noted;
+//   - a semantic entry has a fact (type semantic, visibility tenant):
+//     subject "<namespace>/<key>", predicate [FactPredicate], object the
+//     value, scope the namespace, so that the write path's one active fact
+//     per (scope, subject, predicate) is RFC-0015 §1.2's one semantic
+//     entry per (namespace, key); an update supersedes it with a fact of
+//     the new value (§7), whose lineage keeps every value;
+//   - a working entry is working memory, and has none.
+//
+// The entry's payload names its typed record (typed_id); the typed
+// record's payload names its entry (openintent.entry_id). A deletion,
+// eviction or archival takes the typed record with the entry; a typed
+// record that decay removed is made anew by the entry's next update.
 //
 //	OpenIntent (RFC-0015)     engram record
 //	id                        id
@@ -69,7 +97,13 @@
 // left out when it holds it — current_count and max_capacity on a 429, 428
 // for a missing or non-integer If-Match. Capacity is counted before a
 // create, so concurrent creates may pass a limit by as many as run at once.
-// A batch is validated whole first; a failed write undoes the earlier ones
-// by compensation (delete, or writing the previous state back as the next
-// version), not in one transaction.
+// A create whose key an entry holds is a 409 KEY_EXISTS (with that entry),
+// a stale If-Match a 409 VERSION_MISMATCH: the SDK reads both as
+// conflicts, and the code tells them apart. Every request's writes — an
+// entry and its typed record, the evictions a create makes, every entry of
+// a batch — are one transaction of the write path (POST
+// /v1/records:batch; substrate RFC §15.7): a failure leaves nothing
+// written, and nothing is undone by compensation. Deletions are then
+// purged by a key that may purge; for other keys the records stay deleted
+// (never answered) until the purge job.
 package openintent

@@ -103,6 +103,9 @@ type stored struct {
 	Pinned     bool            `json:"pinned"`
 	Priority   string          `json:"priority"`
 	CuratedBy  *string         `json:"curated_by,omitempty"`
+	// TypedID is the entry's typed record: the episode of an episodic
+	// entry, the fact of a semantic one (typed.go).
+	TypedID string `json:"typed_id,omitempty"`
 	// Extra holds the members of the create request this package does not
 	// know, kept as they came.
 	Extra map[string]json.RawMessage `json:"extra,omitempty"`

@@ -170,10 +170,15 @@ func (h *Handler) archive(cl *call) error {
 		snapshot = append(snapshot, archivedEntry{Namespace: f.entry.Namespace, Key: f.entry.Key, Value: f.entry.Value, Tags: f.entry.Tags})
 		agent, intent = f.entry.AgentID, cmpOr(intent, scopeString(f.stored.Scope, "intent_id"))
 	}
+	var p plan
 	for _, f := range found {
-		if _, err := cl.c.DeleteRecord(cl.ctx, f.rec.ID, "OpenIntent memory.archived: task "+task+" completed"); err != nil {
-			return err
-		}
+		p.remove(f, "OpenIntent memory.archived: task "+task+" completed")
+	}
+	// Archived entries are deleted in one transaction, not purged: their
+	// versions are the archive's audit.
+	p.purge = nil
+	if _, err := h.run(cl, &p); err != nil {
+		return err
 	}
 	writeJSON(cl.w, http.StatusOK, event{Type: "memory.archived", AgentID: agent, IntentID: intent, TaskID: task,
 		Data: map[string]any{"entries_archived": len(snapshot), "snapshot": snapshot}, Timestamp: Time{h.cfg.Now()}})

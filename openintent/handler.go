@@ -101,6 +101,7 @@ func New(cfg Config) *Handler {
 		fn := handlers[pattern]
 		h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn) })
 	}
+	h.mux.HandleFunc(DiscoveryRoute, h.discovery)
 	return h
 }
 
@@ -176,10 +177,22 @@ func (h *Handler) fetch(cl *call, id uuid.UUID) (memory.Record, Entry, stored, e
 		return memory.Record{}, Entry{}, stored{}, err
 	}
 	e, s, ok := entryOf(*rec)
-	if !ok || h.expired(*rec) {
+	if !ok || !live(*rec) || h.expired(*rec) {
 		return memory.Record{}, Entry{}, stored{}, notFound()
 	}
 	return *rec, e, s, nil
+}
+
+// live reports whether rec still holds its entry: a deleted record (by a
+// key that may not purge it), an expired or archived one, is gone
+// (RFC-0015 §9.3: deletion is immediate), though GET /v1/records/{id}
+// still reads it until it is purged.
+func live(rec memory.Record) bool {
+	switch rec.Status {
+	case memory.Active, memory.Contested, memory.Draft, memory.Quarantined:
+		return true
+	}
+	return false
 }
 
 // expired reports whether rec's expires_at has passed: such an entry is

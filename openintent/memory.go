@@ -103,47 +103,118 @@ func (h *Handler) create(cl *call) error {
 	return nil
 }
 
-// createEntry makes room for an entry (a working limit, episodic eviction)
-// and creates it; an entry with its agent, namespace and key is a 409
-// with that entry.
+// createEntry makes room for an entry (a working limit, episodic
+// eviction) and creates it with its typed record, in one transaction; an
+// entry with its agent, namespace and key is a 409 KEY_EXISTS with that
+// entry.
 func (h *Handler) createEntry(cl *call, req createRequest) (Entry, error) {
-	if err := cl.ownerOnly(req.stored); err != nil {
+	var p plan
+	items := []item{}
+	if err := h.planCreate(cl, &p, &items, req, &room{}); err != nil {
 		return Entry{}, err
 	}
-	if err := h.makeRoom(cl, req.stored); err != nil {
-		return Entry{}, err
-	}
-	rec, err := cl.c.CreateRecord(cl.ctx, recordOf(req, h.cfg.Now()), "OpenIntent memory.created")
-	if keyTaken(err) {
-		cur, ok, ferr := h.findKey(cl, req.stored)
-		switch {
-		case ferr != nil:
-			return Entry{}, ferr
-		case ok && !h.expired(cur.rec):
-			return Entry{}, versionConflict("an entry with this agent, namespace and key exists", cur.entry)
-		case ok:
-			// An entry past its expires_at that decay has not expired
-			// yet: it is removed now (RFC-0015 §9.3), and the key is
-			// free.
-			if err := h.remove(cl, cur.rec.ID, "OpenIntent memory.expired: its expires_at passed"); err != nil {
-				return Entry{}, err
-			}
-			rec, err = cl.c.CreateRecord(cl.ctx, recordOf(req, h.cfg.Now()), "OpenIntent memory.created")
-		}
-	}
-	if keyTaken(err) {
-		return Entry{}, &Error{Status: http.StatusConflict, Code: "CONFLICT", Message: "an entry with this agent, namespace and key exists"}
-	}
+	res, err := h.run(cl, &p)
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, h.failure(cl, &p, items, err)
 	}
-	e, _, ok := entryOf(*rec)
+	return items[0].entry(res)
+}
+
+// item is one entry a plan writes: its create or its update, and the
+// index of the operation that writes it.
+type item struct {
+	create bool
+	s      stored
+	id     uuid.UUID
+	op     int
+}
+
+// entry is the entry as the batch wrote it.
+func (it item) entry(res *api.BatchResult) (Entry, error) {
+	if it.op >= len(res.Results) {
+		return Entry{}, &Error{Status: http.StatusBadGateway, Code: "INTERNAL", Message: "engram answered the batch without its results"}
+	}
+	e, _, ok := entryOf(res.Results[it.op].Record)
 	if !ok {
 		// The write path answered with another record the entry
 		// duplicates; entries never duplicate, their keys differ.
 		return Entry{}, &Error{Status: http.StatusConflict, Code: "CONFLICT", Message: "the entry was not stored"}
 	}
 	return e, nil
+}
+
+// planCreate adds a new entry to p: the removal of an entry of its key
+// past its expires_at, the evictions that make room, and the entry with
+// its typed record.
+func (h *Handler) planCreate(cl *call, p *plan, items *[]item, req createRequest, r *room) error {
+	if err := cl.ownerOnly(req.stored); err != nil {
+		return err
+	}
+	cur, ok, err := h.findKey(cl, req.stored)
+	switch {
+	case err != nil:
+		return err
+	case ok && !h.expired(cur.rec) && !r.evicted[cur.rec.ID]:
+		return keyExists(req.stored, &cur.entry)
+	case ok && !r.evicted[cur.rec.ID]:
+		// An entry past its expires_at that decay has not expired yet:
+		// it is removed now (RFC-0015 §9.3), and the key is free.
+		r.evict(cur.rec.ID)
+		p.remove(cur, "OpenIntent memory.expired: its expires_at passed")
+	}
+	if err := h.makeRoom(cl, p, req.stored, r); err != nil {
+		return err
+	}
+	id, op, err := p.create(req, h.cfg.Now())
+	if err != nil {
+		return err
+	}
+	*items = append(*items, item{create: true, s: req.stored, id: id, op: op})
+	return nil
+}
+
+// keyExists is the 409 of a create whose key an entry holds (RFC-0015
+// §1.2): a key collision, not a stale version, with the entry that holds
+// the key when it is known.
+func keyExists(s stored, current *Entry) *Error {
+	msg := "an entry with agent " + strconv.Quote(s.AgentID) + ", namespace " + strconv.Quote(s.Namespace) +
+		" and key " + strconv.Quote(s.Key) + " exists; update it by its id instead"
+	if s.MemoryType == TierSemantic {
+		msg = "a semantic entry with namespace " + strconv.Quote(s.Namespace) + " and key " + strconv.Quote(s.Key) +
+			" exists; update it by its id instead"
+	}
+	e := &Error{Status: http.StatusConflict, Code: "KEY_EXISTS", Message: msg}
+	if current != nil {
+		v := current.Version
+		e.CurrentVersion, e.Current = &v, current
+	}
+	return e
+}
+
+// failure is the answer to a plan whose batch failed: the failed
+// operation's entry decides it. A key another create took meanwhile is
+// KEY_EXISTS, an entry another update changed meanwhile VERSION_MISMATCH
+// with the entry as it is now.
+func (h *Handler) failure(cl *call, p *plan, items []item, err error) error {
+	k := failedOp(err)
+	if k < 0 || k >= len(p.owner) || p.owner[k] >= len(items) {
+		return err
+	}
+	it := items[p.owner[k]]
+	ce, _ := apiError(err)
+	switch {
+	case keyTaken(err) && it.create:
+		cur, ok, ferr := h.findKey(cl, it.s)
+		if ferr != nil || !ok {
+			return keyExists(it.s, nil)
+		}
+		return keyExists(it.s, &cur.entry)
+	case ce.Problem.Status == http.StatusConflict && !it.create:
+		if _, now, _, ferr := h.fetch(cl, it.id); ferr == nil {
+			return versionConflict("the entry changed since you read it; read it again", now)
+		}
+	}
+	return err
 }
 
 // keyTaken reports whether err is the /v1 conflict of an entry whose
@@ -170,13 +241,53 @@ func (h *Handler) findKey(cl *call, s stored) (found, bool, error) {
 	return found{}, false, err
 }
 
+// room is what a plan has already done to capacity: entries it creates,
+// by the group whose capacity they count against, and entries it
+// removes.
+type room struct {
+	added   map[string]int
+	evicted map[uuid.UUID]bool
+}
+
+func (r *room) evict(id uuid.UUID) {
+	if r.evicted == nil {
+		r.evicted = map[uuid.UUID]bool{}
+	}
+	r.evicted[id] = true
+}
+
+// group is the capacity an entry counts against: its task's working
+// memory, its agent's (working entries with no task), or its agent's
+// episodic memory; "" for semantic memory, which has none (RFC-0015
+// §9.4).
+func group(s stored) string {
+	switch {
+	case s.MemoryType == TierWorking && s.taskID() != "":
+		return "task:" + s.taskID()
+	case s.MemoryType == TierWorking:
+		return "agent:" + s.AgentID
+	case s.MemoryType == TierEpisodic:
+		return "episodic:" + s.AgentID
+	}
+	return ""
+}
+
 // makeRoom enforces capacity before s is created (RFC-0015 §9.4): a task's
 // working memory is refused with 429 at its limit; an agent's episodic
 // memory evicts its least recently updated entry, lower priority first,
 // never a pinned one (§2.2), and is refused with 429 when every entry is
-// pinned. Two creates at once may both pass the count: the limit is held
-// to within the concurrent writers.
-func (h *Handler) makeRoom(cl *call, s stored) error {
+// pinned. The evictions are p's, written with the create. Two creates at
+// once may both pass the count: the limit is held to within the
+// concurrent writers.
+func (h *Handler) makeRoom(cl *call, p *plan, s stored, r *room) error {
+	g := group(s)
+	if g == "" {
+		return nil
+	}
+	if r.added == nil {
+		r.added = map[string]int{}
+	}
+	defer func() { r.added[g]++ }()
 	switch s.MemoryType {
 	case TierWorking:
 		sel := selector{agent: s.AgentID, tier: TierWorking}
@@ -187,11 +298,11 @@ func (h *Handler) makeRoom(cl *call, s stored) error {
 		if err != nil {
 			return err
 		}
-		if s.taskID() == "" {
+		all = slices.DeleteFunc(all, func(f found) bool {
 			// Entries with no task count against their agent's limit.
-			all = slices.DeleteFunc(all, func(f found) bool { return f.stored.taskID() != "" })
-		}
-		if n := len(all); n >= h.cfg.WorkingCapacity {
+			return r.evicted[f.rec.ID] || s.taskID() == "" && f.stored.taskID() != ""
+		})
+		if n := len(all) + r.added[g]; n >= h.cfg.WorkingCapacity {
 			return capacityExceeded(fmt.Sprintf("Memory Capacity Exceeded: working memory holds %d entries, its limit", n), n, h.cfg.WorkingCapacity)
 		}
 	case TierEpisodic:
@@ -199,15 +310,16 @@ func (h *Handler) makeRoom(cl *call, s stored) error {
 		if err != nil {
 			return err
 		}
-		for len(all) >= h.cfg.EpisodicCapacity {
+		all = slices.DeleteFunc(all, func(f found) bool { return r.evicted[f.rec.ID] })
+		for len(all)+r.added[g] >= h.cfg.EpisodicCapacity {
 			victim := lru(all)
 			if victim < 0 {
-				return capacityExceeded(fmt.Sprintf("Memory Capacity Exceeded: episodic memory holds %d pinned entries, its capacity", len(all)),
-					len(all), h.cfg.EpisodicCapacity)
+				n := len(all) + r.added[g]
+				return capacityExceeded(fmt.Sprintf("Memory Capacity Exceeded: episodic memory holds %d pinned entries, its capacity", n),
+					n, h.cfg.EpisodicCapacity)
 			}
-			if err := h.remove(cl, all[victim].rec.ID, "OpenIntent memory.evicted: least recently used at capacity"); err != nil {
-				return err
-			}
+			r.evict(all[victim].rec.ID)
+			p.remove(all[victim], "OpenIntent memory.evicted: least recently used at capacity")
 			all = slices.Delete(all, victim, victim+1)
 		}
 	}
@@ -235,21 +347,16 @@ func lru(found []found) int {
 	return victim
 }
 
-// remove deletes an entry's record, then purges it: eviction and explicit
+// purge hard-deletes a record a plan deleted: eviction and explicit
 // deletion are immediate and irreversible (RFC-0015 §9.3). A key that may
-// not purge (purge is a curator's) leaves the record deleted, for the
-// purge job.
-func (h *Handler) remove(cl *call, id uuid.UUID, rationale string) error {
-	if _, err := cl.c.DeleteRecord(cl.ctx, id, rationale); err != nil {
-		return err
+// not purge (purge is a curator's) leaves the record deleted — gone from
+// every read and listing — for the purge job.
+func (h *Handler) purge(cl *call, id uuid.UUID) error {
+	_, err := cl.c.Revise(cl.ctx, id, client.Purge, api.ReviseRequest{Rationale: "OpenIntent memory.deleted: purged at once (RFC-0015 §9.3)"})
+	if ce, ok := apiError(err); ok && (ce.Problem.Status == http.StatusForbidden || ce.Problem.Status == http.StatusNotFound) {
+		return nil
 	}
-	if _, err := cl.c.Revise(cl.ctx, id, client.Purge, api.ReviseRequest{Rationale: rationale}); err != nil {
-		if ce, ok := apiError(err); ok && ce.Problem.Status == http.StatusForbidden {
-			return nil
-		}
-		return err
-	}
-	return nil
+	return err
 }
 
 // get serves GET /api/v1/memory/{id} (the SDK's get_memory).
@@ -330,15 +437,31 @@ func checkUpdate(body map[string]json.RawMessage) []fieldError {
 	return errs
 }
 
-// updateEntry revises entry id at version with body's members; a stale
-// version is a 409 with the entry as it is now.
+// updateEntry revises entry id at version with body's members, and its
+// typed record, in one transaction; a stale version is a 409
+// VERSION_MISMATCH with the entry as it is now.
 func (h *Handler) updateEntry(cl *call, id uuid.UUID, version int, body map[string]json.RawMessage) (Entry, error) {
-	rec, cur, s, err := h.fetch(cl, id)
-	if err != nil {
+	var p plan
+	items := []item{}
+	if err := h.planUpdate(cl, &p, &items, id, version, body); err != nil {
 		return Entry{}, err
 	}
+	res, err := h.run(cl, &p)
+	if err != nil {
+		return Entry{}, h.failure(cl, &p, items, err)
+	}
+	return items[0].entry(res)
+}
+
+// planUpdate adds to p the update of entry id at version with body's
+// members (value, tags, pinned, priority).
+func (h *Handler) planUpdate(cl *call, p *plan, items *[]item, id uuid.UUID, version int, body map[string]json.RawMessage) error {
+	rec, cur, s, err := h.fetch(cl, id)
+	if err != nil {
+		return err
+	}
 	if errs := checkUpdate(body); len(errs) > 0 {
-		return Entry{}, badRequest("invalid update", errs...)
+		return badRequest("invalid update", errs...)
 	}
 	req := createRequest{stored: s, Tags: rec.Tags}
 	req.decodeMutable(body)
@@ -346,43 +469,42 @@ func (h *Handler) updateEntry(cl *call, id uuid.UUID, version int, body map[stri
 		req.Value = compact(raw)
 	}
 	if err := cl.ownerOnly(s); err != nil {
-		return Entry{}, err
+		return err
 	}
 	if version != rec.Version {
-		return Entry{}, versionConflict(fmt.Sprintf("version %d is not the current version %d", version, rec.Version), cur)
+		return versionConflict(fmt.Sprintf("version %d is not the current version %d", version, rec.Version), cur)
 	}
-	payload, err := json.Marshal(payloadOf(req.stored))
-	if err != nil {
-		return Entry{}, err
-	}
-	out, err := cl.c.UpdateRecord(cl.ctx, id, api.UpdateRequest{Version: version, Payload: payload,
-		Tags: nonNil(req.Tags), Rationale: "OpenIntent memory.updated"})
-	if err != nil {
-		if ce, ok := apiError(err); ok && ce.Problem.Status == http.StatusConflict {
-			if _, now, _, ferr := h.fetch(cl, id); ferr == nil {
-				return Entry{}, versionConflict("the entry changed since version "+strconv.Itoa(version), now)
-			}
+	var typed *memory.Record
+	if hasTyped(s.MemoryType) {
+		if typed, err = h.typedOf(cl, s); err != nil {
+			return err
 		}
-		return Entry{}, err
 	}
-	e, _, _ := entryOf(*out)
-	return e, nil
+	op, err := p.update(rec, typed, req.stored, req.Tags, version, h.cfg.Now())
+	if err != nil {
+		return err
+	}
+	*items = append(*items, item{s: s, id: id, op: op})
+	return nil
 }
 
-// delete serves DELETE /api/v1/memory/{id} (the SDK's delete_memory).
+// delete serves DELETE /api/v1/memory/{id} (the SDK's delete_memory): the
+// entry and its typed record are deleted in one transaction, then purged.
 func (h *Handler) delete(cl *call) error {
 	id, err := entryID(cl.r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	_, _, s, err := h.fetch(cl, id)
+	rec, e, s, err := h.fetch(cl, id)
 	if err != nil {
 		return err
 	}
 	if err := cl.ownerOnly(s); err != nil {
 		return err
 	}
-	if err := h.remove(cl, id, "OpenIntent memory.deleted"); err != nil {
+	var p plan
+	p.remove(found{rec: rec, entry: e, stored: s}, "OpenIntent memory.deleted")
+	if _, err := h.run(cl, &p); err != nil {
 		return err
 	}
 	cl.w.WriteHeader(http.StatusNoContent)

@@ -20,15 +20,17 @@ import (
 
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/openintent"
+	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
 
 const (
-	acmeKey     = "acme-curator-0123456789"
-	globexKey   = "globex-curator-0123456789"
-	executorKey = "acme-executor-a1-0123456789"
+	acmeKey       = "acme-curator-0123456789"
+	globexKey     = "globex-curator-0123456789"
+	executorKey   = "acme-executor-a1-0123456789"
+	executorA2Key = "acme-executor-a2-0123456789"
 )
 
 // env is a real engramd (server.New over a freshly migrated schema) with
@@ -54,12 +56,16 @@ func setup(t *testing.T, cfg openintent.Config) env {
 	for _, tenant := range []string{"acme", "globex"} {
 		require.NoError(t, store.EnsureTenant(t.Context(), db.Pool, tenant))
 	}
+	rs, err := retrieve.NewSettings(retrieve.DefaultConfig())
+	require.NoError(t, err)
 	srv := httptest.NewServer(server.New(server.Config{
 		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler), Now: now, OpenIntent: cfg,
+		Retrieve: retrieve.New(db.Pool, rs),
 		Keys: []server.Key{
 			{Tenant: "acme", Name: "curator", Secret: acmeKey, Role: server.RoleCurator},
 			{Tenant: "globex", Name: "curator", Secret: globexKey, Role: server.RoleCurator},
 			{Tenant: "acme", Name: "executor-a1", Secret: executorKey, Role: server.RoleExecutor, Agent: "a1"},
+			{Tenant: "acme", Name: "executor-a2", Secret: executorA2Key, Role: server.RoleExecutor, Agent: "a2"},
 		},
 	}))
 	t.Cleanup(srv.Close)

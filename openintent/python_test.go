@@ -21,7 +21,7 @@ const replay = `
 import json, os, re, sys, urllib.error, urllib.request
 from datetime import datetime
 
-URL, KEY, AGENT = os.environ["ENGRAM_URL"], os.environ["ENGRAM_KEY"], "agent_py"
+URL, KEY, AGENT = os.environ["ENGRAM_URL"], os.environ["ENGRAM_KEY"], os.environ["ENGRAM_AGENT"]
 HEADERS = {"X-API-Key": KEY, "X-Agent-ID": AGENT, "Content-Type": "application/json"}
 FIELDS = {"id", "agent_id", "namespace", "key", "value", "memory_type", "version", "scope", "tags", "ttl",
           "pinned", "priority", "sensitivity", "curated_by", "created_at", "updated_at", "expires_at"}
@@ -66,10 +66,14 @@ status, _ = call("DELETE", "/api/v1/memory/" + e["id"])
 assert status == 204, status
 status, _ = call("GET", "/api/v1/memory/" + e["id"])
 assert status == 404, status
+status, d = call("GET", "/.well-known/openintent.json")
+assert status == 200 and "memory" in d["capabilities"], (status, d)
 print("ok")
 `
 
-// The SDK's request shapes, replayed by Python against a real engramd.
+// The SDK's request shapes, replayed by Python against a real engramd,
+// with a curator's key and with an agent's own (executor) key; then its
+// discover().
 func TestPythonReplay(t *testing.T) {
 	t.Parallel()
 	python, err := exec.LookPath("python3")
@@ -79,9 +83,11 @@ func TestPythonReplay(t *testing.T) {
 	e := setup(t, openintent.Config{})
 	script := filepath.Join(t.TempDir(), "replay.py")
 	require.NoError(t, os.WriteFile(script, []byte(replay), 0o600))
-	cmd := exec.CommandContext(t.Context(), python, script)
-	cmd.Env = append(os.Environ(), "ENGRAM_URL="+e.url, "ENGRAM_KEY="+acmeKey)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.Equal(t, "ok\n", string(out))
+	for key, agent := range map[string]string{acmeKey: "agent_py", executorKey: "a1"} {
+		cmd := exec.CommandContext(t.Context(), python, script)
+		cmd.Env = append(os.Environ(), "ENGRAM_URL="+e.url, "ENGRAM_KEY="+key, "ENGRAM_AGENT="+agent)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s: %s", agent, out)
+		require.Equal(t, "ok\n", string(out), agent)
+	}
 }

@@ -44,8 +44,11 @@ func adapterRoutes() (all, keyless []string) {
 			keyless = append(keyless, rt.Pattern)
 		}
 	}
-	// OpenIntent memory: every route takes the caller's key.
+	// OpenIntent memory: every route takes the caller's key but its
+	// discovery document.
 	all = append(all, openintent.Routes...)
+	all = append(all, openintent.DiscoveryRoute)
+	keyless = append(keyless, openintent.DiscoveryRoute)
 	all = slices.AppendSeq(all, maps.Keys(adapterRoles))
 	return all, keyless
 }
@@ -354,7 +357,12 @@ func TestOpenAPIDescribesTheAnswerTypes(t *testing.T) {
 		"HealthPart":   reflect.TypeFor[api.HealthPart](),
 		"Tenants":      reflect.TypeFor[api.Tenants](),
 		// OpenIntent memory (issue 15).
-		"OpenIntentEntry": reflect.TypeFor[openintent.Entry](),
+		"OpenIntentEntry":     reflect.TypeFor[openintent.Entry](),
+		"OpenIntentDiscovery": reflect.TypeFor[openintent.Discovery](),
+		// One transaction of several revisions (substrate RFC §15.7).
+		"BatchRequest":   reflect.TypeFor[api.BatchRequest](),
+		"BatchOperation": reflect.TypeFor[api.BatchOperation](),
+		"BatchResult":    reflect.TypeFor[api.BatchResult](),
 		// The console's evaluation curves (engram-eval's curve.json).
 		"EvalCurves":     reflect.TypeFor[eval.Curves](),
 		"EvalAgentCurve": reflect.TypeFor[eval.AgentCurve](),

@@ -225,6 +225,8 @@ func New(cfg Config) *Server {
 	for _, pattern := range openintent.Routes {
 		mux.Handle(pattern, oi)
 	}
+	// Its discovery document, which the SDK's discover() reads.
+	mux.Handle(openintent.DiscoveryRoute, oi)
 	// Any other path under /api/v1/ is answered in OpenIntent's error
 	// shape, which its SDK reads.
 	mux.Handle("/api/v1/", oi)
@@ -260,6 +262,8 @@ func (s *Server) routes() []route {
 		{"POST /v1/records", s.createRecord, tenantRoles, false},
 		{"GET /v1/records", s.listRecords, tenantRoles, false},
 		{"POST /v1/records:merge", s.mergeRecords, tenantRoles, false},
+		// Several revisions in one transaction (substrate RFC §15.7).
+		{"POST /v1/records:batch", s.batchRecords, tenantRoles, false},
 		{"GET /v1/records/{id}", s.getRecord, tenantRoles, false},
 		{"PATCH /v1/records/{id}", s.updateRecord, tenantRoles, false},
 		{"DELETE /v1/records/{id}", s.deleteRecord, tenantRoles, false},
