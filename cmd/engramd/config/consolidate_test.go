@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/extract"
-	"github.com/engram-dev/engram/cmd/engramd/config"
 )
 
 // The consolidate section reaches the consolidator's settings; a bad field

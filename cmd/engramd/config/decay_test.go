@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/cmd/engramd/config"
+	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
 )
 
