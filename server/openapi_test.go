@@ -472,7 +472,7 @@ func TestOpenAPIServed(t *testing.T) {
 	require.NoError(t, store.EnsureTenant(t.Context(), db.Pool, "acme"))
 	srv := httptest.NewServer(New(Config{
 		DB: db.Pool, Writer: wr,
-		Keys:  []Key{{Tenant: "acme", Name: "test", Secret: "0123456789abcdef"}},
+		Keys:  []Key{{Tenant: "acme", Name: "test", Secret: "0123456789abcdef", Role: RoleCurator}},
 		Ready: db.Pool.Ping,
 	}))
 	t.Cleanup(srv.Close)

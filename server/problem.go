@@ -105,6 +105,9 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		s.metrics.denials.WithLabelValues(denied.Reason).Inc()
 		p := problem(http.StatusForbidden, "access-denied", "Access denied", denied.Detail)
 		p.Rule, p.Reason = denied.Rule, denied.Reason
+		if denied.Pointer != "" {
+			p.Errors = []FieldError{{Pointer: denied.Pointer, Message: denied.Detail}}
+		}
 		return p
 	case errors.As(err, &over):
 		// The agent's session spent its write budget (§12.11.2): nothing

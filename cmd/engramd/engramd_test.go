@@ -87,7 +87,7 @@ func startDaemon(t *testing.T, bin, dbURL, addr string) *daemon {
 	t.Helper()
 	cmd := exec.Command(bin, "run")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr,
-		"ENGRAM_API_KEYS=acme:"+testKey, "ENGRAM_LOG_LEVEL=warn")
+		"ENGRAM_API_KEYS=curator@acme:"+testKey, "ENGRAM_LOG_LEVEL=warn")
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	require.NoError(t, cmd.Start())
 	d := &daemon{cmd: cmd, addr: addr}
