@@ -519,6 +519,9 @@ func (w *Writer) validate(rec memory.Record, pointer string) error {
 		}
 		return err
 	}
+	if bad := checkPlan(rec, pointer); len(bad) > 0 {
+		return &schemas.ValidationError{Violations: bad}
+	}
 	return nil
 }
 
