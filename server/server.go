@@ -377,7 +377,15 @@ func (s *Server) authenticated(rt route) http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		if err := rt.handle(w, r); err != nil {
+		key, idempotent, err := idempotencyKeyOf(r, rt)
+		switch {
+		case err != nil:
+		case idempotent:
+			err = s.idempotent(w, r, rt, key)
+		default:
+			err = rt.handle(w, r)
+		}
+		if err != nil {
 			s.writeProblem(w, r, err)
 		}
 	})
