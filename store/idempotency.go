@@ -11,7 +11,7 @@ import (
 	"github.com/engram-dev/engram/internal/pg"
 )
 
-// IdempotencyKey names an idempotency key: its tenant (” for an operator
+// IdempotencyKey names an idempotency key: its tenant (empty for an operator
 // key), the API key's name and the key a client chose.
 type IdempotencyKey struct {
 	Tenant, Principal, Key string
