@@ -42,7 +42,8 @@ const (
 	IdempotencyTTL = 24 * time.Hour
 	// idempotencyStale is how long a request may hold its key unfinished
 	// before another may take it over: only a daemon stopped mid-request
-	// leaves one so long (a sync-tier approval waits a minute at most).
+	// leaves one so long (a sync-tier approval waits
+	// write_path.reviews.sync_max_wait, 30s by default).
 	idempotencyStale = 10 * time.Minute
 	// maxIdempotencyKey bounds a key's length.
 	maxIdempotencyKey = 255
