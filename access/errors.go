@@ -11,6 +11,9 @@ type DeniedError struct {
 	Rule   string
 	Reason string
 	Detail string
+	// Pointer is the JSON pointer of the field of the request that asked
+	// for what is denied, when one did (a pinned record); empty otherwise.
+	Pointer string
 }
 
 func (e *DeniedError) Error() string { return "access denied by " + e.Rule + ": " + e.Detail }

@@ -59,3 +59,12 @@ type FieldError struct {
 	Header    string `json:"header,omitempty"`
 	Message   string `json:"message"`
 }
+
+// IdempotencyKeyHeader is the request header a write carries its
+// idempotency key in (write-path RFC §12.1.6–12.1.7): a write sent again
+// with the key of one that succeeded is answered with that one's result,
+// marked with [IdempotentReplayHeader], and made once.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// IdempotentReplayHeader marks an answer replayed for an idempotency key.
+const IdempotentReplayHeader = "Idempotent-Replayed"

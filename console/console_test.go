@@ -83,7 +83,7 @@ func startEngramd(t *testing.T) *daemon {
 	db := pgtest.NewSchema(t)
 	cmd := exec.Command(bin, "run", "--migrate")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+db.URL, "ENGRAM_LISTEN="+addr, "ENGRAM_CONFIG="+conf,
-		"ENGRAM_API_KEYS=acme:"+curatorKey+",empty:"+emptyKey+",*:"+opsKey, "ENGRAM_LOG_LEVEL=warn")
+		"ENGRAM_API_KEYS=curator@acme:"+curatorKey+",curator@empty:"+emptyKey+",*:"+opsKey, "ENGRAM_LOG_LEVEL=warn")
 	logs := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, logs
 	require.NoError(t, cmd.Start())

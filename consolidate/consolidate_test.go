@@ -95,7 +95,7 @@ func setupWith(t *testing.T, gates revise.Gates, cfg consolidate.Config) *env {
 	srv := httptest.NewServer(server.New(server.Config{
 		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler), Decay: decay.New(db.Pool, wr, settings), Retrieve: retrieve.New(db.Pool, rs),
 		Ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
-		Keys:   []server.Key{{Tenant: "acme", Name: "acme-test", Secret: key}, {Tenant: "beta", Name: "beta-test", Secret: betaKey}},
+		Keys:   []server.Key{{Tenant: "acme", Name: "acme-test", Secret: key, Role: server.RoleCurator}, {Tenant: "beta", Name: "beta-test", Secret: betaKey, Role: server.RoleCurator}},
 	}))
 	t.Cleanup(srv.Close)
 	reg := prometheus.NewRegistry()

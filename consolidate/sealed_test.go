@@ -46,7 +46,7 @@ func TestProcedureFromSealedEpisodes(t *testing.T) {
 		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler), Decay: decay.New(db.Pool, wr, settings),
 		Retrieve: retrieve.New(db.Pool, rs, retrieve.WithSealer(s)),
 		Ingest:   ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify, Sealer: s}),
-		Keys:     []server.Key{{Tenant: "acme", Name: "acme-test", Secret: key}},
+		Keys:     []server.Key{{Tenant: "acme", Name: "acme-test", Secret: key, Role: server.RoleCurator}},
 	}))
 	t.Cleanup(srv.Close)
 	reg := prometheus.NewRegistry()

@@ -101,7 +101,7 @@ func StartDaemon(ctx context.Context, cfg DaemonConfig) (*Daemon, error) {
 	key, ops := newKey(), newKey()
 	d.cmd = exec.Command(cfg.Bin, "run", "--migrate")
 	d.cmd.Env = append(os.Environ(), "DATABASE_URL="+d.URL, "ENGRAM_LISTEN="+addr, "ENGRAM_CONFIG="+d.configPath(),
-		"ENGRAM_API_KEYS="+cfg.Tenant+":"+key+",*:"+ops, "ENGRAM_LOG_LEVEL=warn")
+		"ENGRAM_API_KEYS=curator@"+cfg.Tenant+":"+key+",*:"+ops, "ENGRAM_LOG_LEVEL=warn")
 	var logTo io.Writer = d.tail
 	if cfg.Log != nil {
 		logTo = io.MultiWriter(d.tail, cfg.Log)

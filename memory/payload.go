@@ -148,6 +148,21 @@ type PlanGraphPayload struct {
 	Metrics      map[string]any `json:"metrics,omitempty"`
 }
 
+// PlanConditionsKey is the member of a plan's constraints (§15A.10) that
+// holds the conditions it applies under, as a fact's validity conditions:
+// {"constraints": {"conditions": {"platform": "web"}}}. A task whose
+// conditions contradict them is not offered the plan, so that one intent
+// may have several live plans, one for each set of conditions (§9:
+// "selection driven by constraints").
+const PlanConditionsKey = "conditions"
+
+// Conditions are the conditions the plan applies under: its constraints'
+// [PlanConditionsKey] object, none when it names none.
+func (p PlanGraphPayload) Conditions() Conditions {
+	m, _ := p.Constraints[PlanConditionsKey].(map[string]any)
+	return Conditions(m)
+}
+
 // PlanNode is one action of a plan.
 type PlanNode struct {
 	ID     string         `json:"id"`

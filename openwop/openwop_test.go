@@ -102,8 +102,8 @@ func setup(t *testing.T, onSecret, policyOnSecret string) *env {
 	srv := httptest.NewServer(server.New(server.Config{
 		DB: db.Pool, Writer: revise.New(db.Pool, revise.Config{}),
 		Keys: []server.Key{
-			{Tenant: "acme", Name: "acme-test", Secret: acmeKey},
-			{Tenant: "other", Name: "other-test", Secret: otherKey},
+			{Tenant: "acme", Name: "acme-test", Secret: acmeKey, Role: server.RoleCurator},
+			{Tenant: "other", Name: "other-test", Secret: otherKey, Role: server.RoleCurator},
 			{Name: "ops-test", Secret: opsKey, Role: server.RoleOperator},
 		},
 		Policy:  func() *policy.Policy { return pol },

@@ -284,9 +284,12 @@ func TestComplianceViolations(t *testing.T) {
 	b := setup(t, func(c *retention.Config) { c.OverdueAfter = decay.Duration(24 * time.Hour) })
 	b.create(t, "acme", fact("alice", memory.Medium, memory.PIITag))
 	unmarked := b.create(t, "acme", fact("bob", memory.Low, memory.PIITag))
-	future := fact("carol", memory.Low)
-	future.CreatedAt = b.clock.Now().Add(400 * 24 * time.Hour)
-	future = b.create(t, "other", future)
+	// The write path dates no record ahead of its clock (issue 28): a
+	// record created in the future is one written by a daemon whose clock
+	// ran 400 days ahead.
+	ahead := revise.New(b.db.Pool, revise.Config{Now: func() time.Time { return b.clock.Now().Add(400 * 24 * time.Hour) }})
+	future, err := ahead.Create(b.ctx, "other", fact("carol", memory.Low), b.ch)
+	require.NoError(t, err)
 	b.clock.Advance(100 * 24 * time.Hour)
 
 	rep, err := b.keep.Report(b.ctx)

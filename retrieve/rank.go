@@ -115,11 +115,17 @@ func (r *Retriever) rank(cfg Config, layer LayerName, t Task, hits []store.Hit, 
 				score *= probationFactor
 			}
 		case LayerPlan:
-			var p struct {
-				Intent  string         `json:"intent"`
-				Metrics map[string]any `json:"metrics"`
-			}
+			var p memory.PlanGraphPayload
 			_ = json.Unmarshal(h.Record.Payload, &p)
+			// A plan is selected by its constraints against the task's
+			// conditions (substrate RFC §9, §15A.11): one for other
+			// conditions is not this task's, and one whose conditions
+			// the task does not name applies less surely.
+			c.conds = p.Conditions()
+			if c.conds.Disjoint(t.Conditions) {
+				continue
+			}
+			score *= applicability(why, c.conds, t.Conditions)
 			if t.Intent != "" && strings.EqualFold(p.Intent, t.Intent) {
 				why.IntentMatch = true
 				why.Relevance = (1 + why.Relevance) / 2

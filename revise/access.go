@@ -2,6 +2,7 @@ package revise
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/engram-dev/engram/access"
@@ -64,6 +65,31 @@ func precheck(rec memory.Record, ch Change) error {
 		return nil // an invalid type is refused by validation, precisely
 	}
 	return access.Decide(*ch.Principal, access.OpWrite, access.TargetOf(rec), ch.Rules).Err()
+}
+
+// checkKeeping refuses, with a [*access.DeniedError] naming the field, a
+// new record that ch's principal asks to keep beyond forgetting when the
+// principal is not a curator: pinned (decay never prunes it), or a
+// deletion policy of manual_only or never that is not its type's
+// configured default (substrate RFC §15A.3, §11). Keeping memory from
+// decay and deletion is curation (write-path RFC §12.7.4), a person's
+// decision; an agent's record is forgotten as its type's records are. The
+// system's own writes are not checked.
+func (w *Writer) checkKeeping(rec memory.Record, ch Change, pointer string) error {
+	p := ch.Principal
+	if p == nil || p.Role == access.Curator {
+		return nil
+	}
+	if rec.Lifecycle.Pinned {
+		return &access.DeniedError{Rule: "role:" + string(p.Role) + ":pin", Reason: access.ReasonRole, Pointer: pointer + "/lifecycle/pinned",
+			Detail: "only a curator's key may pin a record: pinned records are never forgotten"}
+	}
+	dp := rec.Lifecycle.DeletionPolicy
+	if _, def := w.cfg.Defaults(rec.Type); (dp == memory.ManualOnly || dp == memory.Never) && dp != def {
+		return &access.DeniedError{Rule: "role:" + string(p.Role) + ":deletion_policy", Reason: access.ReasonRole, Pointer: pointer + "/lifecycle/deletion_policy",
+			Detail: fmt.Sprintf("only a curator's key may set deletion policy %s, which keeps a record from being forgotten; %s records get %s", dp, rec.Type, def)}
+	}
+	return nil
 }
 
 // charge is whose write budget a transaction's revisions count against.

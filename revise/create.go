@@ -134,6 +134,9 @@ func passesInMemory(rec memory.Record) bool {
 func (t *Tx) admitInMemory(ctx context.Context, tenant string, rec memory.Record, ch Change) (store.NewRecord, error) {
 	w := t.w
 	inherited := rec.Lifecycle.Decay.Curve == "" && rec.Lifecycle.Decay.HalfLifeSeconds == 0
+	if err := w.checkKeeping(rec, ch, ""); err != nil {
+		return store.NewRecord{}, err
+	}
 	if err := w.timed(GateSchema, func() error { return w.prepare(&rec, memory.Active, "") }); err != nil {
 		return store.NewRecord{}, err
 	}
@@ -214,6 +217,9 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 		return Admission{}, err
 	}
 	if err := precheck(rec, ch); err != nil {
+		return Admission{}, err
+	}
+	if err := t.w.checkKeeping(rec, ch, ""); err != nil {
 		return Admission{}, err
 	}
 	w, g := t.w, t.w.cfg.Gates
@@ -411,11 +417,13 @@ func (w *Writer) prepare(rec *memory.Record, status memory.Status, pointer strin
 	}
 	bad = append(bad, checkDecayPoints(rec.Lifecycle.Decay.Points, pointer+"/lifecycle/decay/points")...)
 	bad = append(bad, checkIndexed(*rec, pointer)...)
+	now := w.clock()
+	bad = append(bad, w.checkFuture(rec.CreatedAt, now, pointer+"/created_at")...)
+	bad = append(bad, w.checkFuture(rec.Lifecycle.LastReinforcedAt, now, pointer+"/lifecycle/last_reinforced_at")...)
 	if len(bad) > 0 {
 		return &schemas.ValidationError{Violations: bad}
 	}
 
-	now := w.clock()
 	if rec.ID == uuid.Nil {
 		id, err := uuid.NewV7()
 		if err != nil {
@@ -438,19 +446,13 @@ func (w *Writer) prepare(rec *memory.Record, status memory.Status, pointer strin
 	if rec.Visibility == "" {
 		rec.Visibility = memory.VisibilityTenant
 	}
-	if rec.CreatedAt.IsZero() {
-		rec.CreatedAt = now
-	}
-	rec.CreatedAt = rec.CreatedAt.UTC().Truncate(time.Microsecond)
+	rec.CreatedAt = serverTime(rec.CreatedAt, now)
 	rec.UpdatedAt = now
 	decay, policy := w.cfg.Defaults(rec.Type)
 	if rec.Lifecycle.Decay.Curve == "" && rec.Lifecycle.Decay.HalfLifeSeconds == 0 {
 		rec.Lifecycle.Decay = decay
 	}
-	if rec.Lifecycle.LastReinforcedAt.IsZero() {
-		rec.Lifecycle.LastReinforcedAt = now
-	}
-	rec.Lifecycle.LastReinforcedAt = rec.Lifecycle.LastReinforcedAt.UTC().Truncate(time.Microsecond)
+	rec.Lifecycle.LastReinforcedAt = serverTime(rec.Lifecycle.LastReinforcedAt, now)
 	if rec.Lifecycle.DeletionPolicy == "" {
 		rec.Lifecycle.DeletionPolicy = policy
 	}
@@ -465,6 +467,32 @@ func (w *Writer) prepare(rec *memory.Record, status memory.Status, pointer strin
 		rec.Payload = p
 	}
 	return w.validate(*rec, pointer)
+}
+
+// checkFuture refuses a time more than the configured clock skew ahead of
+// now. The times a writer may give a new record are when it happened (an
+// import, an episode's first event), never a promise: a created_at or
+// last_reinforced_at in the future would keep the record at full salience
+// (substrate RFC §11: salience decays from the last reinforcement) and out
+// of reach of retention (write-path RFC §12.10.4) for as long as it likes.
+func (w *Writer) checkFuture(at, now time.Time, pointer string) []schemas.Violation {
+	if at.IsZero() || !at.After(now.Add(w.cfg.MaxClockSkew)) {
+		return nil
+	}
+	return []schemas.Violation{{Pointer: pointer, Message: fmt.Sprintf(
+		"is %s ahead of the server's clock, more than the %s of clock skew allowed: omit it, and the server sets it",
+		at.Sub(now).Round(time.Second), w.cfg.MaxClockSkew)}}
+}
+
+// serverTime is a new record's time as stored: the writer's, at the
+// database's precision, but never after now — a time ahead by no more
+// than the clock skew allowed ([Writer.checkFuture]) is now — and now
+// when the writer gives none.
+func serverTime(at, now time.Time) time.Time {
+	if at.IsZero() || at.After(now) {
+		return now
+	}
+	return at.UTC().Truncate(time.Microsecond)
 }
 
 // validate checks a complete record against the canonical schemas and the
@@ -490,6 +518,9 @@ func (w *Writer) validate(rec memory.Record, pointer string) error {
 			}
 		}
 		return err
+	}
+	if bad := checkPlan(rec, pointer); len(bad) > 0 {
+		return &schemas.ValidationError{Violations: bad}
 	}
 	return nil
 }

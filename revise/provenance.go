@@ -162,14 +162,18 @@ func fingerprint(rec memory.Record) []byte {
 		}
 		slices.Sort(parts[1:])
 	case memory.PlanGraph:
-		var p struct {
-			PlanID  string `json:"plan_id"`
-			Version string `json:"version"`
-		}
+		var p memory.PlanGraphPayload
 		if json.Unmarshal(rec.Payload, &p) != nil {
 			return nil
 		}
 		parts = []string{p.PlanID, p.Version}
+		if conds := p.Conditions(); len(conds) > 0 {
+			// A plan for other conditions is another plan of the intent,
+			// not a conflicting version of this one (substrate RFC §9:
+			// several plans for one intent, selected by constraints).
+			b, _ := json.Marshal(conds)
+			parts = append(parts, string(b))
+		}
 	default:
 		return nil
 	}

@@ -171,6 +171,9 @@ func (t *Tx) Supersede(ctx context.Context, tenant string, id uuid.UUID, version
 	if err := checkChange(ch); err != nil {
 		return old, created, err
 	}
+	if err := t.w.checkKeeping(next, ch, "/record"); err != nil {
+		return old, created, err
+	}
 	err = func() error {
 		if old, err = t.lockRevisable(ctx, tenant, id, version); err != nil {
 			return err
@@ -220,6 +223,11 @@ func (t *Tx) Fork(ctx context.Context, tenant string, id uuid.UUID, version int,
 	}
 	if len(variants) < 2 {
 		return old, nil, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/variants", Message: "a fork needs at least two variants; to replace a fact with one, supersede it"}}}
+	}
+	for i, v := range variants {
+		if err := t.w.checkKeeping(v, ch, fmt.Sprintf("/variants/%d", i)); err != nil {
+			return old, nil, err
+		}
 	}
 	err = func() error {
 		if old, err = t.lockRevisable(ctx, tenant, id, version); err != nil {
@@ -307,6 +315,11 @@ func (t *Tx) Contest(ctx context.Context, tenant string, ids []uuid.UUID, next *
 	}
 	if next == nil && len(ids) < 2 {
 		return nil, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/record_ids", Message: "name at least two records to contest, or one and a new contradicting record"}}}
+	}
+	if next != nil {
+		if err := t.w.checkKeeping(*next, ch, "/record"); err != nil {
+			return nil, err
+		}
 	}
 	var out []memory.Record
 	err := func() error {

@@ -42,6 +42,11 @@ import (
 // DefaultMaxPayloadBytes is the default limit on a record's encoded payload.
 const DefaultMaxPayloadBytes = 64 << 10
 
+// DefaultMaxClockSkew is how far ahead of the write path's clock a
+// writer's created_at or last_reinforced_at may be: a writer's clock that
+// runs a little fast, not a record dated in the future.
+const DefaultMaxClockSkew = 5 * time.Minute
+
 // Config configures a [Writer]. The zero value of each field is its
 // documented default.
 type Config struct {
@@ -54,6 +59,11 @@ type Config struct {
 	Defaults func(memory.Type) (memory.Decay, memory.DeletionPolicy)
 	// Now is the write path's clock; nil means time.Now.
 	Now func() time.Time
+	// MaxClockSkew is how far ahead of Now a new record's created_at and
+	// last_reinforced_at may be: within it they are read as now, past it
+	// the record is refused (a record dated in the future would never
+	// decay and would escape retention). [DefaultMaxClockSkew] when zero.
+	MaxClockSkew time.Duration
 	// Gates configures the gates (see [Gates]); zero fields are defaults.
 	Gates Gates
 	// Registry receives the write path's metrics; nil registers none.
@@ -83,6 +93,7 @@ type Writer struct {
 // each operation runs in a savepoint).
 func New(db pg.DBTX, cfg Config) *Writer {
 	cfg.MaxPayloadBytes = cmp.Or(cfg.MaxPayloadBytes, DefaultMaxPayloadBytes)
+	cfg.MaxClockSkew = cmp.Or(cfg.MaxClockSkew, DefaultMaxClockSkew)
 	if cfg.Defaults == nil {
 		cfg.Defaults = func(t memory.Type) (memory.Decay, memory.DeletionPolicy) {
 			return memory.DefaultDecay(t), memory.AutoPrune

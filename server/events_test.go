@@ -62,7 +62,7 @@ func setupIngest(t *testing.T, policyYAML string, cfg ingest.Config) *ingestEnv 
 	cfg.DB, cfg.Policy, cfg.Staged = db.Pool, w.Policy, w.Notify
 	srv := httptest.NewServer(server.New(server.Config{
 		DB: db.Pool, Writer: wr, Logger: logger, Ingest: ingest.New(cfg), Policy: w.Policy,
-		Keys: []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}},
+		Keys: []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey, Role: server.RoleCurator}},
 	}))
 	t.Cleanup(srv.Close)
 	return &ingestEnv{env: &env{t: t, url: srv.URL, db: db}, worker: w, logs: logs}

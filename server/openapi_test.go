@@ -480,7 +480,7 @@ func TestOpenAPIServed(t *testing.T) {
 	require.NoError(t, store.EnsureTenant(t.Context(), db.Pool, "acme"))
 	srv := httptest.NewServer(New(Config{
 		DB: db.Pool, Writer: wr,
-		Keys:  []Key{{Tenant: "acme", Name: "test", Secret: "0123456789abcdef"}},
+		Keys:  []Key{{Tenant: "acme", Name: "test", Secret: "0123456789abcdef", Role: RoleCurator}},
 		Ready: db.Pool.Ping,
 	}))
 	t.Cleanup(srv.Close)
@@ -496,4 +496,26 @@ func TestOpenAPIServed(t *testing.T) {
 	d := parseOpenAPI(t, body)
 	require.Regexp(t, `^3\.1\.\d+$`, d.OpenAPI)
 	require.Contains(t, d.Paths, "/v1/records/{id}:supersede")
+}
+
+// Every write route takes an Idempotency-Key (write-path RFC
+// §12.1.6–12.1.7), and the document says so on each, but the stream's,
+// which refuses it; and a key a route refuses is none it documents.
+func TestOpenAPIIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	ops := parseOpenAPI(t, OpenAPI).operations(t)
+	ref := `{"$ref":"#/components/parameters/IdempotencyKey"}`
+	for _, rt := range (&Server{}).routes() {
+		method, _, _ := strings.Cut(rt.pattern, " ")
+		for _, name := range rt.documented() {
+			var has bool
+			for _, p := range ops[name].Parameters {
+				var c bytes.Buffer
+				require.NoError(t, json.Compact(&c, p))
+				has = has || c.String() == ref
+			}
+			want := method != http.MethodGet && !rt.stream
+			require.Equal(t, want, has, "%s: the Idempotency-Key parameter", name)
+		}
+	}
 }

@@ -105,6 +105,9 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		s.metrics.denials.WithLabelValues(denied.Reason).Inc()
 		p := problem(http.StatusForbidden, "access-denied", "Access denied", denied.Detail)
 		p.Rule, p.Reason = denied.Rule, denied.Reason
+		if denied.Pointer != "" {
+			p.Errors = []FieldError{{Pointer: denied.Pointer, Message: denied.Detail}}
+		}
 		return p
 	case errors.As(err, &over):
 		// The agent's session spent its write budget (§12.11.2): nothing
@@ -363,10 +366,25 @@ func jsonType(kind string) string {
 // writeJSON writes v; every record in it shows its current salience (see
 // currentSalience), as of the request's time.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	if rec, ok := w.(*statusRecorder); ok {
+	if rec := recorderOf(w); rec != nil {
 		v = currentSalience(v, rec.at)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// recorderOf finds the request's [statusRecorder] under w and the writers
+// wrapping it (an idempotent write's capture), or nil.
+func recorderOf(w http.ResponseWriter) *statusRecorder {
+	for {
+		switch x := w.(type) {
+		case *statusRecorder:
+			return x
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return nil
+		}
+	}
 }

@@ -42,7 +42,7 @@ func TestRetrievalRedactsWithThePolicyInForce(t *testing.T) {
 	srv := httptest.NewServer(server.New(server.Config{
 		DB: db.Pool, Writer: wr, Policy: w.Policy,
 		Retrieve: retrieve.New(db.Pool, rs, retrieve.WithRedactor(func() *policy.Redactor { return w.Policy().Redactor() })),
-		Keys:     []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}},
+		Keys:     []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey, Role: server.RoleCurator}},
 	}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, url: srv.URL, db: db}

@@ -30,7 +30,7 @@ func setupRetrieve(t *testing.T) *env {
 	require.NoError(t, err)
 	srv := httptest.NewServer(server.New(server.Config{
 		DB: db.Pool, Writer: wr, Decay: decay.New(db.Pool, wr, settings), Retrieve: retrieve.New(db.Pool, rs),
-		Keys: []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}, {Tenant: "other", Name: "other-test", Secret: otherKey}},
+		Keys: []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey, Role: server.RoleCurator}, {Tenant: "other", Name: "other-test", Secret: otherKey, Role: server.RoleCurator}},
 	}))
 	t.Cleanup(srv.Close)
 	return &env{t: t, url: srv.URL, db: db}

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 
 	"github.com/engram-dev/engram/access"
+	"github.com/engram-dev/engram/memory"
 )
 
 // Role is what a key may call (write-path RFC §12.8.2; see [access.Role]).
@@ -15,9 +17,8 @@ import (
 type Role = access.Role
 
 const (
-	// RoleTenant is the role of a tenant key configured without one, as
-	// every tenant key was before roles: it is read as [RoleCurator], all
-	// of its tenant.
+	// RoleTenant is the old spelling of a tenant key configured without a
+	// role: it is read as [DefaultRole].
 	RoleTenant Role = "tenant"
 	// RoleExecutor, RoleVerifier, RoleOrchestrator and RoleCurator are a
 	// tenant's roles (see package access).
@@ -32,14 +33,34 @@ const (
 	RoleOperator = access.Operator
 )
 
-// normalRole is the role a configured key has: a tenant key with none, or
-// "tenant", is a curator.
-func normalRole(r Role) Role {
+// DefaultRole and DefaultClearance are what a tenant key configured
+// without a role gets: least privilege (write-path RFC §12.8.2). An
+// orchestrator is the narrowest role whose key does an agent's work for
+// any of its tenant's agents — events, working memory, facts, recall,
+// feedback — with no agent_id to name; it writes no procedures or plans,
+// pins nothing, purges nothing and governs nothing (rollback,
+// quarantine), which are a curator's, a person's. Its clearance stops
+// below the high and hyper records that encryption at rest seals. Keys
+// made before this were curators with clearance hyper: a key keeps that
+// only by naming role curator (engramd warns of every key without one).
+const (
+	DefaultRole      = RoleOrchestrator
+	DefaultClearance = memory.Medium
+)
+
+// normalRole is the role and clearance a configured key has: a tenant key
+// with no role, or "tenant", has [DefaultRole], and [DefaultClearance]
+// unless it names one.
+func normalRole(r Role, clearance memory.Sensitivity) (Role, memory.Sensitivity) {
 	if r == "" || r == RoleTenant {
-		return RoleCurator
+		return DefaultRole, cmp.Or(clearance, DefaultClearance)
 	}
-	return r
+	return r, clearance
 }
+
+// Unroled reports whether a configured key names no role, and so has
+// [DefaultRole] and [DefaultClearance].
+func Unroled(k Key) bool { return k.Role == "" || k.Role == RoleTenant }
 
 // The roles routes admit.
 var (

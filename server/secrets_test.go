@@ -134,7 +134,7 @@ func setupSecrets(t *testing.T, policyYAML string) *secretsEnv {
 		Ingest:   ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
 		Decay:    decay.New(db.Pool, wr, settings, decay.WithLogger(logger)),
 		Retrieve: retrieve.New(db.Pool, rs, retrieve.WithLogger(logger)),
-		Keys:     []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey}},
+		Keys:     []server.Key{{Tenant: "acme", Name: "acme-test", Secret: acmeKey, Role: server.RoleCurator}},
 	}))
 	t.Cleanup(srv.Close)
 	return &secretsEnv{ingestEnv: &ingestEnv{env: &env{t: t, url: srv.URL, db: db}, worker: w, logs: logs}}

@@ -53,7 +53,7 @@ type Key struct {
 	Name   string
 	Secret string
 	// Role is what the key may call; empty (or [RoleTenant]) means
-	// [RoleCurator], the role of every tenant key before roles.
+	// [DefaultRole], with [DefaultClearance] unless Clearance is set.
 	Role Role
 	// Agent, Domains and Clearance are the key's attributes (see
 	// [access.Principal]); zero values restrict nothing.
@@ -185,8 +185,9 @@ func New(cfg Config) *Server {
 	for _, k := range cfg.Keys {
 		// Keys are held only as hashes, so a heap dump or a debug print of
 		// the server does not show them.
-		s.keys[sha256.Sum256([]byte(k.Secret))] = principal{tenant: k.Tenant, name: k.Name, role: normalRole(k.Role),
-			agent: k.Agent, domains: k.Domains, clearance: k.Clearance}
+		role, clearance := normalRole(k.Role, k.Clearance)
+		s.keys[sha256.Sum256([]byte(k.Secret))] = principal{tenant: k.Tenant, name: k.Name, role: role,
+			agent: k.Agent, domains: k.Domains, clearance: clearance}
 	}
 	reg := cfg.Registry
 	if reg == nil {
@@ -380,7 +381,15 @@ func (s *Server) authenticated(rt route) http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
-		if err := rt.handle(w, r); err != nil {
+		key, idempotent, err := idempotencyKeyOf(r, rt)
+		switch {
+		case err != nil:
+		case idempotent:
+			err = s.idempotent(w, r, rt, key)
+		default:
+			err = rt.handle(w, r)
+		}
+		if err != nil {
 			s.writeProblem(w, r, err)
 		}
 	})

@@ -29,8 +29,8 @@ const (
 
 // testKeys are two tenants' keys and an operator's.
 var testKeys = []server.Key{
-	{Tenant: "acme", Name: "acme-test", Secret: acmeKey},
-	{Tenant: "other", Name: "other-test", Secret: otherKey},
+	{Tenant: "acme", Name: "acme-test", Secret: acmeKey, Role: server.RoleCurator},
+	{Tenant: "other", Name: "other-test", Secret: otherKey, Role: server.RoleCurator},
 	{Name: "ops-test", Secret: opsKey, Role: server.RoleOperator},
 }
 

@@ -44,7 +44,7 @@ func setupRecall(t *testing.T) *recallEnv {
 		Writer:   wr,
 		Decay:    decay.New(db.Pool, wr, decaySettings),
 		Retrieve: retrieve.New(db.Pool, settings, retrieve.WithEmbedder(embedding.NewLexical())),
-		Keys:     []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}},
+		Keys:     []server.Key{{Tenant: "acme", Name: "test", Secret: testKey, Role: server.RoleCurator}},
 	}))
 	t.Cleanup(srv.Close)
 	return &recallEnv{

@@ -24,7 +24,7 @@ func TestReviewsCommands(t *testing.T) {
 	pool := pgtest.NewSchema(t).Pool
 	require.NoError(t, store.EnsureTenant(t.Context(), pool, "acme"))
 	w := revise.New(pool, revise.Config{})
-	srv := httptest.NewServer(server.New(server.Config{DB: pool, Writer: w, Keys: []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}}}))
+	srv := httptest.NewServer(server.New(server.Config{DB: pool, Writer: w, Keys: []server.Key{{Tenant: "acme", Name: "test", Secret: testKey, Role: server.RoleCurator}}}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, url: srv.URL, environ: map[string]string{"ENGRAM_URL": srv.URL, "ENGRAM_API_KEY": testKey}, dir: t.TempDir()}
 

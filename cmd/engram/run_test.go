@@ -36,7 +36,7 @@ func setup(t *testing.T) *env {
 	require.NoError(t, store.EnsureTenant(t.Context(), pool, "acme"))
 	srv := httptest.NewServer(server.New(server.Config{
 		DB: pool, Writer: revise.New(pool, revise.Config{}),
-		Keys: []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}},
+		Keys: []server.Key{{Tenant: "acme", Name: "test", Secret: testKey, Role: server.RoleCurator}},
 	}))
 	t.Cleanup(srv.Close)
 	return &env{

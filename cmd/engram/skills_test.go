@@ -73,7 +73,7 @@ func setupSkills(t *testing.T) *skillsEnv {
 	srv := httptest.NewServer(server.New(server.Config{
 		DB: db.Pool, Writer: wr, Logger: slog.New(slog.DiscardHandler),
 		Ingest: ingest.New(ingest.Config{DB: db.Pool, Policy: w.Policy, Staged: w.Notify}),
-		Keys: []server.Key{{Tenant: "acme", Name: "test", Secret: testKey}, {Tenant: "other", Name: "other", Secret: otherKey},
+		Keys: []server.Key{{Tenant: "acme", Name: "test", Secret: testKey, Role: server.RoleCurator}, {Tenant: "other", Name: "other", Secret: otherKey, Role: server.RoleCurator},
 			{Tenant: "acme", Name: "public", Secret: publicKey, Clearance: memory.Public}},
 	}))
 	t.Cleanup(srv.Close)

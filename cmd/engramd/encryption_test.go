@@ -61,7 +61,7 @@ func (e *encryptionRig) refused(env ...string) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.bin, "run")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+e.db.URL, "ENGRAM_LISTEN="+freeAddr(e.t), "ENGRAM_CONFIG="+conf,
-		"ENGRAM_API_KEYS=acme:"+testKey)
+		"ENGRAM_API_KEYS=curator@acme:"+testKey)
 	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	require.Error(e.t, err, "engramd started: %s", out)

@@ -85,7 +85,7 @@ func freeAddr(t testing.TB) string {
 
 func startDaemon(t *testing.T, bin, dbURL, addr string) *daemon {
 	t.Helper()
-	return startDaemonWith(t, bin, "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr, "ENGRAM_API_KEYS=acme:"+testKey)
+	return startDaemonWith(t, bin, "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr, "ENGRAM_API_KEYS=curator@acme:"+testKey)
 }
 
 // startDaemonWith starts engramd with env (which must set DATABASE_URL and

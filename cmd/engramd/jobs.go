@@ -42,7 +42,7 @@ func newWriter(pool *pgxpool.Pool, cfg config.Config, reg prometheus.Registerer)
 	if err != nil {
 		return nil, nil, err
 	}
-	w := revise.New(pool, revise.Config{MaxPayloadBytes: cfg.MaxPayloadBytes, Defaults: settings.Defaults, Gates: cfg.WritePath,
+	w := revise.New(pool, revise.Config{MaxPayloadBytes: cfg.MaxPayloadBytes, MaxClockSkew: cfg.MaxClockSkew, Defaults: settings.Defaults, Gates: cfg.WritePath,
 		Registry: reg, Leases: cfg.Leases, Budgets: cfg.Budgets, Sealer: sealer})
 	return w, settings, nil
 }
@@ -100,7 +100,12 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 		Erasures: unfinished})
 	all := []jobs.Job{
 		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},
-		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Purge(ctx, r) }},
+		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error {
+			if err := dec.Purge(ctx, r); err != nil {
+				return err
+			}
+			return purgeIdempotencyKeys(ctx, pool, r)
+		}},
 		{Name: retrieve.StatsJob, Run: func(ctx context.Context, r *jobs.Run) error { return ret.retriever.RefreshStats(ctx, r) }},
 		{Name: revise.AuditProvenanceJob, Run: func(ctx context.Context, r *jobs.Run) error { return writer.RunProvenanceAudit(ctx, r) }},
 		{Name: revise.EscalationJob, Run: func(ctx context.Context, r *jobs.Run) error { return escalate(ctx, esc, r) }},
@@ -239,5 +244,19 @@ func (p *periodic) stop(ctx context.Context, timeout time.Duration) {
 	defer cancel()
 	if err := p.scheduler.Stop(ctx); err != nil {
 		p.logger.Warn("stop periodic jobs", slog.String("error", err.Error()))
+	}
+}
+
+// purgeIdempotencyKeys deletes the idempotency keys whose results have
+// expired (server.IdempotencyTTL), in batches, with the decay purge: both
+// forget for good what is past keeping.
+func purgeIdempotencyKeys(ctx context.Context, db pg.DBTX, r *jobs.Run) error {
+	const batch = 1000
+	for {
+		n, err := store.PurgeIdempotencyKeys(ctx, db, time.Now(), batch)
+		r.Add("idempotency_keys_purged", n)
+		if err != nil || n < batch {
+			return err
+		}
 	}
 }

@@ -214,7 +214,7 @@ func startWithConfig(t testing.TB, bin, dbURL, config string, log io.Writer) *da
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "run")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr, "ENGRAM_CONFIG="+config,
-		"ENGRAM_API_KEYS=acme:"+testKey+",*:"+opsKey, "ENGRAM_LOG_LEVEL=info")
+		"ENGRAM_API_KEYS=curator@acme:"+testKey+",*:"+opsKey, "ENGRAM_LOG_LEVEL=info")
 	cmd.Stdout, cmd.Stderr = io.Discard, log
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })

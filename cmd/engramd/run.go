@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -45,8 +46,11 @@ Flags (each also settable in the YAML file and as ENGRAM_* environment variables
   --shutdown-timeout D       graceful stop deadline (ENGRAM_SHUTDOWN_TIMEOUT, default 15s)
   --log-level LEVEL          debug, info, warn, error (ENGRAM_LOG_LEVEL)
   --log-format FORMAT        text or json (ENGRAM_LOG_FORMAT)
-API keys: ENGRAM_API_KEYS=tenant:key[,tenant:key] or api_keys in the file;
-  *:key is an operator key (the periodic jobs, across every tenant).
+  --max-clock-skew D         how far ahead of this clock a record's times may be (ENGRAM_MAX_CLOCK_SKEW, default 5m)
+  --strict                   refuse to start with unsigned provenance stamps or no encryption at rest (ENGRAM_STRICT)
+API keys: ENGRAM_API_KEYS=[role@]tenant:key[,…] or api_keys in the file; a key
+  with no role is an orchestrator with clearance medium (curator@tenant:key
+  for a person's key); *:key is an operator key (the jobs, across every tenant).
 `
 
 // run is engramd's whole life: it returns when ctx is cancelled (a signal)
@@ -152,17 +156,16 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	}
 	if s := writer.Sealer(); s.Enabled() {
 		logger.Info("encryption at rest", slog.String("master_key", s.CurrentMasterKey()), slog.String("min_sensitivity", string(s.MinSensitivity())))
-	} else {
-		logger.Warn("encryption at rest is off: no master key, so sensitive payloads are stored in the clear; set encryption.master_keys, encryption.master_key_file or ENGRAM_MASTER_KEY")
 	}
-	if len(cfg.WritePath.Provenance.Keys) == 0 {
-		logger.Warn("no provenance signing key: stamps are stored unsigned; set write_path.provenance or ENGRAM_PROVENANCE_KEYS")
+	if err := checkInsecure(cfg, writer.Sealer().Enabled(), logger); err != nil {
+		return err
 	}
 
 	keys, err := apiKeys(cfg, stdout)
 	if err != nil {
 		return err
 	}
+	warnUnroled(keys, logger)
 	for _, k := range keys {
 		if k.Role == server.RoleOperator {
 			continue // an operator key has no tenant
@@ -255,14 +258,62 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	return nil
 }
 
-// apiKeys returns the configured keys, or generates a key for the default
-// tenant and an operator key and prints them: the one place a key is ever
-// shown.
+// insecure are the settings a production daemon should not run with, and
+// what to set instead: the loud warnings of start-up, and what --strict
+// refuses to start with.
+func insecure(cfg config.Config, encrypted bool) []string {
+	var out []string
+	if len(cfg.WritePath.Provenance.Keys) == 0 {
+		// Unsigned stamps cannot show that a record's provenance is the
+		// one the write path stamped (write-path RFC §12.4.2).
+		out = append(out, "no provenance signing key: provenance stamps are stored UNSIGNED and cannot be verified; set write_path.provenance.keys or ENGRAM_PROVENANCE_KEYS=id:secret")
+	}
+	if !encrypted {
+		out = append(out, "encryption at rest is OFF: no master key, so sensitive payloads are stored in the clear; set encryption.master_keys, encryption.master_key_file or ENGRAM_MASTER_KEY")
+	}
+	return out
+}
+
+// checkInsecure logs each insecure setting loudly, at error level so that
+// no log filter hides it, or, with --strict, refuses to start and names
+// them all.
+func checkInsecure(cfg config.Config, encrypted bool, logger *slog.Logger) error {
+	bad := insecure(cfg, encrypted)
+	if len(bad) == 0 {
+		return nil
+	}
+	if cfg.Strict {
+		return fmt.Errorf("strict: refusing to start: %s", strings.Join(bad, "; "))
+	}
+	for _, b := range bad {
+		logger.Error("INSECURE: " + b + " (engramd run --strict refuses to start so)")
+	}
+	return nil
+}
+
+// warnUnroled warns of each tenant key configured without a role: it has
+// the least privilege of server.DefaultRole and DefaultClearance, where
+// before it was a curator with clearance hyper. Naming the role ends the
+// warning.
+func warnUnroled(keys []server.Key, logger *slog.Logger) {
+	for _, k := range keys {
+		if server.Unroled(k) {
+			logger.Warn("API key names no role: it is an "+string(server.DefaultRole)+" with clearance "+
+				string(cmp.Or(k.Clearance, server.DefaultClearance))+" (it was a curator with clearance hyper before); "+
+				"to keep that, set role: curator (ENGRAM_API_KEYS=curator@tenant:key), or name the role it needs",
+				slog.String("key", k.Name), slog.String("tenant", k.Tenant))
+		}
+	}
+}
+
+// apiKeys returns the configured keys, or generates a curator's key for
+// the default tenant and an operator key and prints them: the one place a
+// key is ever shown.
 func apiKeys(cfg config.Config, stdout io.Writer) ([]server.Key, error) {
 	var keys []server.Key
 	for _, k := range cfg.APIKeys {
-		role := server.Role(cmp.Or(k.Role, config.RoleTenant))
-		name := cmp.Or(k.Name, k.Tenant, string(role))
+		role := server.Role(k.Role)
+		name := cmp.Or(k.Name, k.Tenant, string(cmp.Or(role, server.DefaultRole)))
 		keys = append(keys, server.Key{Tenant: k.Tenant, Name: name, Secret: k.Key, Role: role,
 			Agent: k.AgentID, Domains: k.Domains, Clearance: k.Clearance})
 	}
@@ -277,13 +328,14 @@ func apiKeys(cfg config.Config, stdout io.Writer) ([]server.Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stdout, "engramd: no API keys configured; this run accepts tenant %q with key:\n\n    %s\n\n"+
+	fmt.Fprintf(stdout, "engramd: no API keys configured; this run accepts tenant %q with a curator's key:\n\n    %s\n\n"+
 		"  export ENGRAM_API_KEY=%s\n\n"+
 		"and an operator key, for the periodic jobs across every tenant (engram jobs list):\n\n    %s\n\n"+
-		"  (set ENGRAM_API_KEYS=%s:<key>,*:<operator key> to choose lasting ones)\n\n",
+		"  (set ENGRAM_API_KEYS=curator@%s:<key>,*:<operator key> to choose lasting ones)\n\n",
 		config.DefaultTenant, tenant, tenant, operator, config.DefaultTenant)
 	return []server.Key{
-		{Tenant: config.DefaultTenant, Name: "generated", Secret: tenant, Role: server.RoleTenant},
+		// The person who started the daemon holds it: a curator.
+		{Tenant: config.DefaultTenant, Name: "generated", Secret: tenant, Role: server.RoleCurator},
 		{Name: "generated-operator", Secret: operator, Role: server.RoleOperator},
 	}, nil
 }

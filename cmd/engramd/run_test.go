@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
 )
 
@@ -25,7 +28,7 @@ func TestAPIKeysCarryRoles(t *testing.T) {
 	keys, err := apiKeys(cfg, &out)
 	require.NoError(t, err)
 	require.Equal(t, []server.Key{
-		{Tenant: "acme", Name: "acme", Secret: "acme-key-0123456789", Role: server.RoleTenant},
+		{Tenant: "acme", Name: "acme", Secret: "acme-key-0123456789"},
 		{Name: "ops", Secret: "ops-key-0123456789", Role: server.RoleOperator},
 	}, keys)
 	require.Empty(t, out.String(), "configured keys are never printed")
@@ -39,7 +42,8 @@ func TestGeneratedKeys(t *testing.T) {
 	keys, err := apiKeys(config.Default(), &out)
 	require.NoError(t, err)
 	require.Len(t, keys, 2)
-	require.Equal(t, server.Key{Tenant: config.DefaultTenant, Name: "generated", Secret: keys[0].Secret, Role: server.RoleTenant}, keys[0])
+	require.Equal(t, server.Key{Tenant: config.DefaultTenant, Name: "generated", Secret: keys[0].Secret, Role: server.RoleCurator}, keys[0],
+		"the generated key is the person's who started the daemon: a curator")
 	require.Equal(t, server.Key{Name: "generated-operator", Secret: keys[1].Secret, Role: server.RoleOperator}, keys[1])
 	require.NotEqual(t, keys[0].Secret, keys[1].Secret)
 	for _, k := range keys {
@@ -47,6 +51,45 @@ func TestGeneratedKeys(t *testing.T) {
 	}
 	require.Contains(t, out.String(), "export ENGRAM_API_KEY="+keys[0].Secret)
 	require.Contains(t, out.String(), "operator key")
+}
+
+// A key configured with no role is warned of at start-up, with the way to
+// keep a curator's powers; a key naming its role is not.
+func TestUnroledKeysAreWarnedOf(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	warnUnroled([]server.Key{
+		{Tenant: "acme", Name: "old-agents", Secret: "acme-key-0123456789"},
+		{Tenant: "acme", Name: "person", Secret: "acme-key-9876543210", Role: server.RoleCurator},
+	}, slog.New(slog.NewTextHandler(&logs, nil)))
+	require.Contains(t, logs.String(), "key=old-agents")
+	require.Contains(t, logs.String(), "orchestrator with clearance medium")
+	require.Contains(t, logs.String(), "role: curator")
+	require.NotContains(t, logs.String(), "key=person")
+}
+
+// Unsigned provenance stamps and no encryption at rest are logged loudly
+// by default, and refused with --strict, which names both; with both set
+// there is nothing to say.
+func TestStrictRefusesInsecureSettings(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	cfg := config.Default()
+	require.NoError(t, checkInsecure(cfg, false, logger))
+	require.Contains(t, logs.String(), "level=ERROR")
+	require.Contains(t, logs.String(), "UNSIGNED")
+	require.Contains(t, logs.String(), "encryption at rest is OFF")
+
+	cfg, err := config.Load([]string{"--strict"}, func(string) string { return "" })
+	require.NoError(t, err)
+	err = checkInsecure(cfg, false, logger)
+	require.ErrorContains(t, err, "strict: refusing to start")
+	require.ErrorContains(t, err, "UNSIGNED")
+	require.ErrorContains(t, err, "encryption at rest is OFF")
+	cfg.WritePath.Provenance.Keys = []revise.SigningKey{{ID: "k1", Secret: "a-long-enough-signing-secret"}}
+	require.ErrorContains(t, checkInsecure(cfg, false, logger), "encryption at rest is OFF")
+	require.NoError(t, checkInsecure(cfg, true, logger))
 }
 
 // The profiler is off by default; pprof_listen serves it on an address of

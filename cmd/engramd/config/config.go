@@ -56,10 +56,20 @@ type Config struct {
 	// MaxPayloadBytes caps a record's encoded payload. yaml
 	// max_payload_bytes, ENGRAM_MAX_PAYLOAD_BYTES, --max-payload-bytes.
 	MaxPayloadBytes int `yaml:"max_payload_bytes"`
+	// MaxClockSkew is how far ahead of the server's clock a new record's
+	// created_at and last_reinforced_at may be: within it they are read as
+	// now, past it the write is refused (see [revise.Config]). yaml
+	// max_clock_skew, ENGRAM_MAX_CLOCK_SKEW, --max-clock-skew.
+	MaxClockSkew time.Duration `yaml:"max_clock_skew"`
+	// Strict refuses to start a daemon that would store provenance stamps
+	// unsigned or sensitive payloads in the clear: yaml strict,
+	// ENGRAM_STRICT=true, --strict.
+	Strict bool `yaml:"strict"`
 	// APIKeys are the bearer keys: a tenant's, or an operator's (see
-	// [APIKey]). yaml api_keys, ENGRAM_API_KEYS as "tenant:key[,…]", where
-	// "*:key" is an operator key. With none, engramd generates a key for
-	// tenant "default" and an operator key at start-up and prints them.
+	// [APIKey]). yaml api_keys, ENGRAM_API_KEYS as "[role@]tenant:key[,…]",
+	// where "*:key" is an operator key. With none, engramd generates a
+	// curator's key for tenant "default" and an operator key at start-up
+	// and prints them.
 	APIKeys []APIKey `yaml:"api_keys"`
 	// ShutdownTimeout bounds a graceful stop. yaml shutdown_timeout,
 	// ENGRAM_SHUTDOWN_TIMEOUT, --shutdown-timeout.
@@ -182,8 +192,8 @@ type Ingest struct {
 	MaxAttempts int `yaml:"max_attempts"`
 }
 
-// APIKey gives its bearer access to one tenant's memory (role tenant, the
-// default), or to what works across every tenant, the periodic jobs, and no
+// APIKey gives its bearer access to one tenant's memory, as its role
+// allows, or to what works across every tenant, the periodic jobs, and no
 // tenant's memory (role operator, with no tenant). Name identifies the key
 // in audit entries and logs; the key itself is never logged or stored.
 type APIKey struct {
@@ -191,13 +201,16 @@ type APIKey struct {
 	Key    string `yaml:"key"`
 	Name   string `yaml:"name"`
 	// Role is executor, verifier, orchestrator, curator or operator
-	// (write-path RFC §12.8.2); empty or tenant means curator, the whole
-	// of its tenant, as every tenant key was before roles.
+	// (write-path RFC §12.8.2). Empty (or tenant, its old spelling) is the
+	// least privilege an agent's key works with: an orchestrator with
+	// clearance medium unless it names another (see server.DefaultRole);
+	// engramd warns of each such key at start-up. Before, it was a
+	// curator with clearance hyper: name role curator to keep that.
 	Role string `yaml:"role"`
 	// AgentID, Domains and Clearance are the key's attributes (see
 	// [access.Principal]): an executor's own agent, the domains whose
 	// records it may read (none: every domain), its clearance ceiling
-	// (empty: hyper).
+	// (empty: hyper, or medium for a key with no role).
 	AgentID   string             `yaml:"agent_id"`
 	Domains   []string           `yaml:"domains"`
 	Clearance memory.Sensitivity `yaml:"clearance"`
@@ -219,6 +232,7 @@ func Default() Config {
 		Listen:          DefaultListen,
 		DatabaseURL:     DefaultDatabaseURL,
 		MaxPayloadBytes: revise.DefaultMaxPayloadBytes,
+		MaxClockSkew:    revise.DefaultMaxClockSkew,
 		ShutdownTimeout: DefaultShutdownTimeout,
 		LogLevel:        DefaultLogLevel,
 		LogFormat:       DefaultLogFormat,
@@ -267,6 +281,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	format := fs.String("log-format", "", "text or json")
 	policyFile := fs.String("policy-file", "", "operator policy YAML")
 	evalReport := fs.String("console-eval-report", "", "curve.json of an evaluation, drawn on the console's Learning page")
+	skew := fs.Duration("max-clock-skew", 0, "how far ahead of the server's clock a record's times may be")
+	strict := fs.Bool("strict", false, "refuse to start with unsigned provenance stamps or no encryption at rest")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -308,6 +324,12 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if *shutdown != 0 {
 		c.ShutdownTimeout = *shutdown
 	}
+	if *skew != 0 {
+		c.MaxClockSkew = *skew
+	}
+	if *strict {
+		c.Strict = true
+	}
 	return c, c.Validate()
 }
 
@@ -336,6 +358,20 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 		}
 		c.ShutdownTimeout = d
 	}
+	if v := getenv("ENGRAM_MAX_CLOCK_SKEW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("ENGRAM_MAX_CLOCK_SKEW: %w", err)
+		}
+		c.MaxClockSkew = d
+	}
+	if v := getenv("ENGRAM_STRICT"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("ENGRAM_STRICT: %q is not true or false", v)
+		}
+		c.Strict = b
+	}
 	if v := getenv("ENGRAM_MASTER_KEY"); v != "" {
 		c.Encryption.MasterKeys = splitKeys(v)
 	}
@@ -355,9 +391,15 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 		for i, pair := range strings.Split(v, ",") {
 			tenant, key, ok := strings.Cut(strings.TrimSpace(pair), ":")
 			if !ok {
-				return fmt.Errorf("ENGRAM_API_KEYS: entry %d is not tenant:key or *:key", i+1)
+				return fmt.Errorf("ENGRAM_API_KEYS: entry %d is not [role@]tenant:key or *:key", i+1)
 			}
-			k := APIKey{Tenant: tenant, Key: key, Name: fmt.Sprintf("%s-env-%d", tenant, i+1)}
+			// role@tenant: no tenant holds an @ (see tenantID), so the
+			// role cannot be mistaken for part of one.
+			role, tenant, hasRole := strings.Cut(tenant, "@")
+			if !hasRole {
+				role, tenant = "", role
+			}
+			k := APIKey{Tenant: tenant, Key: key, Name: fmt.Sprintf("%s-env-%d", tenant, i+1), Role: role}
 			if tenant == operatorTenant {
 				k = APIKey{Key: key, Name: fmt.Sprintf("operator-env-%d", i+1), Role: RoleOperator}
 			}
@@ -384,6 +426,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max_payload_bytes: %d is outside 1024..16777216", c.MaxPayloadBytes)
 	case c.ShutdownTimeout <= 0:
 		return errors.New("shutdown_timeout: must be positive")
+	case c.MaxClockSkew <= 0:
+		return errors.New("max_clock_skew: must be positive")
+	case c.MaxClockSkew < c.Ingest.MaxSkew:
+		// The policy plane writes episodes at their events' times, which
+		// ingestion allows up to ingest.max_skew ahead.
+		return fmt.Errorf("max_clock_skew: %s is less than ingest.max_skew (%s): events ingestion accepts would make records the write path refuses", c.MaxClockSkew, c.Ingest.MaxSkew)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

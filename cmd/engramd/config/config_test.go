@@ -70,6 +70,9 @@ func TestValidateNamesTheBadField(t *testing.T) {
 		"api_keys[1].key: must be at least 16":                  {env: map[string]string{"ENGRAM_API_KEYS": "acme:long-enough-key-0123,*:short"}},
 		"field nope not found":                                  {file: "nope: 1\n"},
 		"shutdown_timeout":                                      {file: "shutdown_timeout: -1s\n"},
+		"max_clock_skew: must be positive":                      {args: []string{"--max-clock-skew", "-1s"}},
+		"max_clock_skew: 1m0s is less than ingest.max_skew":     {env: map[string]string{"ENGRAM_MAX_CLOCK_SKEW": "1m"}},
+		"ENGRAM_STRICT":                                         {env: map[string]string{"ENGRAM_STRICT": "maybe"}},
 		"write_path.contradiction.evidence_ratio":               {file: "write_path: {contradiction: {policy: evidence, evidence_ratio: 0.5}}\n"},
 		"api_keys[0].agent_id: an executor key names its agent": {file: "api_keys: [{tenant: acme, key: long-enough-key-0123, role: executor}]\n"},
 		"api_keys[0].clearance":                                 {file: "api_keys: [{tenant: acme, key: long-enough-key-0123, clearance: secret}]\n"},
@@ -108,12 +111,15 @@ api_keys:
 		{Tenant: "globex", Key: "globex-key-0123456789", Role: config.RoleTenant},
 	}, c.APIKeys)
 
-	c, err = config.Load(nil, env(map[string]string{"ENGRAM_API_KEYS": "acme:env-key-0123456789, *:ops-key-0123456789"}))
+	c, err = config.Load(nil, env(map[string]string{"ENGRAM_API_KEYS": "acme:env-key-0123456789, *:ops-key-0123456789, curator@globex:env-key:with-colon"}))
 	require.NoError(t, err)
 	require.Equal(t, []config.APIKey{
 		{Tenant: "acme", Key: "env-key-0123456789", Name: "acme-env-1"},
 		{Key: "ops-key-0123456789", Name: "operator-env-2", Role: config.RoleOperator},
+		{Tenant: "globex", Key: "env-key:with-colon", Name: "globex-env-3", Role: "curator"},
 	}, c.APIKeys)
+	_, err = config.Load(nil, env(map[string]string{"ENGRAM_API_KEYS": "admin@acme:env-key-0123456789"}))
+	require.ErrorContains(t, err, "api_keys[0].role")
 }
 
 // A key carries its role and attributes; budgets come from the file.
