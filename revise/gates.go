@@ -185,14 +185,12 @@ type RiskWeights struct {
 
 // DefaultGates returns the gates' defaults.
 func DefaultGates() Gates {
-	unstated, review, block, ratio := 0.5, 0.3, 0.7, DefaultEvidenceRatio
+	authority := memory.DefaultAuthority()
+	unstated, review, block, ratio := authority.Unstated, 0.3, 0.7, DefaultEvidenceRatio
 	return Gates{
 		Evidence: EvidenceConfig{
-			Authority: map[string]float64{
-				"human": 1, "outcome": 0.9, "tool_call": 0.8, "artifact": 0.8,
-				"observation": 0.6, "event": 0.6, SourceRecord: 0.5, SourceReasoning: 0.3,
-			},
-			Unstated: &unstated,
+			Authority: authority.Kinds,
+			Unstated:  &unstated,
 			Weights:  &ConfidenceWeights{Agent: 0.15, Verified: 0.30, Authority: 0.25, Approved: 0.30},
 		},
 		Contradiction: ContradictionConfig{Policy: PolicyReview, EvidenceRatio: &ratio},
@@ -310,6 +308,13 @@ func (g Gates) Validate() error {
 }
 
 func near(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
+
+// Authority is the authority table the gates weigh evidence by: the one
+// table retrieval must rank provenance by too (write-path RFC §12.4.6).
+func (g Gates) Authority() memory.Authority {
+	g = g.withDefaults()
+	return memory.Authority{Kinds: g.Evidence.Authority, Unstated: *g.Evidence.Unstated}.Clone()
+}
 
 // policyFor is the contradiction policy of a scope.
 func (g Gates) policyFor(scope string) string {

@@ -337,3 +337,19 @@ func TestSyncApprovalRefusesAtItsDeadline(t *testing.T) {
 	require.Equal(t, memory.Retracted, got.Status)
 	require.Zero(t, b.count(t, `SELECT count(*) FROM records WHERE status IN ('active', 'contested', 'draft')`))
 }
+
+// The authority table the gates weigh evidence by is the one retrieval is
+// handed (write-path RFC §12.4.6): the configured kinds over the defaults,
+// the configured unstated authority, and a copy the caller cannot change.
+func TestGatesAuthorityIsTheConfiguredTable(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, memory.DefaultAuthority(), revise.DefaultGates().Authority())
+	g := revise.Gates{Evidence: revise.EvidenceConfig{Authority: map[string]float64{"event": 0.7}, Unstated: ptr(0.4)}}
+	a := g.Authority()
+	require.Equal(t, 0.7, a.Of("event"))
+	require.Equal(t, 1.0, a.Of("human"), "kinds it does not name keep their default")
+	require.Equal(t, 0.4, a.Best(nil))
+	a.Kinds["event"] = 0
+	require.Equal(t, 0.7, g.Authority().Of("event"))
+	require.Equal(t, 0.7, revise.New(nil, revise.Config{Gates: g}).Authority().Of("event"))
+}

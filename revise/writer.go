@@ -96,6 +96,10 @@ func New(db pg.DBTX, cfg Config) *Writer {
 	return &Writer{db: db, cfg: cfg, metrics: newMetrics(cfg.Registry), leases: newLeaseMetrics(cfg.Registry)}
 }
 
+// Authority is the write path's configured authority table, the one
+// retrieval ranks provenance by (write-path RFC §12.4.6).
+func (w *Writer) Authority() memory.Authority { return w.cfg.Gates.Authority() }
+
 // MaxPayloadBytes is the payload limit in force.
 func (w *Writer) MaxPayloadBytes() int { return w.cfg.MaxPayloadBytes }
 
