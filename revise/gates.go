@@ -191,7 +191,7 @@ func DefaultGates() Gates {
 		Evidence: EvidenceConfig{
 			Authority: authority.Kinds,
 			Unstated:  &unstated,
-			Weights:  &ConfidenceWeights{Agent: 0.15, Verified: 0.30, Authority: 0.25, Approved: 0.30},
+			Weights:   &ConfidenceWeights{Agent: 0.15, Verified: 0.30, Authority: 0.25, Approved: 0.30},
 		},
 		Contradiction: ContradictionConfig{Policy: PolicyReview, EvidenceRatio: &ratio},
 		Approval: ApprovalGateConfig{Review: &review, Block: &block,
