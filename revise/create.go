@@ -303,7 +303,11 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 				return t.contestWith(ctx, tenant, rec, ch, c, "a new observation contradicts this fact")
 			}
 		case PolicyEvidence:
-			return t.byEvidence(ctx, tenant, rec, inherited, ch, ev, c)
+			done, decided, err := t.byEvidence(ctx, tenant, rec, inherited, ch, ev, c)
+			if err != nil || done {
+				return decided, err
+			}
+			a.Reasons = append(a.Reasons, decided.Reasons...)
 		}
 	}
 
@@ -317,11 +321,19 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 			queue = true
 			a.Reasons = append(a.Reasons, why)
 		}
-		if !g.Approval.Enabled || !durable {
+		if !durable || !g.Approval.Enabled && !queue {
 			return nil
 		}
+		// A draft's review says why it is one: its reasons, and its risk
+		// and the factors of R(w) (§12.6.2) even where the approval gate
+		// is off and something else sent it.
 		if risk, err = t.risk(ctx, tenant, rec, ev, c); err != nil {
 			return err
+		}
+		if !g.Approval.Enabled {
+			// Approval off: nobody waits for a person on this write.
+			risk.Tier = TierAsync
+			return nil
 		}
 		if risk.Tier != TierAuto {
 			queue = true

@@ -16,6 +16,11 @@ type evidence struct {
 	// Mean and Best are the mean and the highest authority of its sources
 	// (the unstated authority when it cites none).
 	Mean, Best float64
+	// Verified is the factual score V_fact (write-path RFC §12.2.3) as the
+	// write path computes it without a verifier model: the noisy-or of
+	// its distinct sources' authorities ([Gates.factEvidence]), so that
+	// another source, however weak, never lowers it — the mean does.
+	Verified float64
 	// Records are the records it cites as evidence (kind record).
 	Records []uuid.UUID
 }
@@ -50,6 +55,7 @@ func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record
 		}
 		ev.Mean, ev.Best = sum/float64(len(srcs)), best
 	}
+	ev.Verified, _ = g.factEvidence(srcs)
 	durable := rec.Type == memory.Semantic || rec.Type == memory.Competence || rec.Type == memory.PlanGraph
 	if (rec.Type == memory.Semantic || rec.Type == memory.Competence) && len(srcs) > 0 &&
 		!slices.ContainsFunc(srcs, func(s memory.Source) bool { return s.Kind != SourceReasoning }) {
@@ -76,12 +82,13 @@ func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record
 }
 
 // adjusted is a write's adjusted confidence (§12.4.4): its stated
-// confidence, the verification score (the evidence's mean authority: no
-// model verifies the claim), the best evidence's authority and human
-// approval, weighted.
+// confidence, the verification score (the noisy-or of its evidence's
+// authorities, [evidence.Verified]: no model verifies the claim), the best
+// evidence's authority and human approval, weighted. Adding evidence never
+// lowers it.
 func (w *Writer) adjusted(confidence float64, ev evidence, approved bool) float64 {
 	b := w.cfg.Gates.Evidence.Weights
-	c := b.Agent*confidence + b.Verified*ev.Mean + b.Authority*ev.Best
+	c := b.Agent*confidence + b.Verified*ev.Verified + b.Authority*ev.Best
 	if approved {
 		c += b.Approved
 	}

@@ -62,7 +62,10 @@ const (
 // substrate RFC §7).
 const (
 	// PolicyReview: defer to review with a supersession proposal when the
-	// newcomer's adjusted confidence is higher, reject it when not (§12.2.4).
+	// newcomer's adjusted confidence is higher, reject it when not
+	// (§12.2.4). An operator's choice for a scope where a person must
+	// decide: substrate RFC §15B asks memory to be created and revised
+	// without approval, so it is not the default.
 	PolicyReview = "review"
 	// PolicySupersede: the newcomer replaces the facts it contradicts.
 	PolicySupersede = "supersede"
@@ -72,8 +75,9 @@ const (
 	// PolicyFork: a newcomer with other conditions coexists as a
 	// conditional variant; one with the same conditions contests.
 	PolicyFork = "fork"
-	// PolicyEvidence: the evidence decides, with no reviewer (substrate
-	// RFC §7's revision rules): a newcomer whose evidence weight is at
+	// PolicyEvidence, the default: the evidence decides, with no reviewer
+	// (substrate RFC §7's revision rules, §15B's "automatic memory
+	// creation without user approval"): a newcomer whose evidence weight is at
 	// least [ContradictionConfig.EvidenceRatio] times that of every fact
 	// it contradicts supersedes them; one whose weight is at most theirs
 	// divided by the ratio is refused with the contradiction report (as
@@ -140,8 +144,8 @@ type ConfidenceWeights struct {
 
 // ContradictionConfig configures the contradiction gate.
 type ContradictionConfig struct {
-	// Policy is the policy for facts of any scope not in Scopes: review
-	// (§12.2.4, the default), supersede, contest, fork or evidence.
+	// Policy is the policy for facts of any scope not in Scopes: evidence
+	// (the default), review (§12.2.4), supersede, contest or fork.
 	Policy string `yaml:"policy"`
 	// Scopes sets the policy per scope.
 	Scopes map[string]string `yaml:"scopes"`
@@ -161,7 +165,8 @@ type DedupConfig struct {
 type ApprovalGateConfig struct {
 	// Enabled sends writes whose risk reaches Review to the review queue.
 	// Off by default, so that a new installation writes without waiting
-	// for a person; contradictions (§12.2.4) go to review either way.
+	// for a person; under the contradiction policy review, contradictions
+	// (§12.2.4) go to review either way.
 	Enabled bool `yaml:"enabled"`
 	// Review and Block are the tier thresholds: below Review a write is
 	// approved automatically, from Block it waits for a decision when the
@@ -193,7 +198,7 @@ func DefaultGates() Gates {
 			Unstated:  &unstated,
 			Weights:   &ConfidenceWeights{Agent: 0.15, Verified: 0.30, Authority: 0.25, Approved: 0.30},
 		},
-		Contradiction: ContradictionConfig{Policy: PolicyReview, EvidenceRatio: &ratio},
+		Contradiction: ContradictionConfig{Policy: PolicyEvidence, EvidenceRatio: &ratio},
 		Approval: ApprovalGateConfig{Review: &review, Block: &block,
 			Weights: &RiskWeights{Layer: 0.25, Contradiction: 0.20, Evidence: 0.15, Confidence: 0.15, BlastRadius: 0.15, Novelty: 0.10}},
 	}
