@@ -38,24 +38,16 @@ var external = []string{"human", "tool_call", "outcome", "artifact", "event", "o
 func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record) (evidence, error) {
 	g := t.w.cfg.Gates
 	srcs := rec.Provenance.Sources
-	ev := evidence{Mean: *g.Evidence.Unstated, Best: *g.Evidence.Unstated}
-	if len(srcs) > 0 {
-		sum, best := 0.0, 0.0
-		for _, s := range srcs {
-			a := g.Evidence.Authority[s.Kind]
-			sum += a
-			best = max(best, a)
-			if s.Kind == SourceRecord {
-				id, err := uuid.Parse(strings.TrimPrefix(s.Ref, "record://"))
-				if err != nil || !strings.HasPrefix(s.Ref, "record://") {
-					return ev, reject(GateEvidence, ReasonUnknownEvidence, nil, "evidence %q of kind record must be record://<id>", s.Ref)
-				}
-				ev.Records = append(ev.Records, id)
+	ev := t.w.evidenceOf(rec)
+	for _, s := range srcs {
+		if s.Kind == SourceRecord {
+			id, err := uuid.Parse(strings.TrimPrefix(s.Ref, "record://"))
+			if err != nil || !strings.HasPrefix(s.Ref, "record://") {
+				return ev, reject(GateEvidence, ReasonUnknownEvidence, nil, "evidence %q of kind record must be record://<id>", s.Ref)
 			}
+			ev.Records = append(ev.Records, id)
 		}
-		ev.Mean, ev.Best = sum/float64(len(srcs)), best
 	}
-	ev.Verified, _ = g.factEvidence(srcs)
 	durable := rec.Type == memory.Semantic || rec.Type == memory.Competence || rec.Type == memory.PlanGraph
 	if (rec.Type == memory.Semantic || rec.Type == memory.Competence) && len(srcs) > 0 &&
 		!slices.ContainsFunc(srcs, func(s memory.Source) bool { return s.Kind != SourceReasoning }) {
@@ -79,6 +71,27 @@ func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record
 		}
 	}
 	return ev, nil
+}
+
+// evidenceOf is what rec's sources are worth by the authority table: their
+// mean and best authority and the factual score (the unstated authority
+// when it cites none). It reads nothing: [Tx.checkEvidence] checks the
+// sources too.
+func (w *Writer) evidenceOf(rec memory.Record) evidence {
+	g := w.cfg.Gates
+	srcs := rec.Provenance.Sources
+	ev := evidence{Mean: *g.Evidence.Unstated, Best: *g.Evidence.Unstated}
+	if len(srcs) > 0 {
+		sum, best := 0.0, 0.0
+		for _, s := range srcs {
+			a := g.Evidence.Authority[s.Kind]
+			sum += a
+			best = max(best, a)
+		}
+		ev.Mean, ev.Best = sum/float64(len(srcs)), best
+	}
+	ev.Verified, _ = g.factEvidence(srcs)
+	return ev
 }
 
 // adjusted is a write's adjusted confidence (§12.4.4): its stated

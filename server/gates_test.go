@@ -86,7 +86,7 @@ func TestGatesOverHTTP(t *testing.T) {
 	a := agents.Agents[0]
 	require.Equal(t, "coder", a.AgentID)
 	require.Equal(t, 4, a.Writes)
-	require.Equal(t, 2, a.Accepted, "created and absorbed; the queued one waits")
+	require.Equal(t, 3, a.Accepted, "created, absorbed, and the queued one once approved")
 	require.Equal(t, 1, a.Rejected)
 	require.Equal(t, 2, a.Contradictions)
 }
