@@ -488,8 +488,9 @@ func (w *Writer) Approve(ctx context.Context, tenant string, id uuid.UUID, d Dec
 // Reject refuses a pending review's write: the draft is retracted, audited
 // as reject with the reason and justification as its rationale, and the
 // review records who rejected it, when, why and on which structured reason
-// (write-path RFC §12.6.7). A decided review is a [CodeNotPending]
-// conflict.
+// (write-path RFC §12.6.7); so does the record's provenance stamp, signed
+// again, and the rejection counts in its agent's reputation. A decided
+// review is a [CodeNotPending] conflict.
 func (t *Tx) Reject(ctx context.Context, tenant string, id uuid.UUID, d Decision) (Review, memory.Record, error) {
 	if err := d.check(true); err != nil {
 		return Review{}, memory.Record{}, err
