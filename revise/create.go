@@ -366,7 +366,11 @@ func (t *Tx) create(ctx context.Context, tenant string, rec memory.Record, statu
 	if err := t.checkRelations(ctx, tenant, rec.Relations, pointer); err != nil {
 		return memory.Record{}, err
 	}
-	ev, err := t.checkEvidence(ctx, tenant, rec)
+	admitted, err := t.sourcesOf(ctx, tenant, rec, lineage)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	ev, err := t.checkEvidence(ctx, tenant, rec, admitted...)
 	if err != nil {
 		return memory.Record{}, err
 	}
@@ -381,6 +385,27 @@ func (t *Tx) create(ctx context.Context, tenant string, rec memory.Record, statu
 		return memory.Record{}, err
 	}
 	return rec, nil
+}
+
+// sourcesOf are the evidence sources of the records a revision revises
+// (its lineage), when rec cites records: what the evidence gate admitted
+// already ([Tx.checkEvidence]).
+func (t *Tx) sourcesOf(ctx context.Context, tenant string, rec memory.Record, lineage []uuid.UUID) ([]memory.Source, error) {
+	if len(lineage) == 0 || !slices.ContainsFunc(rec.Provenance.Sources, func(s memory.Source) bool { return s.Kind == SourceRecord }) {
+		return nil, nil
+	}
+	var out []memory.Source
+	for _, id := range lineage {
+		r, err := t.get(ctx, tenant, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.Provenance.Sources...)
+	}
+	return out, nil
 }
 
 // insertNew writes a prepared record, its relations, its audit entry and

@@ -34,8 +34,13 @@ var external = []string{"human", "tool_call", "outcome", "artifact", "event", "o
 // whose evidence is only the writing agent's own reasoning are refused
 // (§12.11.3); with the diversity rule on, facts, procedures and plans need
 // one source from outside memory and the agent (§12.11.4); a cited record
-// must be one of the tenant's.
-func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record) (evidence, error) {
+// must be one of the tenant's. A record cited already by admitted — the
+// sources of the version a revision replaces, checked when they were
+// cited — stays admitted after decay has forgotten it (substrate RFC §11:
+// deletion does not imply ignorance): a procedure keeps citing the
+// episodes it was learned from long after they are purged, and a use
+// observed later must not be refused for it.
+func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record, admitted ...memory.Source) (evidence, error) {
 	g := t.w.cfg.Gates
 	srcs := rec.Provenance.Sources
 	ev := t.w.evidenceOf(rec)
@@ -65,7 +70,9 @@ func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record
 			return ev, err
 		}
 		for _, id := range ev.Records {
-			if !slices.Contains(found, id) {
+			if !slices.Contains(found, id) && !slices.ContainsFunc(admitted, func(s memory.Source) bool {
+				return s.Kind == SourceRecord && s.Ref == "record://"+id.String()
+			}) {
 				return ev, reject(GateEvidence, ReasonUnknownEvidence, []uuid.UUID{id}, "the evidence cites record %s, which is not one of the tenant's", id)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -502,4 +503,32 @@ func TestFactualScoreNeverFallsWithMoreEvidence(t *testing.T) {
 	require.Equal(t, 1.0, rv.RiskFactors["contradiction"])
 	require.Equal(t, 0.8, rv.RiskFactors["layer"])
 	require.Contains(t, rv.Reasons[0], "contradicts 1 live fact(s)")
+}
+
+// A fact observed again from a new source is reinforced in the revision
+// that counts the source (substrate RFC §11, §15.6): its salience gains
+// the reinforcement gain over what decay left of it, and its decay starts
+// again. A retry of the same event is nothing new.
+func TestFactObservedAgainIsReinforced(t *testing.T) {
+	t.Parallel()
+	e := setupFull(t)
+	e.observe("r1", fact("cache", "backend", "redis"))
+	id := e.facts("cache")["redis"].ID
+	// As if it had faded for a hundred days unused.
+	_, err := e.db.Pool.Exec(t.Context(), `UPDATE records SET salience = 0.3, last_reinforced_at = now() - interval '100 days' WHERE id = $1`, id)
+	require.NoError(t, err)
+	before := time.Now()
+	left := e.facts("cache")["redis"].Salience // as it reads now, decayed
+	require.Less(t, left, 0.15)
+
+	e.observe("r2", fact("cache", "backend", "redis"), "idempotency_key", "r2")
+	again := e.facts("cache")["redis"]
+	require.Equal(t, id, again.ID)
+	require.False(t, again.Lifecycle.LastReinforcedAt.Before(before.Add(-time.Second)), "its decay starts again")
+	require.InDelta(t, left+decay.DefaultReinforcementGain, again.Salience, 0.01)
+
+	e.observe("r2", fact("cache", "backend", "redis"), "idempotency_key", "r2")
+	retried := e.facts("cache")["redis"]
+	require.Equal(t, again.Version, retried.Version, "a retry is no new observation")
+	require.Equal(t, again.Lifecycle.LastReinforcedAt, retried.Lifecycle.LastReinforcedAt)
 }
