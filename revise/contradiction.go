@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -253,12 +254,27 @@ const (
 	RevisionContest = "contest"
 )
 
+// derivedOnly reports whether srcs cite evidence, none of it from outside
+// memory and the agent (§12.11.4's diversity rule): other records and
+// reasoning only.
+func derivedOnly(srcs []memory.Source) bool {
+	return len(srcs) > 0 && !observed(srcs)
+}
+
+// observed reports whether srcs cite evidence from outside memory and the
+// agent.
+func observed(srcs []memory.Source) bool {
+	return slices.ContainsFunc(srcs, func(s memory.Source) bool { return slices.Contains(external, s.Kind) })
+}
+
 // byEvidence is the contradiction policy evidence for a newcomer rec that
 // contradicts the live facts of c (substrate RFC §7's revision rules,
 // decided by the evidence itself): clearly outweighing the strongest of
 // them, it supersedes them all; clearly outweighed by it, it is refused
 // with the contradiction report; comparable, they are all contested until
-// more evidence arrives ([Tx.resolveContest]).
+// more evidence arrives ([Tx.resolveContest]). A fact whose evidence is
+// all derived within memory (records, reasoning) is refused against facts
+// observed from outside it.
 //
 // The policy leaves the choice among the revisions the evidence allows to
 // the fact's payload, when it names one (§15A.4, revision_policy): replace
@@ -280,6 +296,14 @@ func (t *Tx) byEvidence(ctx context.Context, tenant string, rec memory.Record, i
 	}
 	weighed := fmt.Sprintf("%s (contradiction policy evidence, ratio %g)", mine.against(theirs), ratio)
 	switch {
+	case derivedOnly(rec.Provenance.Sources) && slices.ContainsFunc(c.conflicts, func(f memory.Record) bool { return observed(f.Provenance.Sources) }):
+		// What memory and the agent derived — a language model's reading
+		// of an episode, say — does not revise what was observed from
+		// outside them, however many such sources it cites: they are not
+		// independent of the observation (write-path RFC §12.11.4).
+		return true, Admission{}, reject(GateContradiction, string(ReasonContradiction), c.ids(),
+			"contradicts %d live fact(s) observed from outside memory with evidence derived within it (%s): %s",
+			len(c.conflicts), strings.Join([]string{SourceRecord, SourceReasoning}, ", "), weighed)
 	case outweighs(theirs, mine, ratio):
 		return true, Admission{}, reject(GateContradiction, string(ReasonContradiction), c.ids(),
 			"contradicts %d live fact(s) with clearly more evidence: %s", len(c.conflicts), weighed)
