@@ -128,9 +128,10 @@ type EvidenceConfig struct {
 	// evidence-diversity rule of §12.11.4. Off by default.
 	RequireExternal bool `yaml:"require_external"`
 	// Weights are the β of the adjusted confidence (§12.4.4): the agent's
-	// confidence, the verification score (here the mean authority of the
-	// evidence: there is no verifier model), the best evidence's
-	// authority and human approval. Default 0.15, 0.30, 0.25, 0.30.
+	// confidence, the verification score (here the noisy-or of the
+	// evidence's authorities: there is no verifier model), the best
+	// evidence's authority and human approval. Default 0.15, 0.30, 0.25,
+	// 0.30.
 	Weights *ConfidenceWeights `yaml:"weights"`
 }
 
