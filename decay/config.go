@@ -24,14 +24,14 @@ const (
 	// DefaultBatchSize is how many records a sweep reads and writes at once.
 	DefaultBatchSize = 5000
 
-	DefaultReinforcementGain = 0.2
+	DefaultReinforcementGain = memory.DefaultReinforcementGain
 	DefaultFailurePenalty    = 0.2
 	DefaultUnusedPenalty     = 0.05
 )
 
 // MaxSalience is as high as reinforcement takes a record's salience. A
 // record created with more keeps it until it decays.
-const MaxSalience = 1.0
+const MaxSalience = memory.MaxSalience
 
 // Config is how memory fades and is forgotten, the `decay` section of
 // engramd's configuration file. Every field has a default; a file or a

@@ -155,6 +155,8 @@ func TestFeedbackCountsOutcomesOfProceduresAndPlans(t *testing.T) {
 	ids := []uuid.UUID{c.ID, p.ID}
 	_, err := b.decayer.Feedback(b.ctx, b.tenant, decay.FeedbackRequest{RecordIDs: ids, Outcome: decay.UsedSuccess, Key: "1"}, b.ch)
 	require.NoError(t, err)
+	succeeded := b.get(t, c.ID).Confidence
+	require.Equal(t, memory.LearnedConfidence(1, 0), succeeded, "a procedure's confidence follows its uses")
 	b.clock.Advance(day)
 	res, err := b.decayer.Feedback(b.ctx, b.tenant, decay.FeedbackRequest{RecordIDs: ids, Outcome: decay.UsedFailure, Key: "2"}, revise.Change{Actor: "agent-7", Rationale: "the build still failed"})
 	require.NoError(t, err)
@@ -170,6 +172,8 @@ func TestFeedbackCountsOutcomesOfProceduresAndPlans(t *testing.T) {
 	require.Equal(t, 1, cp.Performance.Failures)
 	require.Equal(t, b.clock.Now(), cp.Performance.LastFailureAt.UTC())
 	require.Equal(t, "clear ld cache", cp.SkillName)
+	require.Equal(t, memory.LearnedConfidence(1, 1), gc.Confidence)
+	require.Less(t, gc.Confidence, succeeded, "both ways: a failure lowers it")
 
 	gp := b.get(t, p.ID)
 	var pp struct {

@@ -37,6 +37,17 @@ func (s *Settings) Set(cfg Config) error {
 	return nil
 }
 
+// Gain is the reinforcement gain of a type's records that name none of
+// their own, in the configuration in force: the write path reinforces
+// with it what it sees confirmed (revise.Config.Gain).
+func (s *Settings) Gain(t memory.Type) float64 {
+	p, ok := s.Config().Profiles[t]
+	if !ok {
+		p = DefaultProfile(t)
+	}
+	return p.ReinforcementGain
+}
+
 // Defaults is the lifecycle a new record of type t gets when it names none
 // (for [revise.Config] Defaults).
 func (s *Settings) Defaults(t memory.Type) (memory.Decay, memory.DeletionPolicy) {

@@ -93,7 +93,9 @@ func (r *Retriever) rank(cfg Config, layer LayerName, t Task, hits []store.Hit, 
 		}
 		why.Salience = clamp01(decay.Current(h.Record, now))
 		why.Confidence = h.Record.Confidence
-		why.Provenance = provenanceQuality(h.Record.Provenance)
+		// 003 §12.4.6: authority(m), the best of its evidence by the
+		// write path's own table.
+		why.Provenance = clamp01(r.authority.Best(h.Record.Provenance.Sources))
 		score := why.Relevance * factor(w.Salience, why.Salience) * factor(w.Confidence, why.Confidence) * factor(w.Provenance, why.Provenance)
 
 		switch layer {
@@ -241,29 +243,6 @@ func words(s string) map[string]bool {
 		out[w] = true
 	}
 	return out
-}
-
-// provenanceQuality is a record's provenance authority in [0, 1] (003
-// §12.4.6: the best of its evidence): a human statement or an outcome
-// counts most, an event or observation least, no evidence at all lower
-// still.
-func provenanceQuality(p memory.Provenance) float64 {
-	best := 0.2
-	for _, s := range p.Sources {
-		var q float64
-		switch s.Kind {
-		case "human_statement", "outcome":
-			q = 1
-		case "tool_call", "artifact":
-			q = 0.8
-		case "event", "observation":
-			q = 0.6
-		default:
-			q = 0.5
-		}
-		best = max(best, q)
-	}
-	return best
 }
 
 // disambiguate says whether the best of ranked candidates fails to beat the

@@ -80,6 +80,9 @@ type Retriever struct {
 	hasDenseIndex bool
 	sizes         tenantSizes
 	signatures    signatures
+	// authority is what a source of evidence is worth, the write path's
+	// table (003 §12.4.6).
+	authority memory.Authority
 }
 
 // Option configures a [Retriever].
@@ -107,6 +110,13 @@ func WithRetention(past func(rec memory.Record, now time.Time) bool) Option {
 // (substrate RFC §15.9); without one, a sealed payload found is an error.
 func WithSealer(s *seal.Sealer) Option { return func(r *Retriever) { r.sealer = s } }
 
+// WithAuthority sets the authority table ranking weighs a record's
+// provenance by: the write path's configured one (revise.Writer.Authority),
+// so that ranking and the gates agree on what a source is worth (003
+// §12.4.6). Without it, [memory.DefaultAuthority], the write path's
+// default.
+func WithAuthority(a memory.Authority) Option { return func(r *Retriever) { r.authority = a.Clone() } }
+
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(r *Retriever) { r.logger = l } }
 
@@ -120,7 +130,7 @@ func WithClock(now func() time.Time) Option { return func(r *Retriever) { r.now 
 
 // New returns a retriever over st with the settings in force.
 func New(db pg.DBTX, settings *Settings, opts ...Option) *Retriever {
-	r := &Retriever{db: db, settings: settings, logger: slog.New(slog.DiscardHandler), now: time.Now}
+	r := &Retriever{db: db, settings: settings, logger: slog.New(slog.DiscardHandler), now: time.Now, authority: memory.DefaultAuthority()}
 	for _, o := range opts {
 		o(r)
 	}

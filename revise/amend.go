@@ -71,7 +71,7 @@ func (t *Tx) Amend(ctx context.Context, tenant string, id uuid.UUID, version int
 	if err := t.checkRelations(ctx, tenant, added, "/record"); err != nil {
 		return memory.Record{}, err
 	}
-	ev, err := t.checkEvidence(ctx, tenant, rec)
+	ev, err := t.checkEvidence(ctx, tenant, rec, old.Provenance.Sources...)
 	if err != nil {
 		return memory.Record{}, err
 	}

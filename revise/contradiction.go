@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -244,24 +245,81 @@ func distinctSources(srcs []memory.Source) int {
 	return len(seen)
 }
 
+// Revision policies a fact's payload may ask for (substrate RFC §15A.4's
+// revision_policy): how it would be revised against the live facts it
+// contradicts.
+const (
+	RevisionReplace = "replace"
+	RevisionFork    = "fork"
+	RevisionContest = "contest"
+)
+
+// derivedOnly reports whether srcs cite evidence, none of it from outside
+// memory and the agent (§12.11.4's diversity rule): other records and
+// reasoning only.
+func derivedOnly(srcs []memory.Source) bool {
+	return len(srcs) > 0 && !observed(srcs)
+}
+
+// observed reports whether srcs cite evidence from outside memory and the
+// agent.
+func observed(srcs []memory.Source) bool {
+	return slices.ContainsFunc(srcs, func(s memory.Source) bool { return slices.Contains(external, s.Kind) })
+}
+
 // byEvidence is the contradiction policy evidence for a newcomer rec that
 // contradicts the live facts of c (substrate RFC §7's revision rules,
 // decided by the evidence itself): clearly outweighing the strongest of
 // them, it supersedes them all; clearly outweighed by it, it is refused
 // with the contradiction report; comparable, they are all contested until
-// more evidence arrives ([Tx.resolveContest]).
-func (t *Tx) byEvidence(ctx context.Context, tenant string, rec memory.Record, inherited bool, ch Change, ev evidence, c contradiction) (Admission, error) {
+// more evidence arrives ([Tx.resolveContest]). A fact whose evidence is
+// all derived within memory (records, reasoning) is refused against facts
+// observed from outside it.
+//
+// The policy leaves the choice among the revisions the evidence allows to
+// the fact's payload, when it names one (§15A.4, revision_policy): replace
+// supersedes the facts it contradicts unless it is clearly outweighed
+// (an update: "the user switched to emacs"); contest contests them unless
+// it is clearly outweighed; fork lets a fact whose conditions differ from
+// theirs coexist with them as a conditional variant (the same conditions
+// cannot: the evidence decides as without one). No payload overrides a
+// refusal: clearly weaker evidence never revises a fact. done is false
+// when rec is to be admitted as any new fact (a fork), with the reasons in
+// the admission.
+func (t *Tx) byEvidence(ctx context.Context, tenant string, rec memory.Record, inherited bool, ch Change, ev evidence, c contradiction) (done bool, a Admission, err error) {
 	g := t.w.cfg.Gates
 	ratio := *g.Contradiction.EvidenceRatio
 	mine, theirs := g.weigh(rec), g.strongest(c.conflicts)
-	switch {
-	case outweighs(mine, theirs, ratio):
-		return t.replace(ctx, tenant, rec, inherited, ch, ev, c,
-			fmt.Sprintf("superseded by a contradicting fact with clearly more evidence: %s (contradiction policy evidence, ratio %g)", mine.against(theirs), ratio))
-	case outweighs(theirs, mine, ratio):
-		return Admission{}, reject(GateContradiction, string(ReasonContradiction), c.ids(),
-			"contradicts %d live fact(s) with clearly more evidence: %s (contradiction policy evidence, ratio %g)", len(c.conflicts), mine.against(theirs), ratio)
+	var p memory.SemanticPayload
+	if err := json.Unmarshal(rec.Payload, &p); err != nil {
+		return true, Admission{}, fmt.Errorf("decode fact: %w", err)
 	}
-	return t.contestWith(ctx, tenant, rec, ch, c,
-		fmt.Sprintf("a new observation contradicts this fact with comparable evidence: %s (contradiction policy evidence, ratio %g)", mine.against(theirs), ratio))
+	weighed := fmt.Sprintf("%s (contradiction policy evidence, ratio %g)", mine.against(theirs), ratio)
+	switch {
+	case derivedOnly(rec.Provenance.Sources) && slices.ContainsFunc(c.conflicts, func(f memory.Record) bool { return observed(f.Provenance.Sources) }):
+		// What memory and the agent derived — a language model's reading
+		// of an episode, say — does not revise what was observed from
+		// outside them, however many such sources it cites: they are not
+		// independent of the observation (write-path RFC §12.11.4).
+		return true, Admission{}, reject(GateContradiction, string(ReasonContradiction), c.ids(),
+			"contradicts %d live fact(s) observed from outside memory with evidence derived within it (%s): %s",
+			len(c.conflicts), strings.Join([]string{SourceRecord, SourceReasoning}, ", "), weighed)
+	case outweighs(theirs, mine, ratio):
+		return true, Admission{}, reject(GateContradiction, string(ReasonContradiction), c.ids(),
+			"contradicts %d live fact(s) with clearly more evidence: %s", len(c.conflicts), weighed)
+	case p.RevisionPolicy == RevisionReplace:
+		a, err = t.replace(ctx, tenant, rec, inherited, ch, ev, c,
+			"superseded by a contradicting fact that asks to replace it, with evidence not clearly weaker: "+weighed)
+		return true, a, err
+	case p.RevisionPolicy == RevisionContest:
+		a, err = t.contestWith(ctx, tenant, rec, ch, c, "a new observation that asks to contest this fact contradicts it: "+weighed)
+		return true, a, err
+	case p.RevisionPolicy == RevisionFork && !c.sameConditions:
+		return false, Admission{Reasons: []string{fmt.Sprintf("coexists as a conditional variant of %d fact(s) with other conditions (revision policy fork)", len(c.conflicts))}}, nil
+	case outweighs(mine, theirs, ratio):
+		a, err = t.replace(ctx, tenant, rec, inherited, ch, ev, c, "superseded by a contradicting fact with clearly more evidence: "+weighed)
+		return true, a, err
+	}
+	a, err = t.contestWith(ctx, tenant, rec, ch, c, "a new observation contradicts this fact with comparable evidence: "+weighed)
+	return true, a, err
 }

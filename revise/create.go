@@ -309,7 +309,11 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 				return t.contestWith(ctx, tenant, rec, ch, c, "a new observation contradicts this fact")
 			}
 		case PolicyEvidence:
-			return t.byEvidence(ctx, tenant, rec, inherited, ch, ev, c)
+			done, decided, err := t.byEvidence(ctx, tenant, rec, inherited, ch, ev, c)
+			if err != nil || done {
+				return decided, err
+			}
+			a.Reasons = append(a.Reasons, decided.Reasons...)
 		}
 	}
 
@@ -323,11 +327,19 @@ func (t *Tx) admit(ctx context.Context, tenant string, rec memory.Record, ch Cha
 			queue = true
 			a.Reasons = append(a.Reasons, why)
 		}
-		if !g.Approval.Enabled || !durable {
+		if !durable || !g.Approval.Enabled && !queue {
 			return nil
 		}
+		// A draft's review says why it is one: its reasons, and its risk
+		// and the factors of R(w) (§12.6.2) even where the approval gate
+		// is off and something else sent it.
 		if risk, err = t.risk(ctx, tenant, rec, ev, c); err != nil {
 			return err
+		}
+		if !g.Approval.Enabled {
+			// Approval off: nobody waits for a person on this write.
+			risk.Tier = TierAsync
+			return nil
 		}
 		if risk.Tier != TierAuto {
 			queue = true
@@ -360,7 +372,11 @@ func (t *Tx) create(ctx context.Context, tenant string, rec memory.Record, statu
 	if err := t.checkRelations(ctx, tenant, rec.Relations, pointer); err != nil {
 		return memory.Record{}, err
 	}
-	ev, err := t.checkEvidence(ctx, tenant, rec)
+	admitted, err := t.sourcesOf(ctx, tenant, rec, lineage)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	ev, err := t.checkEvidence(ctx, tenant, rec, admitted...)
 	if err != nil {
 		return memory.Record{}, err
 	}
@@ -375,6 +391,27 @@ func (t *Tx) create(ctx context.Context, tenant string, rec memory.Record, statu
 		return memory.Record{}, err
 	}
 	return rec, nil
+}
+
+// sourcesOf are the evidence sources of the records a revision revises
+// (its lineage), when rec cites records: what the evidence gate admitted
+// already ([Tx.checkEvidence]).
+func (t *Tx) sourcesOf(ctx context.Context, tenant string, rec memory.Record, lineage []uuid.UUID) ([]memory.Source, error) {
+	if len(lineage) == 0 || !slices.ContainsFunc(rec.Provenance.Sources, func(s memory.Source) bool { return s.Kind == SourceRecord }) {
+		return nil, nil
+	}
+	var out []memory.Source
+	for _, id := range lineage {
+		r, err := t.get(ctx, tenant, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.Provenance.Sources...)
+	}
+	return out, nil
 }
 
 // insertNew writes a prepared record, its relations, its audit entry and

@@ -52,6 +52,12 @@ func (t *Tx) dedup(ctx context.Context, tenant string, rec memory.Record, ch Cha
 		if c, _ := g.factEvidence(merged.Provenance.Sources); c > merged.Confidence {
 			merged.Confidence = c
 		}
+		// Observed again, from a new source: a use that confirms it, so
+		// it is reinforced and its decay restarts, in the revision that
+		// counts the source (substrate RFC §11, §15.6). A retry of the
+		// same source is nothing new.
+		now := t.w.clock()
+		merged.Salience, merged.Lifecycle.LastReinforcedAt = t.w.reinforced(merged, now), now
 	}
 	if !changed {
 		return Admission{Record: existing, Outcome: Absorbed}, true, nil, nil

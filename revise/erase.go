@@ -578,7 +578,7 @@ func (w *Writer) rebuildDerived(ctx context.Context, st *eraseState) error {
 					if err != nil {
 						ev = evidence{Mean: *t.w.cfg.Gates.Evidence.Unstated, Best: *t.w.cfg.Gates.Evidence.Unstated}
 					}
-					row, err := t.w.stampRow(st.tenant, rec, ch, ev, old.Approval, old.Risk)
+					row, err := t.w.signedRow(st.tenant, rec, old, ev)
 					if err != nil {
 						return err
 					}

@@ -16,6 +16,11 @@ type evidence struct {
 	// Mean and Best are the mean and the highest authority of its sources
 	// (the unstated authority when it cites none).
 	Mean, Best float64
+	// Verified is the factual score V_fact (write-path RFC §12.2.3) as the
+	// write path computes it without a verifier model: the noisy-or of
+	// its distinct sources' authorities ([Gates.factEvidence]), so that
+	// another source, however weak, never lowers it — the mean does.
+	Verified float64
 	// Records are the records it cites as evidence (kind record).
 	Records []uuid.UUID
 }
@@ -29,26 +34,24 @@ var external = []string{"human", "tool_call", "outcome", "artifact", "event", "o
 // whose evidence is only the writing agent's own reasoning are refused
 // (§12.11.3); with the diversity rule on, facts, procedures and plans need
 // one source from outside memory and the agent (§12.11.4); a cited record
-// must be one of the tenant's.
-func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record) (evidence, error) {
+// must be one of the tenant's. A record cited already by admitted — the
+// sources of the version a revision replaces, checked when they were
+// cited — stays admitted after decay has forgotten it (substrate RFC §11:
+// deletion does not imply ignorance): a procedure keeps citing the
+// episodes it was learned from long after they are purged, and a use
+// observed later must not be refused for it.
+func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record, admitted ...memory.Source) (evidence, error) {
 	g := t.w.cfg.Gates
 	srcs := rec.Provenance.Sources
-	ev := evidence{Mean: *g.Evidence.Unstated, Best: *g.Evidence.Unstated}
-	if len(srcs) > 0 {
-		sum, best := 0.0, 0.0
-		for _, s := range srcs {
-			a := g.Evidence.Authority[s.Kind]
-			sum += a
-			best = max(best, a)
-			if s.Kind == SourceRecord {
-				id, err := uuid.Parse(strings.TrimPrefix(s.Ref, "record://"))
-				if err != nil || !strings.HasPrefix(s.Ref, "record://") {
-					return ev, reject(GateEvidence, ReasonUnknownEvidence, nil, "evidence %q of kind record must be record://<id>", s.Ref)
-				}
-				ev.Records = append(ev.Records, id)
+	ev := t.w.evidenceOf(rec)
+	for _, s := range srcs {
+		if s.Kind == SourceRecord {
+			id, err := uuid.Parse(strings.TrimPrefix(s.Ref, "record://"))
+			if err != nil || !strings.HasPrefix(s.Ref, "record://") {
+				return ev, reject(GateEvidence, ReasonUnknownEvidence, nil, "evidence %q of kind record must be record://<id>", s.Ref)
 			}
+			ev.Records = append(ev.Records, id)
 		}
-		ev.Mean, ev.Best = sum/float64(len(srcs)), best
 	}
 	durable := rec.Type == memory.Semantic || rec.Type == memory.Competence || rec.Type == memory.PlanGraph
 	if (rec.Type == memory.Semantic || rec.Type == memory.Competence) && len(srcs) > 0 &&
@@ -67,7 +70,9 @@ func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record
 			return ev, err
 		}
 		for _, id := range ev.Records {
-			if !slices.Contains(found, id) {
+			if !slices.Contains(found, id) && !slices.ContainsFunc(admitted, func(s memory.Source) bool {
+				return s.Kind == SourceRecord && s.Ref == "record://"+id.String()
+			}) {
 				return ev, reject(GateEvidence, ReasonUnknownEvidence, []uuid.UUID{id}, "the evidence cites record %s, which is not one of the tenant's", id)
 			}
 		}
@@ -75,13 +80,35 @@ func (t *Tx) checkEvidence(ctx context.Context, tenant string, rec memory.Record
 	return ev, nil
 }
 
+// evidenceOf is what rec's sources are worth by the authority table: their
+// mean and best authority and the factual score (the unstated authority
+// when it cites none). It reads nothing: [Tx.checkEvidence] checks the
+// sources too.
+func (w *Writer) evidenceOf(rec memory.Record) evidence {
+	g := w.cfg.Gates
+	srcs := rec.Provenance.Sources
+	ev := evidence{Mean: *g.Evidence.Unstated, Best: *g.Evidence.Unstated}
+	if len(srcs) > 0 {
+		sum, best := 0.0, 0.0
+		for _, s := range srcs {
+			a := g.Evidence.Authority[s.Kind]
+			sum += a
+			best = max(best, a)
+		}
+		ev.Mean, ev.Best = sum/float64(len(srcs)), best
+	}
+	ev.Verified, _ = g.factEvidence(srcs)
+	return ev
+}
+
 // adjusted is a write's adjusted confidence (§12.4.4): its stated
-// confidence, the verification score (the evidence's mean authority: no
-// model verifies the claim), the best evidence's authority and human
-// approval, weighted.
+// confidence, the verification score (the noisy-or of its evidence's
+// authorities, [evidence.Verified]: no model verifies the claim), the best
+// evidence's authority and human approval, weighted. Adding evidence never
+// lowers it.
 func (w *Writer) adjusted(confidence float64, ev evidence, approved bool) float64 {
 	b := w.cfg.Gates.Evidence.Weights
-	c := b.Agent*confidence + b.Verified*ev.Mean + b.Authority*ev.Best
+	c := b.Agent*confidence + b.Verified*ev.Verified + b.Authority*ev.Best
 	if approved {
 		c += b.Approved
 	}

@@ -62,7 +62,10 @@ const (
 // substrate RFC §7).
 const (
 	// PolicyReview: defer to review with a supersession proposal when the
-	// newcomer's adjusted confidence is higher, reject it when not (§12.2.4).
+	// newcomer's adjusted confidence is higher, reject it when not
+	// (§12.2.4). An operator's choice for a scope where a person must
+	// decide: substrate RFC §15B asks memory to be created and revised
+	// without approval, so it is not the default.
 	PolicyReview = "review"
 	// PolicySupersede: the newcomer replaces the facts it contradicts.
 	PolicySupersede = "supersede"
@@ -72,8 +75,9 @@ const (
 	// PolicyFork: a newcomer with other conditions coexists as a
 	// conditional variant; one with the same conditions contests.
 	PolicyFork = "fork"
-	// PolicyEvidence: the evidence decides, with no reviewer (substrate
-	// RFC §7's revision rules): a newcomer whose evidence weight is at
+	// PolicyEvidence, the default: the evidence decides, with no reviewer
+	// (substrate RFC §7's revision rules, §15B's "automatic memory
+	// creation without user approval"): a newcomer whose evidence weight is at
 	// least [ContradictionConfig.EvidenceRatio] times that of every fact
 	// it contradicts supersedes them; one whose weight is at most theirs
 	// divided by the ratio is refused with the contradiction report (as
@@ -124,9 +128,10 @@ type EvidenceConfig struct {
 	// evidence-diversity rule of §12.11.4. Off by default.
 	RequireExternal bool `yaml:"require_external"`
 	// Weights are the β of the adjusted confidence (§12.4.4): the agent's
-	// confidence, the verification score (here the mean authority of the
-	// evidence: there is no verifier model), the best evidence's
-	// authority and human approval. Default 0.15, 0.30, 0.25, 0.30.
+	// confidence, the verification score (here the noisy-or of the
+	// evidence's authorities: there is no verifier model), the best
+	// evidence's authority and human approval. Default 0.15, 0.30, 0.25,
+	// 0.30.
 	Weights *ConfidenceWeights `yaml:"weights"`
 }
 
@@ -140,8 +145,8 @@ type ConfidenceWeights struct {
 
 // ContradictionConfig configures the contradiction gate.
 type ContradictionConfig struct {
-	// Policy is the policy for facts of any scope not in Scopes: review
-	// (§12.2.4, the default), supersede, contest, fork or evidence.
+	// Policy is the policy for facts of any scope not in Scopes: evidence
+	// (the default), review (§12.2.4), supersede, contest or fork.
 	Policy string `yaml:"policy"`
 	// Scopes sets the policy per scope.
 	Scopes map[string]string `yaml:"scopes"`
@@ -161,7 +166,8 @@ type DedupConfig struct {
 type ApprovalGateConfig struct {
 	// Enabled sends writes whose risk reaches Review to the review queue.
 	// Off by default, so that a new installation writes without waiting
-	// for a person; contradictions (§12.2.4) go to review either way.
+	// for a person; under the contradiction policy review, contradictions
+	// (§12.2.4) go to review either way.
 	Enabled bool `yaml:"enabled"`
 	// Review and Block are the tier thresholds: below Review a write is
 	// approved automatically, from Block it waits for a decision when the
@@ -185,17 +191,15 @@ type RiskWeights struct {
 
 // DefaultGates returns the gates' defaults.
 func DefaultGates() Gates {
-	unstated, review, block, ratio := 0.5, 0.3, 0.7, DefaultEvidenceRatio
+	authority := memory.DefaultAuthority()
+	unstated, review, block, ratio := authority.Unstated, 0.3, 0.7, DefaultEvidenceRatio
 	return Gates{
 		Evidence: EvidenceConfig{
-			Authority: map[string]float64{
-				"human": 1, "outcome": 0.9, "tool_call": 0.8, "artifact": 0.8,
-				"observation": 0.6, "event": 0.6, SourceRecord: 0.5, SourceReasoning: 0.3,
-			},
-			Unstated: &unstated,
-			Weights:  &ConfidenceWeights{Agent: 0.15, Verified: 0.30, Authority: 0.25, Approved: 0.30},
+			Authority: authority.Kinds,
+			Unstated:  &unstated,
+			Weights:   &ConfidenceWeights{Agent: 0.15, Verified: 0.30, Authority: 0.25, Approved: 0.30},
 		},
-		Contradiction: ContradictionConfig{Policy: PolicyReview, EvidenceRatio: &ratio},
+		Contradiction: ContradictionConfig{Policy: PolicyEvidence, EvidenceRatio: &ratio},
 		Approval: ApprovalGateConfig{Review: &review, Block: &block,
 			Weights: &RiskWeights{Layer: 0.25, Contradiction: 0.20, Evidence: 0.15, Confidence: 0.15, BlastRadius: 0.15, Novelty: 0.10}},
 	}
@@ -310,6 +314,13 @@ func (g Gates) Validate() error {
 }
 
 func near(a, b float64) bool { return a-b < 1e-6 && b-a < 1e-6 }
+
+// Authority is the authority table the gates weigh evidence by: the one
+// table retrieval must rank provenance by too (write-path RFC §12.4.6).
+func (g Gates) Authority() memory.Authority {
+	g = g.withDefaults()
+	return memory.Authority{Kinds: g.Evidence.Authority, Unstated: *g.Evidence.Unstated}.Clone()
+}
 
 // policyFor is the contradiction policy of a scope.
 func (g Gates) policyFor(scope string) string {

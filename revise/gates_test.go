@@ -101,14 +101,14 @@ func TestEvidenceGate(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT count(*) FROM records WHERE status = 'active' AND payload ->> 'object' <> 'make'`), "a refusal writes nothing")
 }
 
-// The contradiction gate (§12.2.4): a contradicting fact no more credible
-// than the one in force is refused; a more credible one goes to review as
-// a draft, out of the active set, with a proposal to supersede; a
-// refinement of a broader fact, or a fact of disjoint conditions, is no
+// The contradiction gate under the policy review, an operator's choice
+// (§12.2.4): a contradicting fact no more credible than the one in force
+// is refused; a more credible one goes to review as a draft, out of the
+// active set, with a proposal to supersede; a refinement of a broader fact, or a fact of disjoint conditions, is no
 // contradiction. The policies supersede and contest decide instead.
 func TestContradictionGate(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, func(g *revise.Gates) { g.Contradiction.Policy = revise.PolicyReview })
 	inForce := b.admit(t, fact("make", nil, 0.8, src("tool_call", "call://1"))).Record
 
 	re := b.rejected(t, fact("bazel", nil, 0.8, src("event", "evt://2")), revise.GateContradiction, string(revise.ReasonContradiction))
@@ -281,7 +281,7 @@ func TestLowReputationSendsWritesToReview(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(g *revise.Gates) { g.Reputation.MinWrites = 4 })
 	by := func(agent string, r memory.Record) memory.Record { r.AgentID = agent; return r }
-	b.admit(t, by("honest", fact("make", nil, 0.9, src("tool_call", "call://1"))))
+	b.admit(t, by("honest", fact("make", nil, 0.9, src("human", "person://lead"))))
 	for _, obj := range []string{"bazel", "ninja", "scons", "gradle"} {
 		_, err := b.w.Admit(b.ctx, "acme", by("liar", fact(obj, nil, 0.5, src("event", "evt://x"))), b.ch)
 		var re *revise.RejectedError
@@ -336,4 +336,20 @@ func TestSyncApprovalRefusesAtItsDeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, memory.Retracted, got.Status)
 	require.Zero(t, b.count(t, `SELECT count(*) FROM records WHERE status IN ('active', 'contested', 'draft')`))
+}
+
+// The authority table the gates weigh evidence by is the one retrieval is
+// handed (write-path RFC §12.4.6): the configured kinds over the defaults,
+// the configured unstated authority, and a copy the caller cannot change.
+func TestGatesAuthorityIsTheConfiguredTable(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, memory.DefaultAuthority(), revise.DefaultGates().Authority())
+	g := revise.Gates{Evidence: revise.EvidenceConfig{Authority: map[string]float64{"event": 0.7}, Unstated: ptr(0.4)}}
+	a := g.Authority()
+	require.Equal(t, 0.7, a.Of("event"))
+	require.Equal(t, 1.0, a.Of("human"), "kinds it does not name keep their default")
+	require.Equal(t, 0.4, a.Best(nil))
+	a.Kinds["event"] = 0
+	require.Equal(t, 0.7, g.Authority().Of("event"))
+	require.Equal(t, 0.7, revise.New(nil, revise.Config{Gates: g}).Authority().Of("event"))
 }

@@ -85,10 +85,18 @@ type Stamp struct {
 	AgentConfidence    float64         `json:"agent_confidence"`
 	AdjustedConfidence float64         `json:"adjusted_confidence"`
 	EvidenceAuthority  float64         `json:"evidence_authority"`
-	Approval           string          `json:"approval"` // not_required, pending, approved
+	Approval           string          `json:"approval"` // not_required, pending, approved, rejected
 	Risk               float64         `json:"risk"`
 	ContentHash        string          `json:"content_hash"`
 	CreatedAt          time.Time       `json:"created_at"`
+	// Approver, ApprovedAt and Justification are a person's decision on
+	// the record (§12.4.2's approver_id, approval_timestamp and
+	// approval_justification; §12.6.6): who approved or rejected it, when
+	// and why. Empty until someone decided; left out of the signed form
+	// then, so that stamps signed before they existed still verify.
+	Approver      string     `json:"approver_id,omitempty"`
+	ApprovedAt    *time.Time `json:"approval_timestamp,omitempty"`
+	Justification string     `json:"approval_justification,omitempty"`
 }
 
 // StampEvidence is one source of a stamp's evidence with its authority.
@@ -103,6 +111,7 @@ const (
 	ApprovalNotRequired = "not_required"
 	ApprovalPending     = "pending"
 	ApprovalApproved    = "approved"
+	ApprovalRejected    = "rejected"
 )
 
 // contentHash is the SHA-256 of a record's type and payload in canonical
@@ -274,17 +283,24 @@ func (t *Tx) stamp(ctx context.Context, tenant string, rec memory.Record, ch Cha
 // stampRow is the provenance row of rec: its stamp, signed with the active
 // key when there is one.
 func (w *Writer) stampRow(tenant string, rec memory.Record, ch Change, ev evidence, approval string, risk float64) (store.ProvenanceRow, error) {
+	return w.signedRow(tenant, rec, Stamp{Actor: ch.Actor, Approval: approval, Risk: risk, CreatedAt: rec.CreatedAt}, ev)
+}
+
+// signedRow is the provenance row of rec with the stamp s, whose who and
+// approval it keeps: what the stamp says of rec itself — its evidence with
+// each source's authority, its confidence stated and adjusted (approved
+// or not, §12.4.4), its content hash — is computed afresh, and the stamp
+// signed with the active key when there is one (§12.4.5).
+func (w *Writer) signedRow(tenant string, rec memory.Record, s Stamp, ev evidence) (store.ProvenanceRow, error) {
 	hash, err := contentHash(rec)
 	if err != nil {
 		return store.ProvenanceRow{}, err
 	}
-	s := Stamp{
-		RecordID: rec.ID, Type: rec.Type, Actor: ch.Actor, AgentID: rec.AgentID, ThreadID: rec.ThreadID,
-		Evidence:        make([]StampEvidence, len(rec.Provenance.Sources)),
-		AgentConfidence: rec.Confidence, AdjustedConfidence: w.adjusted(rec.Confidence, ev, approval == ApprovalApproved),
-		EvidenceAuthority: ev.Best, Approval: approval, Risk: risk,
-		ContentHash: hex.EncodeToString(hash), CreatedAt: rec.CreatedAt,
-	}
+	s.RecordID, s.Type, s.AgentID, s.ThreadID = rec.ID, rec.Type, rec.AgentID, rec.ThreadID
+	s.Evidence = make([]StampEvidence, len(rec.Provenance.Sources))
+	s.AgentConfidence = rec.Confidence
+	s.AdjustedConfidence = w.adjusted(rec.Confidence, ev, s.Approval == ApprovalApproved)
+	s.EvidenceAuthority, s.ContentHash = ev.Best, hex.EncodeToString(hash)
 	for i, src := range rec.Provenance.Sources {
 		s.Evidence[i] = StampEvidence{Kind: src.Kind, Ref: src.Ref, Authority: w.cfg.Gates.Evidence.Authority[src.Kind]}
 	}
@@ -298,6 +314,46 @@ func (w *Writer) stampRow(tenant string, rec memory.Record, ch Change, ev eviden
 		row.KeyID, row.Signature = p.Active, sign(p.key(p.Active), doc)
 	}
 	return row, nil
+}
+
+// restamp rewrites rec's provenance stamp after a decision on it — a
+// reviewer's approval or rejection, a release from quarantine — and signs
+// it again (write-path RFC §12.4.2, §12.6.6: the approval state, the
+// approver, the time and the justification are part of the provenance, and
+// the approval term of the adjusted confidence, §12.4.4, counts from now).
+// edit sets what the decision changes; who wrote the record, when, and the
+// risk the approval gate saw are kept. A record stamped before it had a
+// stamp gets one. The evidence is weighed as the gates weighed it, from
+// the sources the record cites.
+func (t *Tx) restamp(ctx context.Context, tenant string, rec memory.Record, edit func(*Stamp)) error {
+	if rec.Type == memory.Working {
+		return nil // its audit entry is its provenance
+	}
+	stamps, err := store.Stamps(ctx, t.tx, tenant, []uuid.UUID{rec.ID})
+	if err != nil {
+		return err
+	}
+	s := Stamp{Actor: rec.AgentID, Approval: ApprovalNotRequired, CreatedAt: rec.CreatedAt}
+	if doc, ok := stamps[rec.ID]; ok {
+		s = Stamp{}
+		if err := json.Unmarshal(doc, &s); err != nil {
+			return fmt.Errorf("decode stamp: %w", err)
+		}
+	}
+	edit(&s)
+	row, err := t.w.signedRow(tenant, rec, s, t.w.evidenceOf(rec))
+	if err != nil {
+		return err
+	}
+	return store.ReplaceProvenance(ctx, t.tx, row)
+}
+
+// decision sets a person's decision in a stamp.
+func decision(approval, by, why string, at time.Time) func(*Stamp) {
+	return func(s *Stamp) {
+		s.Approval, s.Approver, s.Justification = approval, by, why
+		s.ApprovedAt = &at
+	}
 }
 
 // sign is the HMAC-SHA256 of a stamp's canonical form.

@@ -115,7 +115,8 @@ type Release struct {
 
 // Release ends a record's quarantine: it returns to the status it had
 // before (active or contested, read from the version log), a revision
-// audited with the rationale, which is required, and the flags its
+// audited with the rationale, which is required, its provenance stamp says
+// it was approved by who released it, signed again, and the flags its
 // quarantine raised are cleared. Refused with [CodeNotAllowed] when the
 // record is not quarantined, and with [CodeActiveFactExists] when another
 // active fact took its place meanwhile.
@@ -147,6 +148,13 @@ func (t *Tx) Release(ctx context.Context, tenant string, id uuid.UUID, version i
 			status = prev
 		}
 		if err := t.leave(ctx, tenant, &rec, status, ActionRelease, ch); err != nil {
+			return err
+		}
+		// A release is a person's judgement that the record may be
+		// trusted again: its stamp says so, approved by who released it
+		// and why (write-path RFC §12.4.2), and is signed afresh — a
+		// stamp the audit had found tampered with verifies again.
+		if err := t.restamp(ctx, tenant, rec, decision(ApprovalApproved, ch.Actor, ch.Rationale, rec.UpdatedAt)); err != nil {
 			return err
 		}
 		if out.Unflagged, err = store.ClearFlags(ctx, t.tx, tenant, id, memory.DerivedFromQuarantined); err != nil {

@@ -378,7 +378,8 @@ func (t *Tx) lockPending(ctx context.Context, tenant string, id uuid.UUID) (Revi
 
 // Approve promotes a pending review's draft to the active set: a revision
 // audited as approve, naming the approver, with the justification as its
-// rationale; the review records who approved, when and why. A proposal's
+// rationale; the review records who approved, when and why, and so does
+// the record's provenance stamp, signed again. A proposal's
 // record is superseded by the draft in the same transaction. A decided
 // review, or a sync one past its deadline, is a [CodeNotPending] conflict;
 // a fact whose approval would collide with an active fact is a
@@ -446,6 +447,14 @@ func (t *Tx) Approve(ctx context.Context, tenant string, id uuid.UUID, d Decisio
 	if err := t.audit(ctx, tenant, rec, ActionApprove, ch); err != nil {
 		return rv, memory.Record{}, err
 	}
+	// The approval is part of the record's provenance (write-path RFC
+	// §12.4.2, §12.6.6), and its adjusted confidence counts it (§12.4.4).
+	if err := t.restamp(ctx, tenant, rec, decision(ApprovalApproved, d.Approver, d.Justification, now)); err != nil {
+		return rv, memory.Record{}, err
+	}
+	// The write its agent's reputation counted as not accepted while it
+	// waited is accepted now (§12.11.5).
+	t.countLater(tenant, rec, store.ReputationDelta{Accepted: 1})
 	if old != nil {
 		if err := t.addRelation(ctx, tenant, rec.ID, memory.Relation{Predicate: memory.Supersedes, TargetID: old.ID}); err != nil {
 			return rv, memory.Record{}, err
@@ -479,8 +488,9 @@ func (w *Writer) Approve(ctx context.Context, tenant string, id uuid.UUID, d Dec
 // Reject refuses a pending review's write: the draft is retracted, audited
 // as reject with the reason and justification as its rationale, and the
 // review records who rejected it, when, why and on which structured reason
-// (write-path RFC §12.6.7). A decided review is a [CodeNotPending]
-// conflict.
+// (write-path RFC §12.6.7); so does the record's provenance stamp, signed
+// again, and the rejection counts in its agent's reputation. A decided
+// review is a [CodeNotPending] conflict.
 func (t *Tx) Reject(ctx context.Context, tenant string, id uuid.UUID, d Decision) (Review, memory.Record, error) {
 	if err := d.check(true); err != nil {
 		return Review{}, memory.Record{}, err
@@ -495,6 +505,13 @@ func (t *Tx) Reject(ctx context.Context, tenant string, id uuid.UUID, d Decision
 		return rv, rec, err
 	}
 	now := t.w.clock()
+	// The rejection is part of the record's provenance (§12.4.2), and
+	// counts against its agent (§12.6.7: rejections feed the agent's
+	// learning loop; §12.11.5).
+	if err := t.restamp(ctx, tenant, rec, decision(ApprovalRejected, d.Approver, string(d.Reason)+": "+d.Justification, now)); err != nil {
+		return rv, rec, err
+	}
+	t.countLater(tenant, rec, store.ReputationDelta{Rejected: 1})
 	rv.Status, rv.DecidedAt, rv.DecidedBy = ReviewRejected, &now, d.Approver
 	rv.Justification, rv.RejectionReason = d.Justification, string(d.Reason)
 	if err := store.DecideReview(ctx, t.tx, tenant, rv); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/internal/pgtest"
@@ -37,11 +38,12 @@ func TestRevisionsOfSealedRecords(t *testing.T) {
 		return p
 	}
 
-	fact := func(object string) memory.Record {
+	fact := func(object string, sources ...memory.Source) memory.Record {
 		return memory.Record{Type: memory.Semantic, Sensitivity: memory.High, Confidence: 0.9, Salience: 1,
-			Payload: json.RawMessage(`{"kind":"semantic","subject":"patient","predicate":"diagnosis","object":"` + object + `","validity":{"mode":"global"}}`)}
+			Provenance: memory.Provenance{Sources: sources},
+			Payload:    json.RawMessage(`{"kind":"semantic","subject":"patient","predicate":"diagnosis","object":"` + object + `","validity":{"mode":"global"}}`)}
 	}
-	v1, err := w.Create(ctx, "acme", fact("gryphonalpha"), ch)
+	v1, err := w.Create(ctx, "acme", fact("gryphonalpha", memory.Source{Kind: "human", Ref: "person://doctor"}), ch)
 	require.NoError(t, err)
 	require.Contains(t, string(v1.Payload), "gryphonalpha", "the write's answer is in the clear")
 	require.NotContains(t, raw(v1.ID), "gryphonalpha")
@@ -60,9 +62,12 @@ func TestRevisionsOfSealedRecords(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, v1.ID, again.Record.ID)
 
-	// A contradiction is seen on the plaintext: refused.
+	// A contradiction is seen on the plaintext: refused, the doctor's word
+	// clearly outweighing the writer's.
 	_, err = w.Create(ctx, "acme", fact("gryphonbeta"), ch)
-	require.Error(t, err)
+	var re *revise.RejectedError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, []uuid.UUID{v1.ID}, re.RecordIDs)
 
 	old, next, err := w.Supersede(ctx, "acme", v1.ID, 1, fact("gryphonbeta"), ch)
 	require.NoError(t, err)

@@ -57,6 +57,12 @@ type Config struct {
 	// of a type gets when it names none: the configured profiles of the
 	// decay package. Nil means [memory.DefaultDecay] and auto_prune.
 	Defaults func(memory.Type) (memory.Decay, memory.DeletionPolicy)
+	// Gain is what a successful use adds to the salience of a type's
+	// records that name no gain of their own — a fact observed again from
+	// a new source is reinforced by it, in the revision that counts the
+	// source: the decay package's configured profiles
+	// (decay.Settings.Gain). Nil means [memory.DefaultReinforcementGain].
+	Gain func(memory.Type) float64
 	// Now is the write path's clock; nil means time.Now.
 	Now func() time.Time
 	// MaxClockSkew is how far ahead of Now a new record's created_at and
@@ -102,10 +108,27 @@ func New(db pg.DBTX, cfg Config) *Writer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Gain == nil {
+		cfg.Gain = func(memory.Type) float64 { return memory.DefaultReinforcementGain }
+	}
 	cfg.Gates = cfg.Gates.withDefaults()
 	cfg.Leases = cfg.Leases.withDefaults()
 	return &Writer{db: db, cfg: cfg, metrics: newMetrics(cfg.Registry), leases: newLeaseMetrics(cfg.Registry)}
 }
+
+// reinforced is rec's salience after a successful use at now, by its own
+// gain or its type's (substrate RFC §11, §15.6).
+func (w *Writer) reinforced(rec memory.Record, now time.Time) float64 {
+	gain := w.cfg.Gain(rec.Type)
+	if g := rec.Lifecycle.Decay.ReinforcementGain; g != nil {
+		gain = *g
+	}
+	return rec.Reinforced(now, gain)
+}
+
+// Authority is the write path's configured authority table, the one
+// retrieval ranks provenance by (write-path RFC §12.4.6).
+func (w *Writer) Authority() memory.Authority { return w.cfg.Gates.Authority() }
 
 // MaxPayloadBytes is the payload limit in force.
 func (w *Writer) MaxPayloadBytes() int { return w.cfg.MaxPayloadBytes }

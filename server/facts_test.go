@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
@@ -355,4 +356,179 @@ func TestFactConfidenceFollowsEvidence(t *testing.T) {
 	e.observe("k4", fact("deploy", "strategy", "blue-green", "confidence", 0.1))
 	require.Greater(t, conf(), third, "a low stated confidence does not lower it")
 	require.LessOrEqual(t, conf(), revise.MaxEvidenceConfidence)
+}
+
+// With the default configuration, facts revise themselves by their
+// evidence, with no operator (substrate RFC §7, §15B: memory is created
+// and revised without approval): a contradicting fact with clearly more
+// evidence supersedes the one in force; one with comparable evidence
+// contests it; one with clearly less is refused, the reason named; a
+// payload that asks to replace (§15A.4, revision_policy) replaces a fact
+// whose evidence is not clearly stronger. Nothing waits for a reviewer.
+func TestFactsRevisedByEvidenceByDefault(t *testing.T) {
+	t.Parallel()
+	e := setupFull(t)
+
+	// Stronger: the user's own word that they switched editors.
+	e.observe("v1", fact("user", "editor", "vim"))
+	e.observe("v2", fact("user", "editor", "emacs",
+		"evidence", []any{map[string]any{"kind": "human", "ref": "chat://user/42"}}))
+	user := e.facts("user")
+	require.Equal(t, memory.Superseded, user["vim"].Status, "a stronger contradicting fact supersedes with no operator")
+	require.Equal(t, memory.Active, user["emacs"].Status)
+	require.True(t, e.relatesTo(user["emacs"].ID, memory.Supersedes, user["vim"].ID))
+
+	// Comparable: one observation against one, both contested.
+	e.observe("a1", fact("api", "auth_scheme", "oauth"))
+	e.observe("a2", fact("api", "auth_scheme", "api_key"))
+	api := e.facts("api")
+	require.Equal(t, memory.Contested, api["oauth"].Status)
+	require.Equal(t, memory.Contested, api["api_key"].Status)
+
+	// Weaker: refused, with the reason, the fact in force untouched.
+	for i := range 3 {
+		e.observe(fmt.Sprintf("d%d", i), fact("db", "engine", "postgres"))
+	}
+	res := e.do("POST", "/v1/records", acmeKey, map[string]any{"type": "semantic", "payload": map[string]any{
+		"kind": "semantic", "subject": "db", "predicate": "engine", "object": "mysql", "validity": map[string]any{"mode": "global"}},
+		"provenance": map[string]any{"sources": []any{map[string]any{"kind": "event", "ref": "evt://mysql"}}}})
+	require.Equal(t, http.StatusUnprocessableEntity, res.status, string(res.body))
+	p := res.problem(t)
+	require.Equal(t, "contradiction", p.Reason)
+	require.Contains(t, p.Detail, "clearly more evidence")
+	require.Contains(t, p.Detail, "1 source(s) of evidence (weight 0.92) against 3")
+	require.Equal(t, memory.Active, e.facts("db")["postgres"].Status)
+
+	// Asked to replace, with evidence as good as the fact in force's.
+	res = e.do("POST", "/v1/records", acmeKey, map[string]any{"type": "semantic", "payload": map[string]any{
+		"kind": "semantic", "subject": "ci", "predicate": "runner", "object": "jenkins", "validity": map[string]any{"mode": "global"}},
+		"provenance": map[string]any{"sources": []any{map[string]any{"kind": "event", "ref": "evt://ci/1"}}}})
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	res = e.do("POST", "/v1/records", acmeKey, map[string]any{"type": "semantic", "payload": map[string]any{
+		"kind": "semantic", "subject": "ci", "predicate": "runner", "object": "actions", "validity": map[string]any{"mode": "global"},
+		"revision_policy": "replace"},
+		"provenance": map[string]any{"sources": []any{map[string]any{"kind": "event", "ref": "evt://ci/2"}}}})
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	ci := e.facts("ci")
+	require.Equal(t, memory.Superseded, ci["jenkins"].Status)
+	require.Equal(t, memory.Active, ci["actions"].Status)
+
+	require.Zero(t, e.count(`SELECT count(*) FROM reviews`), "no write waited for a person")
+	require.Zero(t, e.count(`SELECT count(*) FROM records WHERE status = 'draft'`))
+}
+
+// The payload's revision_policy (substrate RFC §15A.4) is honoured where
+// the scope leaves the decision to the evidence: contest contests a fact
+// it clearly outweighs, fork lets a fact whose conditions overlap but
+// differ coexist; no payload revises a fact that clearly outweighs it, and
+// where an operator set the scope's policy (here review), the payload does
+// not override it.
+func TestFactsRevisionPolicyOfThePayload(t *testing.T) {
+	t.Parallel()
+	g := revise.Gates{Contradiction: revise.ContradictionConfig{Scopes: map[string]string{"team:audit": revise.PolicyReview}}}
+	e := setupGates(t, g)
+	post := func(scope, subject, object string, conds map[string]any, policy, kind string) response {
+		t.Helper()
+		validity := map[string]any{"mode": "global"}
+		if conds != nil {
+			validity = map[string]any{"mode": "conditional", "conditions": conds}
+		}
+		payload := map[string]any{"kind": "semantic", "subject": subject, "predicate": "p", "object": object, "validity": validity}
+		if policy != "" {
+			payload["revision_policy"] = policy
+		}
+		return e.do("POST", "/v1/records", acmeKey, map[string]any{"type": "semantic", "scope": scope, "payload": payload,
+			"provenance": map[string]any{"sources": []any{map[string]any{"kind": kind, "ref": kind + "://" + object}}}})
+	}
+	require.Equal(t, http.StatusCreated, post("", "a", "x", nil, "", "event").status)
+	res := post("", "a", "y", nil, "contest", "human")
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	require.Equal(t, "contested", res.header.Get("Engram-Write-Outcome"), "it asked to contest, not to replace")
+
+	require.Equal(t, http.StatusCreated, post("", "b", "x", map[string]any{"os": "linux"}, "", "event").status)
+	res = post("", "b", "y", map[string]any{"arch": "arm"}, "fork", "event")
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	require.Equal(t, "created", res.header.Get("Engram-Write-Outcome"))
+	b := e.facts("b")
+	require.Equal(t, memory.Active, b["x"].Status, "a conditional variant coexists")
+	require.Equal(t, memory.Active, b["y"].Status)
+
+	require.Equal(t, http.StatusCreated, post("", "c", "x", nil, "", "human").status)
+	res = post("", "c", "y", nil, "replace", "event")
+	require.Equal(t, http.StatusUnprocessableEntity, res.status, "clearly weaker evidence revises nothing: %s", res.body)
+
+	require.Equal(t, http.StatusCreated, post("team:audit", "d", "x", nil, "", "event").status)
+	res = post("team:audit", "d", "y", nil, "replace", "human")
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	require.Equal(t, "queued", res.header.Get("Engram-Write-Outcome"), "the operator's review stands")
+}
+
+// The factual score of the adjusted confidence is the noisy-or of the
+// sources (write-path RFC §12.2.3, as "Facts and evidence" tells it):
+// adding evidence, however weak, never lowers it. Under the policy review
+// (an operator's choice, here), a person's word that contradicts a fact in
+// force goes to a reviewer, and so does the same word with the agent's
+// reasoning added — the mean of the authorities would refuse it. With
+// approval off, the draft's review still says why it is one: its reasons,
+// its risk and the factors of R(w).
+func TestFactualScoreNeverFallsWithMoreEvidence(t *testing.T) {
+	t.Parallel()
+	e := setupGates(t, revise.Gates{Contradiction: revise.ContradictionConfig{Policy: revise.PolicyReview}})
+	body := func(subject, object string, confidence float64, kinds ...string) map[string]any {
+		var srcs []any
+		for _, k := range kinds {
+			srcs = append(srcs, map[string]any{"kind": k, "ref": k + "://" + subject + "/" + object})
+		}
+		return map[string]any{"type": "semantic", "confidence": confidence, "provenance": map[string]any{"sources": srcs},
+			"payload": map[string]any{"kind": "semantic", "subject": subject, "predicate": "build_tool", "object": object, "validity": map[string]any{"mode": "global"}}}
+	}
+	for _, subject := range []string{"alone", "with-more"} {
+		res := e.do("POST", "/v1/records", acmeKey, body(subject, "make", 0.8, "tool_call"))
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	}
+	res := e.do("POST", "/v1/records", acmeKey, body("alone", "bazel", 0.5, "human"))
+	require.Equal(t, http.StatusAccepted, res.status, string(res.body))
+	res = e.do("POST", "/v1/records", acmeKey, body("with-more", "bazel", 0.5, "human", "reasoning"))
+	require.Equal(t, http.StatusAccepted, res.status, "more evidence, not less credible: %s", res.body)
+
+	res = e.do("GET", "/v1/reviews/"+res.header.Get("Engram-Review"), acmeKey, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var rv struct {
+		Risk        float64            `json:"risk"`
+		RiskFactors map[string]float64 `json:"risk_factors"`
+		Reasons     []string           `json:"reasons"`
+	}
+	res.decode(t, &rv)
+	require.Positive(t, rv.Risk, "a draft's risk is computed with approval off")
+	require.Equal(t, 1.0, rv.RiskFactors["contradiction"])
+	require.Equal(t, 0.8, rv.RiskFactors["layer"])
+	require.Contains(t, rv.Reasons[0], "contradicts 1 live fact(s)")
+}
+
+// A fact observed again from a new source is reinforced in the revision
+// that counts the source (substrate RFC §11, §15.6): its salience gains
+// the reinforcement gain over what decay left of it, and its decay starts
+// again. A retry of the same event is nothing new.
+func TestFactObservedAgainIsReinforced(t *testing.T) {
+	t.Parallel()
+	e := setupFull(t)
+	e.observe("r1", fact("cache", "backend", "redis"))
+	id := e.facts("cache")["redis"].ID
+	// As if it had faded for a hundred days unused.
+	_, err := e.db.Pool.Exec(t.Context(), `UPDATE records SET salience = 0.3, last_reinforced_at = now() - interval '100 days' WHERE id = $1`, id)
+	require.NoError(t, err)
+	before := time.Now()
+	left := e.facts("cache")["redis"].Salience // as it reads now, decayed
+	require.Less(t, left, 0.15)
+
+	e.observe("r2", fact("cache", "backend", "redis"), "idempotency_key", "r2")
+	again := e.facts("cache")["redis"]
+	require.Equal(t, id, again.ID)
+	require.False(t, again.Lifecycle.LastReinforcedAt.Before(before.Add(-time.Second)), "its decay starts again")
+	require.InDelta(t, left+decay.DefaultReinforcementGain, again.Salience, 0.01)
+
+	e.observe("r2", fact("cache", "backend", "redis"), "idempotency_key", "r2")
+	retried := e.facts("cache")["redis"]
+	require.Equal(t, again.Version, retried.Version, "a retry is no new observation")
+	require.Equal(t, again.Lifecycle.LastReinforcedAt, retried.Lifecycle.LastReinforcedAt)
 }

@@ -10,16 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/revise"
 )
 
-// The write path's gates over HTTP: the same fact again is absorbed (200,
-// the fact in force), a contradiction no more credible is refused (422
-// write-rejected naming the fact), a more credible one is held for review
-// (202, Engram-Review), and approving the review supersedes the fact in
-// force. GET /v1/agents shows the writing agent's counts.
+// The write path's gates over HTTP, where an operator chose the
+// contradiction policy review (§12.2.4): the same fact again is absorbed
+// (200, the fact in force), a contradiction no more credible is refused
+// (422 write-rejected naming the fact), a more credible one is held for
+// review (202, Engram-Review), and approving the review supersedes the
+// fact in force. GET /v1/agents shows the writing agent's counts.
 func TestGatesOverHTTP(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
+	e := setupGates(t, revise.Gates{Contradiction: revise.ContradictionConfig{Policy: revise.PolicyReview}})
 	body := func(object string, confidence float64, sources ...map[string]any) map[string]any {
 		b := factBody(object, nil)
 		b["confidence"], b["agent_id"] = confidence, "coder"
@@ -84,7 +86,7 @@ func TestGatesOverHTTP(t *testing.T) {
 	a := agents.Agents[0]
 	require.Equal(t, "coder", a.AgentID)
 	require.Equal(t, 4, a.Writes)
-	require.Equal(t, 2, a.Accepted, "created and absorbed; the queued one waits")
+	require.Equal(t, 3, a.Accepted, "created, absorbed, and the queued one once approved")
 	require.Equal(t, 1, a.Rejected)
 	require.Equal(t, 2, a.Contradictions)
 }

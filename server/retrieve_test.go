@@ -128,3 +128,38 @@ func TestRetrieveRefusesBadInput(t *testing.T) {
 	res = e.do("POST", "/v1/retrieve", acmeKey, `{"task": {"text": "x"`)
 	require.Equal(t, http.StatusBadRequest, res.status, string(res.body))
 }
+
+// Provenance-weighted retrieval (write-path RFC §12.4.6) reads the write
+// path's own authority table: at equal relevance, confidence and salience,
+// a fact a person stated (source kind human, authority 1) ranks above one
+// an event brought (0.6), with the default configuration.
+func TestRetrieveHumanStatementOutranksEvent(t *testing.T) {
+	t.Parallel()
+	e := setupRetrieve(t)
+	ids := map[string]string{}
+	for subject, kind := range map[string]string{"payments service": "event", "billing service": "human"} {
+		res := e.do("POST", "/v1/records", acmeKey, map[string]any{"type": "semantic", "confidence": 0.8,
+			"provenance": map[string]any{"sources": []any{map[string]any{"kind": kind, "ref": kind + "://1"}}},
+			"payload": map[string]any{"kind": "semantic", "subject": subject, "predicate": "port", "object": "8080",
+				"validity": map[string]any{"mode": "global"}}})
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+		var rec memory.Record
+		res.decode(t, &rec)
+		ids[kind] = rec.ID.String()
+	}
+	res := e.do("POST", "/v1/retrieve", acmeKey, map[string]any{"task": map[string]any{"text": "which port does the service use"}})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var out retrieve.Result
+	res.decode(t, &out)
+	var items []retrieve.Item
+	for _, l := range out.Layers {
+		if l.Name == retrieve.LayerSemantic {
+			items = l.Items
+		}
+	}
+	require.Len(t, items, 2)
+	require.InDelta(t, items[0].Why.Relevance, items[1].Why.Relevance, 1e-9, "equal relevance")
+	require.Equal(t, ids["human"], items[0].Record.ID.String(), "the person's word ranks first")
+	require.Equal(t, 1.0, items[0].Why.Provenance)
+	require.Equal(t, 0.6, items[1].Why.Provenance)
+}

@@ -45,9 +45,13 @@ func TestWriteStats(t *testing.T) {
 	e, wr := setupMetrics(t)
 	start := time.Now()
 
-	res := e.do("POST", "/v1/records", acmeKey, factBody("go", nil))
+	// A person's word, then the same again (absorbed), then a bare
+	// contradiction it clearly outweighs (refused).
+	stated := factBody("go", nil)
+	stated["provenance"] = map[string]any{"sources": []any{map[string]any{"kind": "human", "ref": "person://lead"}}}
+	res := e.do("POST", "/v1/records", acmeKey, stated)
 	require.Equal(t, http.StatusCreated, res.status, string(res.body))
-	res = e.do("POST", "/v1/records", acmeKey, factBody("go", nil))
+	res = e.do("POST", "/v1/records", acmeKey, stated)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	require.Equal(t, "absorbed", res.header.Get("Engram-Write-Outcome"))
 	res = e.do("POST", "/v1/records", acmeKey, factBody("rust", nil))

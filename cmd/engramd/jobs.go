@@ -42,7 +42,7 @@ func newWriter(pool *pgxpool.Pool, cfg config.Config, reg prometheus.Registerer)
 	if err != nil {
 		return nil, nil, err
 	}
-	w := revise.New(pool, revise.Config{MaxPayloadBytes: cfg.MaxPayloadBytes, MaxClockSkew: cfg.MaxClockSkew, Defaults: settings.Defaults, Gates: cfg.WritePath,
+	w := revise.New(pool, revise.Config{MaxPayloadBytes: cfg.MaxPayloadBytes, MaxClockSkew: cfg.MaxClockSkew, Defaults: settings.Defaults, Gain: settings.Gain, Gates: cfg.WritePath,
 		Registry: reg, Leases: cfg.Leases, Budgets: cfg.Budgets, Sealer: sealer})
 	return w, settings, nil
 }

@@ -182,7 +182,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	// Stopped after the HTTP server and before the pool closes: a batch cut
 	// off rolls back and its events stay staged for the next start.
 	defer func() { _ = worker.Stop(context.WithoutCancel(ctx)) }()
-	ret, err := newRetrieval(cfg, pool, worker.Policy, reg, logger, retrieve.WithSealer(writer.Sealer()))
+	ret, err := newRetrieval(cfg, pool, worker.Policy, reg, logger, retrieve.WithSealer(writer.Sealer()), retrieve.WithAuthority(writer.Authority()))
 	if err != nil {
 		return err
 	}
