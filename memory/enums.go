@@ -112,10 +112,12 @@ const (
 	Never      DeletionPolicy = "never"
 )
 
-// Predicate names a relation between two records (§15A.5, §15.4).
+// Predicate names a relation between two records (§15A.5, §15.4): a free
+// string ("e.g., supports, contradicts, derived_from, supersedes"). engram
+// reads and writes the ones below; any other is kept as an edge.
 type Predicate string
 
-// Relation predicates.
+// Relation predicates engram knows.
 const (
 	Supports    Predicate = "supports"
 	Contradicts Predicate = "contradicts"
@@ -125,10 +127,10 @@ const (
 	MergedInto  Predicate = "merged_into"
 )
 
-// Predicates lists every relation predicate.
+// Predicates lists the relation predicates engram knows.
 var Predicates = []Predicate{Supports, Contradicts, DerivedFrom, Supersedes, ForkedFrom, MergedInto}
 
-// Valid reports whether p is a known predicate.
+// Valid reports whether p is a predicate engram knows.
 func (p Predicate) Valid() bool { return slices.Contains(Predicates, p) }
 
 // FlagKind names why a record is flagged for re-validation.

@@ -47,7 +47,10 @@ func (d Decay) At(base float64, age time.Duration) float64 {
 //   - linear: 1 − age/(2·half_life), down to 0 at twice the half-life, so
 //     that half is left after one half-life as with the exponential curve
 //   - custom: straight lines between the profile's points (age, share),
-//     from (0, 1) when the first point is later, flat after the last point
+//     from (0, 1) when the first point is later, flat after the last point;
+//     without points (§15A.3 requires none), exponential by its half-life,
+//     the one shape the RFC requires of every curve: a custom curve never
+//     escapes decay by naming no shape
 func (d Decay) Retention(age time.Duration) float64 {
 	a := age.Seconds()
 	if a <= 0 {
@@ -64,7 +67,12 @@ func (d Decay) Retention(age time.Duration) float64 {
 			return max(0, 1-a/(2*h))
 		}
 	case Custom:
-		return piecewise(d.Points, a)
+		if len(d.Points) > 0 {
+			return piecewise(d.Points, a)
+		}
+		if h > 0 {
+			return math.Exp2(-a / h)
+		}
 	}
 	return 1
 }

@@ -23,7 +23,7 @@ func ExampleValidateRecord() {
 			"subject": "user",
 			"predicate": "prefers_backend_language",
 			"object": "go",
-			"validity": {"mode": "conditional", "conditions": {"project_kind": ["backend_service"]}}
+			"validity": {"mode": "conditional", "conditions": {"project_kind": null}}
 		}
 	}`)
 
@@ -36,5 +36,5 @@ func ExampleValidateRecord() {
 	}
 	// Output:
 	// /confidence: must be <= 1
-	// /payload/validity/conditions/project_kind: expected string or number or boolean, but got array
+	// /payload/validity/conditions/project_kind: expected string or number or boolean or object or array, but got null
 }

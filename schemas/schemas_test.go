@@ -148,7 +148,7 @@ func TestValidateRecordExtensions(t *testing.T) {
 		"working": `{"kind": "working", "thread_id": "thread-1", "state": "done", "task_id": "task-9",
 			"active_constraints": ["no network", {"max_cost": 3}], "last_updated": "2026-01-28T10:00:00+02:00"}`,
 		"semantic": `{"kind": "semantic", "subject": "user", "predicate": "prefers_editor", "object": {"name": "vim"},
-			"validity": {"mode": "timeboxed", "conditions": {"os": "linux", "cores": 8, "remote": false},
+			"validity": {"mode": "timeboxed", "conditions": {"os": "linux", "cores": 8, "remote": false, "runtime": {"name": "node", "major": 20}, "regions": ["eu"]},
 				"start": "2026-01-01T00:00:00Z", "end": "2026-12-31T23:59:59.999Z"},
 			"evidence": [{"kind": "human", "ref": "chat://7", "hash": "sha256:00", "timestamp": "2026-01-28T00:00:00Z"}],
 			"revision_policy": "fork"}`,
@@ -167,7 +167,10 @@ func TestValidateRecordExtensions(t *testing.T) {
 			r["payload"] = p
 			r["status"] = "contested"
 			r["version"] = 3
-			r["relations"] = []any{map[string]any{"predicate": "forked_from", "target_id": "0190a7b4-0000-7000-8000-000000000000", "weight": 1}}
+			r["relations"] = []any{
+				map[string]any{"predicate": "forked_from", "target_id": "0190a7b4-0000-7000-8000-000000000000", "weight": 1},
+				map[string]any{"predicate": "explains", "target_id": "0190a7b4-0000-7000-8000-000000000001"}, // free (§15A.5)
+			}
 			r["lifecycle"] = map[string]any{
 				"decay": map[string]any{
 					"curve": "custom", "half_life_seconds": 60, "min_salience": 0.1, "max_age_seconds": 3600,
@@ -269,22 +272,22 @@ func TestValidateRecordViolations(t *testing.T) {
 			contains: "date-time",
 		},
 		{
-			name: "semantic condition value is an object",
+			name: "semantic condition value is null",
 			typ:  "semantic",
 			mutate: func(r map[string]any) {
-				object(r, "payload")["validity"] = map[string]any{"mode": "conditional", "conditions": map[string]any{"os": map[string]any{"name": "linux"}}}
+				object(r, "payload")["validity"] = map[string]any{"mode": "conditional", "conditions": map[string]any{"os": nil}}
 			},
 			pointers: []string{"/payload/validity/conditions/os"},
-			contains: "object",
+			contains: "null",
 		},
 		{
-			name: "wrong relation predicate",
+			name: "empty relation predicate",
 			typ:  "semantic",
 			mutate: func(r map[string]any) {
-				r["relations"] = []any{map[string]any{"predicate": "likes", "target_id": "0190a7b4-0000-7000-8000-000000000000"}}
+				r["relations"] = []any{map[string]any{"predicate": "", "target_id": "0190a7b4-0000-7000-8000-000000000000"}}
 			},
 			pointers: []string{"/relations/0/predicate"},
-			contains: "supersedes",
+			contains: "length",
 		},
 		{
 			name:     "empty identifier",
@@ -314,11 +317,14 @@ func TestValidateRecordViolations(t *testing.T) {
 			contains: "integer",
 		},
 		{
-			name:     "custom curve without points",
-			typ:      "working",
-			mutate:   func(r map[string]any) { object(object(r, "lifecycle"), "decay")["curve"] = "custom" },
-			pointers: []string{"/lifecycle/decay"},
-			contains: "points",
+			name: "custom curve with no points listed",
+			typ:  "working",
+			mutate: func(r map[string]any) {
+				object(object(r, "lifecycle"), "decay")["curve"] = "custom"
+				object(object(r, "lifecycle"), "decay")["points"] = []any{}
+			},
+			pointers: []string{"/lifecycle/decay/points"},
+			contains: "minimum 1",
 		},
 		{
 			name: "negative failure count",
@@ -375,7 +381,7 @@ func TestValidateRecordReportsEveryProblemOnce(t *testing.T) {
 	r["updated_at"] = "not a time"
 	p := object(r, "payload")
 	delete(p, "subject")
-	p["validity"] = map[string]any{"mode": "conditional", "conditions": map[string]any{"os": []any{"linux"}}}
+	p["validity"] = map[string]any{"mode": "conditional", "conditions": map[string]any{"os": nil}}
 
 	err := schemas.ValidateRecord(marshal(t, r))
 	vs := violations(t, err)

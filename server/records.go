@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,10 +20,19 @@ import (
 )
 
 func (s *Server) createRecord(w http.ResponseWriter, r *http.Request) error {
+	rfc, err := formParam(r)
+	if err != nil {
+		return err
+	}
 	rd := s.redaction()
 	var raw json.RawMessage
 	if err := rd.decode(r, &raw); err != nil {
 		return err
+	}
+	if rfc {
+		if raw, err = importRFC(raw); err != nil {
+			return err
+		}
 	}
 	rec, err := decodeRecord(raw, "")
 	if err != nil {
@@ -68,6 +78,10 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	rfc, err := formParam(r)
+	if err != nil {
+		return err
+	}
 	asOf, err := timeParam(r, "as_of")
 	if err != nil {
 		return err
@@ -98,8 +112,52 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
 		}
 		rec = recs[0]
 	}
+	if rfc {
+		doc, err := rec.RFC()
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, json.RawMessage(doc))
+		return nil
+	}
 	writeJSON(w, http.StatusOK, rec)
 	return nil
+}
+
+// formParam reads the form parameter: a record in engram's form (the
+// default) or in the substrate RFC's canonical form (rfc, §4, §15A), with
+// engram's extensions under [memory.RFCExtensions].
+func formParam(r *http.Request) (rfc bool, err error) {
+	switch r.URL.Query().Get("form") {
+	case "", "engram":
+		return false, nil
+	case "rfc":
+		return true, nil
+	}
+	return false, badParam("form", "must be rfc (the substrate RFC's canonical form) or engram (the default)")
+}
+
+// importRFC turns a record in the RFC's form into engram's ([memory.FromRFC])
+// less what the store sets on every new record — its status, version and
+// flags — so that a record exported (GET ?form=rfc) is written again as it
+// was.
+func importRFC(raw json.RawMessage) (json.RawMessage, error) {
+	doc, err := memory.FromRFC(raw)
+	var re *memory.RFCError
+	if errors.As(err, &re) {
+		return nil, fieldProblem(re.Pointer, re.Message)
+	}
+	if err != nil {
+		return nil, decodeProblem(err, "")
+	}
+	var rec map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &rec); err != nil {
+		return nil, fmt.Errorf("decode imported record: %w", err)
+	}
+	for _, name := range []string{"status", "version", "flags"} {
+		delete(rec, name)
+	}
+	return json.Marshal(rec)
 }
 
 // listRecords serves GET /v1/records. Repeatable parameters (type, status,

@@ -57,13 +57,20 @@ func recordPath(id string, suffix string) string { return "/v1/records/" + url.P
 func (c *cli) recordsGet(ctx context.Context, args []string) error {
 	fs := c.flags("records get")
 	asOf := fs.String("as-of", "", "")
-	pos, err := parse(fs, args, 1, "ID [--as-of TIME]")
+	form := fs.String("form", "", "")
+	pos, err := parse(fs, args, 1, "ID [--as-of TIME] [--form rfc]")
 	if err != nil {
 		return err
 	}
 	q := url.Values{}
 	if *asOf != "" {
 		q.Set("as_of", *asOf)
+	}
+	if *form != "" {
+		// The record as the substrate RFC's canonical schemas have it
+		// (§15A), engram's extensions under x-engram: printed as JSON.
+		q.Set("form", *form)
+		return c.call(ctx, "GET", recordPath(pos[0], ""), q, nil, c.printJSON)
 	}
 	return c.call(ctx, "GET", recordPath(pos[0], ""), q, nil, c.printRecord)
 }
@@ -188,7 +195,8 @@ func (c *cli) recordsCreate(ctx context.Context, args []string) error {
 	fs := c.flags("records create")
 	file := fs.String("f", "", "")
 	rationale := fs.String("rationale", "", "")
-	if _, err := parse(fs, args, 0, "-f FILE [--rationale R]"); err != nil {
+	form := fs.String("form", "", "")
+	if _, err := parse(fs, args, 0, "-f FILE [--form rfc] [--rationale R]"); err != nil {
 		return err
 	}
 	rec, err := c.readJSON(*file)
@@ -196,6 +204,9 @@ func (c *cli) recordsCreate(ctx context.Context, args []string) error {
 		return err
 	}
 	q := url.Values{}
+	if *form != "" {
+		q.Set("form", *form)
+	}
 	if *rationale != "" {
 		// The body is the record itself; the rationale goes in the query.
 		q.Set("rationale", *rationale)

@@ -26,7 +26,9 @@ Usage:
   engram help
 
 Read:
-  records get ID [--as-of TIME]           a record (as it was at TIME, RFC 3339)
+  records get ID [--as-of TIME] [--form rfc]
+                                          a record (as it was at TIME, RFC 3339); --form rfc in the
+                                          substrate RFC's canonical form, engram's extensions under x-engram
   records list [FILTERS] [--all]          a table of records, by default the active set
       --type T         of type T: episodic, working, semantic, competence, plan_graph (repeatable)
       --status S       with status S, or all (repeatable; default active and contested)
@@ -45,7 +47,8 @@ Read:
   records relations ID                    every relation of a record, both ways
 
 Write (each takes --rationale R, kept in the audit trail; FILE - is standard input):
-  records create -f FILE                  create the record in FILE (JSON)
+  records create -f FILE [--form rfc]     create the record in FILE (JSON); --form rfc: FILE is in the
+                                          RFC's form, as records get --form rfc prints it
   records update ID -f FILE --version N   replace a working record's payload with FILE's
   records supersede ID -f FILE [--version N]
                                           replace a record with the record in FILE

@@ -390,7 +390,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"recrods"}, "", "unknown command recrods"},
 		{[]string{"records"}, "", "records needs a command"},
 		{[]string{"records", "show", "x"}, "", "unknown command records show"},
-		{[]string{"records", "get"}, "", "usage: engram records get ID [--as-of TIME]"},
+		{[]string{"records", "get"}, "", "usage: engram records get ID [--as-of TIME] [--form rfc]"},
 		{[]string{"records", "get", "a", "b"}, "", "usage: engram records get ID"},
 		{[]string{"records", "list", "--limit", "many"}, "", `invalid value "many" for flag -limit`},
 		{[]string{"records", "list", "--colour", "red"}, "", "flag provided but not defined: -colour"},
