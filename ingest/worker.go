@@ -296,6 +296,10 @@ type threadState struct {
 	queued bool
 	// starting: the thread is among those the batch opens at its start.
 	starting bool
+	// working is the thread's working memory as the batch's events change
+	// it, read at the first of them (loaded); nil when it has none live.
+	working *workingMemory
+	loaded  bool
 }
 
 // classifiedEvent is a claimed candidate, its event and the policy's
@@ -447,6 +451,15 @@ func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Pol
 			a.ToolGraph = append(a.ToolGraph, map[string]any{"ref": ref, "kind": string(ev.Kind), "tool": ev.Tool.Name, "call_id": ev.Tool.CallID})
 		}
 		recordIDs := []uuid.UUID{ts.thread.EpisodeID}
+		if !ts.loaded {
+			if ts.working, err = loadWorking(ctx, tx, tenant, ts.thread.WorkingID); err != nil {
+				return nil, fmt.Errorf("candidate %s: %w", c.ID, err)
+			}
+			ts.loaded = true
+		}
+		if ts.working != nil {
+			ts.working.observe(ev, d.Sensitivity)
+		}
 
 		if ev.Kind == memory.FactEvent && d.Type == memory.Semantic && ev.Fact != nil {
 			facts = append(facts, pendingFact{ev: ev, cand: c, decision: d, episode: ts.thread.EpisodeID, settled: len(settled)})
@@ -459,10 +472,15 @@ func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Pol
 			if err := flush(ts); err != nil {
 				return nil, fmt.Errorf("candidate %s: %w", c.ID, err)
 			}
+			// Its working memory's last state (done) first: closing the
+			// thread keeps it in the episode and discards it (§6).
+			if err := ts.working.write(ctx, tx, tenant, ch); err != nil {
+				return nil, fmt.Errorf("candidate %s: %w", c.ID, err)
+			}
 			if err := closeThread(ctx, tx, tenant, *ts.thread, w.now(), ch); err != nil {
 				return nil, fmt.Errorf("candidate %s: %w", c.ID, err)
 			}
-			ts.thread = nil
+			ts.thread, ts.working, ts.loaded = nil, nil, false
 		}
 		settled = append(settled, store.Settlement{Tenant: tenant, ID: c.ID, Status: store.CandidateDone, Decision: decision, RecordIDs: recordIDs})
 	}
@@ -470,6 +488,9 @@ func (w *Worker) applyTenant(ctx context.Context, tx *revise.Tx, pol *policy.Pol
 	for _, ts := range order {
 		if ts.append != nil {
 			appends = append(appends, *ts.append)
+		}
+		if err := ts.working.write(ctx, tx, tenant, ch); err != nil {
+			return nil, err
 		}
 	}
 	if err := tx.AppendTimelines(ctx, tenant, appends, ch); err != nil {

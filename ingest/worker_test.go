@@ -248,13 +248,14 @@ rules:
 
 func TestPoisonEventEndsDeadAndOthersPass(t *testing.T) {
 	t.Parallel()
-	// A rule whose decay profile no record can pass: custom curves need
-	// points. Classification of those facts fails every time.
+	// A rule whose decay profile no record can pass: a custom curve's
+	// points go in order of age. Classification of those facts fails
+	// every time.
 	b := setup(t, `
 rules:
   - name: broken
     match: {kind: [fact]}
-    set: {decay: {curve: custom, half_life_seconds: 60}}
+    set: {decay: {curve: custom, half_life_seconds: 60, points: [{age_seconds: 60, salience: 0.5}, {age_seconds: 30, salience: 0.2}]}}
 `, func(c *ingest.WorkerConfig) { c.MaxAttempts = 1 })
 	staged := b.send(t,
 		ev("user_input", "t1", map[string]any{"text": "hello"}),

@@ -40,6 +40,11 @@ type Event struct {
 	Tags           []string       `json:"tags,omitempty"`
 	Scope          string         `json:"scope,omitempty"`
 	IdempotencyKey string         `json:"idempotency_key,omitempty"`
+	// NextActions, when set, are what the agent will do next, and
+	// OpenQuestions what it asked the user and waits on: its thread's
+	// working memory takes them (substrate RFC §6, §15A.7).
+	NextActions   []string `json:"next_actions,omitempty"`
+	OpenQuestions []string `json:"open_questions,omitempty"`
 }
 
 // EventTool is a tool call or its output.
