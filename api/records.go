@@ -75,8 +75,8 @@ type UpdateRequest struct {
 
 // ReviseRequest is the body of the revision methods, POST
 // /v1/records/{id}:{supersede|fork|contest|retract|rollback|quarantine|
-// release|append|restore|purge} and POST /v1/records:merge; each uses the
-// fields that apply to it.
+// release|append|restore|purge|pin|unpin|reclassify|annotate} and POST
+// /v1/records:merge; each uses the fields that apply to it.
 // Version, where it applies, is the version revised: a stale one is a
 // conflict.
 type ReviseRequest struct {
@@ -98,6 +98,12 @@ type ReviseRequest struct {
 	ToolGraph []map[string]any       `json:"tool_graph,omitempty"`
 	Artifacts []string               `json:"artifacts,omitempty"`
 	Outcome   string                 `json:"outcome,omitempty"`
+	// DeletionPolicy is what pin and unpin set the record's deletion
+	// policy to, when set; Sensitivity is the class reclassify gives it;
+	// Note is annotate's curation note (write-path RFC §12.7.4).
+	DeletionPolicy memory.DeletionPolicy `json:"deletion_policy,omitempty"`
+	Sensitivity    memory.Sensitivity    `json:"sensitivity,omitempty"`
+	Note           string                `json:"note,omitempty"`
 }
 
 // Batch operations: what one operation of POST /v1/records:batch does.

@@ -11,19 +11,22 @@ import (
 )
 
 // opOf is the operation an audit action is (write-path RFC §12.8.2):
-// feedback reports a use; validation annotations are review decisions; soft delete
-// is delete, expiry and restore; governance is admin.
+// feedback reports a use; validation annotations are review decisions and
+// curation notes; soft delete is delete, expiry and restore; governance
+// (and curation's pin, unpin and reclassify) is admin.
 func opOf(action string) access.Op {
 	switch action {
 	case ActionFeedback:
 		return access.OpFeedback
-	case ActionApprove, ActionReject, ActionEscalate, ActionApprovalTimeout:
+	case ActionApprove, ActionReject, ActionEscalate, ActionApprovalTimeout, ActionAnnotate:
 		return access.OpAnnotate
 	case ActionDelete, ActionExpire, ActionRestore:
 		return access.OpDelete
 	case ActionPurge:
 		return access.OpPurge
-	case ActionRollback, ActionReactivate, ActionQuarantine, ActionRelease:
+	case ActionRollback, ActionReactivate, ActionQuarantine, ActionRelease, ActionPin, ActionUnpin, ActionReclassify:
+		// Keeping memory from forgetting, and who may read it, are a
+		// curator's decisions (write-path RFC §12.7.4).
 		return access.OpAdmin
 	}
 	return access.OpWrite

@@ -207,6 +207,9 @@ var revisionAccess = map[string]access.Op{
 	"supersede": access.OpWrite, "fork": access.OpWrite, "contest": access.OpWrite, "retract": access.OpWrite,
 	"append": access.OpWrite, "restore": access.OpDelete, "purge": access.OpPurge,
 	"rollback": access.OpAdmin, "quarantine": access.OpAdmin, "release": access.OpAdmin,
+	// Curation (write-path RFC §12.7.4): keeping from forgetting and
+	// reclassifying are a curator's; a note, an annotation.
+	"pin": access.OpAdmin, "unpin": access.OpAdmin, "reclassify": access.OpAdmin, "annotate": access.OpAnnotate,
 }
 
 // mayRevise refuses, before the write path runs, an operation the

@@ -29,7 +29,7 @@ import (
 
 // revisionOps are the custom methods served by POST /v1/records/{idop};
 // the document gives each its own path, /v1/records/{id}:<op>.
-var revisionOps = []string{"supersede", "fork", "contest", "retract", "rollback", "quarantine", "release", "append", "purge", "restore"}
+var revisionOps = []string{"supersede", "fork", "contest", "retract", "rollback", "quarantine", "release", "append", "purge", "restore", "pin", "unpin", "reclassify", "annotate"}
 
 // publicRoutes are the endpoints New registers outside routes(), which need
 // no API key.

@@ -370,7 +370,7 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 	idText, op, ok := strings.Cut(r.PathValue("idop"), ":")
 	if !ok {
 		return problem(http.StatusNotFound, "not-found", "Not found",
-			"POST a revision as /v1/records/{id}:{supersede|fork|contest|retract|rollback|quarantine|release|append|restore|purge}")
+			"POST a revision as /v1/records/{id}:{supersede|fork|contest|retract|rollback|quarantine|release|append|restore|purge|pin|unpin|reclassify|annotate}")
 	}
 	id, err := pathID(idText)
 	if err != nil {
@@ -465,9 +465,25 @@ func (s *Server) reviseRecord(w http.ResponseWriter, r *http.Request) error {
 		}
 		w.WriteHeader(http.StatusNoContent)
 		return nil
+	case "pin":
+		if out, err = s.writer.Pin(ctx, tenant, id, req.Version, revise.Keeping{DeletionPolicy: req.DeletionPolicy}, ch); err != nil {
+			return err
+		}
+	case "unpin":
+		if out, err = s.writer.Unpin(ctx, tenant, id, req.Version, revise.Keeping{DeletionPolicy: req.DeletionPolicy}, ch); err != nil {
+			return err
+		}
+	case "reclassify":
+		if out, err = s.writer.Reclassify(ctx, tenant, id, req.Version, req.Sensitivity, ch); err != nil {
+			return err
+		}
+	case "annotate":
+		if out, err = s.writer.Annotate(ctx, tenant, id, req.Note, ch); err != nil {
+			return err
+		}
 	default:
 		return problem(http.StatusNotFound, "not-found", "Not found",
-			fmt.Sprintf("%q is not a revision; use supersede, fork, contest, retract, rollback, quarantine, release, append, restore or purge", op))
+			fmt.Sprintf("%q is not a revision; use supersede, fork, contest, retract, rollback, quarantine, release, append, restore, purge, pin, unpin, reclassify or annotate", op))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

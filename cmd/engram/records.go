@@ -16,6 +16,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/client"
+	"github.com/engram-dev/engram/memory"
 )
 
 // recordCommands are the subcommands of engram records.
@@ -39,6 +40,10 @@ var recordCommands = map[string]func(c *cli, ctx context.Context, args []string)
 	"merge":      (*cli).recordsMerge,
 	"delete":     (*cli).recordsDelete,
 	"purge":      (*cli).recordsPurge,
+	"pin":        (*cli).recordsPin,
+	"unpin":      (*cli).recordsUnpin,
+	"reclassify": (*cli).recordsReclassify,
+	"annotate":   (*cli).recordsAnnotate,
 }
 
 // listFlag is a repeatable flag; each value may also be a comma-separated
@@ -335,6 +340,55 @@ func (c *cli) governance(ctx context.Context, op string, args []string) error {
 		return usageErrorf("usage: engram records %s ID --rationale R [--version N]: say why", op)
 	}
 	return c.send(ctx, "POST", recordPath(pos[0], ":"+op), api.ReviseRequest{Version: *version, Rationale: *rationale})
+}
+
+func (c *cli) recordsPin(ctx context.Context, args []string) error {
+	return c.keep(ctx, "pin", args)
+}
+
+func (c *cli) recordsUnpin(ctx context.Context, args []string) error {
+	return c.keep(ctx, "unpin", args)
+}
+
+// keep sends a pin or an unpin (write-path RFC §12.7.4: curation).
+func (c *cli) keep(ctx context.Context, op string, args []string) error {
+	fs := c.flags("records " + op)
+	version, rationale := fs.Int("version", 0, ""), fs.String("rationale", "", "")
+	policy := fs.String("deletion-policy", "", "")
+	pos, err := parse(fs, args, 1, "ID [--deletion-policy P] [--version N] [--rationale R]")
+	if err != nil {
+		return err
+	}
+	return c.send(ctx, "POST", recordPath(pos[0], ":"+op), api.ReviseRequest{
+		Version: *version, Rationale: *rationale, DeletionPolicy: memory.DeletionPolicy(*policy)})
+}
+
+func (c *cli) recordsReclassify(ctx context.Context, args []string) error {
+	fs := c.flags("records reclassify")
+	version, rationale := fs.Int("version", 0, ""), fs.String("rationale", "", "")
+	sensitivity := fs.String("sensitivity", "", "")
+	pos, err := parse(fs, args, 1, "ID --sensitivity S [--version N] [--rationale R]")
+	if err != nil {
+		return err
+	}
+	if *sensitivity == "" {
+		return usageErrorf("usage: engram records reclassify ID --sensitivity S [--version N] [--rationale R]: the new class")
+	}
+	return c.send(ctx, "POST", recordPath(pos[0], ":reclassify"), api.ReviseRequest{
+		Version: *version, Rationale: *rationale, Sensitivity: memory.Sensitivity(*sensitivity)})
+}
+
+func (c *cli) recordsAnnotate(ctx context.Context, args []string) error {
+	fs := c.flags("records annotate")
+	note := fs.String("note", "", "")
+	pos, err := parse(fs, args, 1, "ID --note TEXT")
+	if err != nil {
+		return err
+	}
+	if *note == "" {
+		return usageErrorf("usage: engram records annotate ID --note TEXT: the curation note")
+	}
+	return c.send(ctx, "POST", recordPath(pos[0], ":annotate"), api.ReviseRequest{Note: *note})
 }
 
 func (c *cli) recordsAppend(ctx context.Context, args []string) error {

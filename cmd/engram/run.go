@@ -68,6 +68,14 @@ Write (each takes --rationale R, kept in the audit trail; FILE - is standard inp
                                           end a quarantine and clear its flags
   records append ID -f FILE               add FILE's {"timeline": [...], "outcome": ...} to an episode
   records merge ID ID... [-f FILE]        merge duplicates; FILE holds a template record
+  records pin ID [--deletion-policy P] [--version N]
+                                          keep a record from being forgotten (a curator's key);
+                                          P: auto_prune, manual_only or never
+  records unpin ID [--deletion-policy P] [--version N]
+                                          let decay forget it again as its deletion policy says
+  records reclassify ID --sensitivity S [--version N]
+                                          give a record another sensitivity class (a curator's key)
+  records annotate ID --note TEXT         keep a curation note in a record's audit trail
   records delete ID                       delete a record (it stays in history and audit)
   records purge ID                        erase a deleted record for good
 
