@@ -156,18 +156,36 @@ func (a *Adapter) onSecret() string {
 	return OnSecretRedact
 }
 
-// Capabilities is the document of /.well-known/openwop (RFC 0004 §B).
+// ProtocolVersion is the OpenWOP protocol version the adapter speaks: v1,
+// whose schemas (https://openwop.dev/spec/v1/…) it answers in.
+const ProtocolVersion = "1.0"
+
+// Capabilities is the discovery document of /.well-known/openwop
+// (capabilities.schema.json; RFC 0004 §B as the current schema has it):
+// the four fields its root requires, and the memory adapter at the
+// document root, agents.memoryBackends and memory. It advertises only what
+// is served: engram runs no workflows, so it recognizes no envelope and its
+// envelope limits are 0.
 type Capabilities struct {
-	Capabilities struct {
-		Agents struct {
-			MemoryBackends []string `json:"memoryBackends"`
-		} `json:"agents"`
-		Memory struct {
-			Supported         bool `json:"supported"`
-			MaxEntrySizeBytes int  `json:"maxEntrySizeBytes"`
-			TTLSupported      bool `json:"ttlSupported"`
-		} `json:"memory"`
-	} `json:"capabilities"`
+	ProtocolVersion    string         `json:"protocolVersion"`
+	SupportedEnvelopes []string       `json:"supportedEnvelopes"`
+	SchemaVersions     map[string]int `json:"schemaVersions"`
+	Limits             struct {
+		ClarificationRounds int `json:"clarificationRounds"`
+		SchemaRounds        int `json:"schemaRounds"`
+		EnvelopesPerTurn    int `json:"envelopesPerTurn"`
+	} `json:"limits"`
+	Implementation struct {
+		Name string `json:"name"`
+	} `json:"implementation"`
+	Agents struct {
+		MemoryBackends []string `json:"memoryBackends"`
+	} `json:"agents"`
+	Memory struct {
+		Supported         bool `json:"supported"`
+		MaxEntrySizeBytes int  `json:"maxEntrySizeBytes"`
+		TTLSupported      bool `json:"ttlSupported"`
+	} `json:"memory"`
 	// Vendor holds engram's host extension (vendor.engram): where the
 	// adapter is and how a put treats secrets.
 	Vendor struct {
@@ -183,11 +201,12 @@ type Capabilities struct {
 }
 
 func (a *Adapter) wellKnown(w http.ResponseWriter, r *http.Request) error {
-	var c Capabilities
-	c.Capabilities.Agents.MemoryBackends = []string{Backend}
-	c.Capabilities.Memory.Supported = true
-	c.Capabilities.Memory.MaxEntrySizeBytes = MaxEntryBytes
-	c.Capabilities.Memory.TTLSupported = true
+	c := Capabilities{ProtocolVersion: ProtocolVersion, SupportedEnvelopes: []string{}, SchemaVersions: map[string]int{}}
+	c.Implementation.Name = "engram"
+	c.Agents.MemoryBackends = []string{Backend}
+	c.Memory.Supported = true
+	c.Memory.MaxEntrySizeBytes = MaxEntryBytes
+	c.Memory.TTLSupported = true
 	m := &c.Vendor.Engram.Memory
 	m.MemoryRefs = "/openwop/v1/memory-refs"
 	m.Entries = "/openwop/v1/memory/{memoryRef}/entries"

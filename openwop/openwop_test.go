@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,27 +38,43 @@ const (
 	awsKey = "AKIAIOSFODNN7EXAMPLE"
 )
 
-// The wire schemas of RFC 0004, from the spec's schemas/ (copied into
-// schema/): every answer of the adapter is checked against them.
+// Schema $ids of the spec's files that package openwop does not embed.
+const (
+	capabilitiesSchemaID  = "https://openwop.dev/spec/v1/capabilities.schema.json"
+	errorEnvelopeSchemaID = "https://openwop.dev/spec/v1/error-envelope.schema.json"
+)
+
+// The wire schemas of the OpenWOP spec (copied into schema/): every answer
+// of the adapter is checked against them.
 var wireSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
-	out := map[string]*jsonschema.Schema{}
-	for file, id := range map[string]string{
-		"schema/memory-entry.schema.json":        openwop.EntrySchemaID,
-		"schema/memory-list-options.schema.json": openwop.ListOptionsSchemaID,
-	} {
-		b, err := os.ReadFile(file)
+	files := map[string]string{
+		"memory-entry.schema.json":        openwop.EntrySchemaID,
+		"memory-list-options.schema.json": openwop.ListOptionsSchemaID,
+		"capabilities.schema.json":        capabilitiesSchemaID,
+		"error-envelope.schema.json":      errorEnvelopeSchemaID,
+		// capabilities.schema.json refers to these two.
+		"prompt-kind.schema.json": "https://openwop.dev/spec/v1/prompt-kind.schema.json",
+		"prompt-ref.schema.json":  "https://openwop.dev/spec/v1/prompt-ref.schema.json",
+	}
+	for file, id := range files {
+		b, err := os.ReadFile(filepath.Join("schema", file))
 		if err != nil {
 			return nil, err
 		}
 		if err := c.AddResource(id, bytes.NewReader(b)); err != nil {
 			return nil, err
 		}
-		if out[id], err = c.Compile(id); err != nil {
+	}
+	out := map[string]*jsonschema.Schema{}
+	for _, id := range files {
+		s, err := c.Compile(id)
+		if err != nil {
 			return nil, err
 		}
+		out[id] = s
 	}
 	return out, nil
 })
@@ -256,23 +273,31 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// The capability advertisement names the long-term backend (RFC 0004 §B).
+// The capability advertisement (RFC 0004 §B, as capabilities.schema.json
+// has it now) is a whole discovery document: its four required root fields,
+// and the memory adapter at the document root, agents.memoryBackends and
+// memory, where a conformance suite reads them.
 func TestOpenWOPCapabilities(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "", "")
 	status, b := e.do("GET", "/.well-known/openwop", "", nil)
 	require.Equal(t, http.StatusOK, status)
+	validate(t, capabilitiesSchemaID, b)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(b, &doc))
-	caps := doc["capabilities"].(map[string]any)
-	require.Equal(t, []any{"long-term"}, caps["agents"].(map[string]any)["memoryBackends"])
-	require.Equal(t, map[string]any{"supported": true, "maxEntrySizeBytes": float64(openwop.MaxEntryBytes), "ttlSupported": true}, caps["memory"])
+	require.Equal(t, []any{"long-term"}, doc["agents"].(map[string]any)["memoryBackends"])
+	require.Equal(t, map[string]any{"supported": true, "maxEntrySizeBytes": float64(openwop.MaxEntryBytes), "ttlSupported": true}, doc["memory"])
+	for _, field := range []string{"protocolVersion", "supportedEnvelopes", "schemaVersions", "limits"} {
+		require.Contains(t, doc, field)
+	}
+	require.NotContains(t, doc, "capabilities", "the adapter is advertised at the document root")
 	vendor := doc["vendor"].(map[string]any)["engram"].(map[string]any)["memory"].(map[string]any)
 	require.Equal(t, "redact", vendor["onSecret"])
 	require.Equal(t, "snapshot", vendor["snapshotParameter"])
 
 	e = setup(t, "", "reject")
 	_, b = e.do("GET", "/.well-known/openwop", "", nil)
+	validate(t, capabilitiesSchemaID, b)
 	require.Contains(t, string(b), `"onSecret":"reject"`)
 }
 
