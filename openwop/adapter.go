@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -119,7 +120,12 @@ var Routes = []Route{
 	{"DELETE /openwop/v1/memory/{memoryRef}/entries/{id}", true},
 }
 
-// Mount registers [Routes] on mux.
+// Prefixes are the paths under which every answer is the adapter's: an
+// unknown path or a method a route does not serve is answered in the
+// OpenWOP error envelope too, never in the API's problem+json.
+var Prefixes = []string{"/openwop", "/openwop/", "/.well-known/openwop", "/.well-known/openwop/"}
+
+// Mount registers [Routes] on mux, and [Prefixes] for what they miss.
 func (a *Adapter) Mount(mux *http.ServeMux) {
 	handlers := map[string]func(http.ResponseWriter, *http.Request) error{
 		"GET /.well-known/openwop":                           a.wellKnown,
@@ -129,11 +135,15 @@ func (a *Adapter) Mount(mux *http.ServeMux) {
 		"GET /openwop/v1/memory/{memoryRef}/entries/{id}":    a.get,
 		"DELETE /openwop/v1/memory/{memoryRef}/entries/{id}": a.delete,
 	}
+	// own routes the adapter's patterns alone, so that a miss can tell a
+	// wrong method (and the methods the path serves) from a wrong path.
+	own := http.NewServeMux()
 	for _, rt := range Routes {
 		h := handlers[rt.Pattern]
 		if h == nil {
 			panic("openwop: no handler for " + rt.Pattern)
 		}
+		own.Handle(rt.Pattern, http.NotFoundHandler())
 		mux.Handle(rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := h(w, r); err != nil {
 				e := fromAPI(err)
@@ -144,6 +154,48 @@ func (a *Adapter) Mount(mux *http.ServeMux) {
 			}
 		}))
 	}
+	miss := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		probe := &allowRecorder{header: http.Header{}}
+		h, _ := own.Handler(r)
+		h.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			writeError(w, &Error{Code: CodeMethodNotAllowed, Message: r.Method + " is not served here; this path serves " + probe.header.Get("Allow"),
+				Details: map[string]any{"allow": strings.Split(probe.header.Get("Allow"), ", ")}})
+			return
+		}
+		// The path is never quoted: a caller may have pasted anything there.
+		writeError(w, &Error{Code: CodeNotFound, Message: "there is no OpenWOP route at this path; see GET /.well-known/openwop"})
+	})
+	for _, p := range Prefixes {
+		mux.Handle(p, miss)
+	}
+}
+
+// allowRecorder keeps the status and the headers a handler writes, and
+// drops its body.
+type allowRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *allowRecorder) Header() http.Header         { return h.header }
+func (h *allowRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (h *allowRecorder) WriteHeader(code int)        { h.status = code }
+
+// jsonBody refuses a body declared as anything but JSON
+// (application/json, or application/<x>+json) with 415; an undeclared one
+// is read as JSON.
+func jsonBody(r *http.Request) *Error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	return &Error{Code: CodeUnsupportedMediaType, Message: "the body must be JSON, sent as Content-Type: application/json"}
 }
 
 // onSecret is the put's choice in force: reject when the adapter or the
@@ -225,6 +277,9 @@ type refRequest struct {
 // issueRef serves POST /openwop/v1/memory-refs: the memoryRef of an agent
 // and a namespace. It reads and writes nothing, so it needs no key.
 func (a *Adapter) issueRef(w http.ResponseWriter, r *http.Request) error {
+	if err := jsonBody(r); err != nil {
+		return err
+	}
 	var req refRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10))
 	dec.DisallowUnknownFields()
@@ -433,6 +488,9 @@ func (a *Adapter) put(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := checkParams(r.URL.Query()); err != nil {
+		return err
+	}
+	if err := jsonBody(r); err != nil {
 		return err
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPutBytes))

@@ -133,6 +133,14 @@ func setup(t *testing.T, onSecret, policyOnSecret string) *env {
 
 func (e *env) do(method, path, key string, body any) (int, []byte) {
 	e.t.Helper()
+	status, _, b := e.send(method, path, key, "application/json", body)
+	return status, b
+}
+
+// send is do with the request's Content-Type, answering the response's
+// headers too.
+func (e *env) send(method, path, key, contentType string, body any) (int, http.Header, []byte) {
+	e.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, ok := body.([]byte)
@@ -148,13 +156,16 @@ func (e *env) do(method, path, key string, body any) (int, []byte) {
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	if body != nil && contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(e.t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(e.t, err)
 	require.Equal(e.t, "application/json", res.Header.Get("Content-Type"), "%s %s: %s", method, path, b)
-	return res.StatusCode, b
+	return res.StatusCode, res.Header, b
 }
 
 // ref asks the host for the memoryRef of an agent and a namespace.
@@ -245,6 +256,7 @@ func (e *env) fails(method, path, key string, body any, status int, code string)
 	e.t.Helper()
 	got, b := e.do(method, path, key, body)
 	require.Equal(e.t, status, got, string(b))
+	validate(e.t, errorEnvelopeSchemaID, b)
 	var env struct {
 		Error   string         `json:"error"`
 		Message string         `json:"message"`
@@ -537,5 +549,45 @@ func TestMemoryRef(t *testing.T) {
 		var e *openwop.Error
 		require.ErrorAs(t, err, &e, s)
 		require.Equal(t, openwop.CodeNotFound, e.Code, s)
+	}
+}
+
+// Every error on the OpenWOP routes is the OpenWOP error envelope, unknown
+// paths and wrong methods under the prefix included; a body that is not
+// JSON is 415.
+func TestOpenWOPErrorsOnThePrefix(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "", "")
+	ref := e.ref("planner", "default")
+	for _, path := range []string{"/openwop", "/openwop/", "/openwop/v1", "/openwop/v2/memory", "/openwop/v1/memory/" + ref, entries(ref) + "/x/y", "/.well-known/openwop/x"} {
+		msg := e.fails("GET", path, acmeKey, nil, http.StatusNotFound, openwop.CodeNotFound)
+		require.Contains(t, msg, "no OpenWOP route", path)
+	}
+	for _, c := range []struct{ method, path, allow string }{
+		{"PUT", entries(ref), "GET, HEAD, POST"},
+		{"PATCH", entries(ref) + "/0193a1f2-0000-7000-8000-000000000000", "DELETE, GET, HEAD"},
+		{"GET", "/openwop/v1/memory-refs", "POST"},
+		{"POST", "/.well-known/openwop", "GET, HEAD"},
+	} {
+		status, h, b := e.send(c.method, c.path, acmeKey, "application/json", map[string]any{})
+		require.Equal(t, http.StatusMethodNotAllowed, status, "%s %s: %s", c.method, c.path, b)
+		validate(t, errorEnvelopeSchemaID, b)
+		require.Contains(t, string(b), `"error":"`+openwop.CodeMethodNotAllowed+`"`)
+		require.Equal(t, c.allow, h.Get("Allow"), "%s %s", c.method, c.path)
+	}
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx"} {
+		for _, path := range []string{entries(ref), "/openwop/v1/memory-refs"} {
+			status, _, b := e.send("POST", path, acmeKey, ct, []byte(`{"content": "x", "agentId": "planner"}`))
+			require.Equal(t, http.StatusUnsupportedMediaType, status, "%s %s: %s", ct, path, b)
+			validate(t, errorEnvelopeSchemaID, b)
+			require.Contains(t, string(b), `"error":"`+openwop.CodeUnsupportedMediaType+`"`)
+			require.Contains(t, string(b), "application/json")
+		}
+	}
+	require.Empty(t, e.list(ref, acmeKey, nil, nil), "nothing was written")
+	// JSON by another name is JSON.
+	for _, ct := range []string{"application/json; charset=utf-8", "Application/JSON", "application/merge-patch+json"} {
+		status, _, b := e.send("POST", entries(ref), acmeKey, ct, map[string]any{"content": "x"})
+		require.Equal(t, http.StatusCreated, status, "%s: %s", ct, b)
 	}
 }
