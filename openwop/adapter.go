@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/client"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
@@ -66,6 +67,12 @@ type Config struct {
 	// Policy returns the policy in force, whose redactor a put runs; nil
 	// means policy.Default().
 	Policy func() *policy.Policy `yaml:"-"`
+	// RefKeys are the secrets memoryRefs are signed with (see
+	// [RefSigner]): the first signs, each resolves. engramd passes its
+	// provenance signing keys, the active one first. Empty, the adapter
+	// signs with a random secret of its own, and its refs stop resolving
+	// when it is made again (engramd restarts).
+	RefKeys []string `yaml:"-"`
 	// Now is the clock expiresAt is judged by; nil means time.Now.
 	Now    func() time.Time `yaml:"-"`
 	Logger *slog.Logger     `yaml:"-"`
@@ -84,7 +91,8 @@ func (c Config) Validate() error {
 // keeps no state: every request is translated into calls made with the
 // caller's own key.
 type Adapter struct {
-	cfg Config
+	cfg  Config
+	refs *RefSigner
 }
 
 // New returns an adapter for cfg.
@@ -100,11 +108,11 @@ func New(cfg Config) *Adapter {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Adapter{cfg: cfg}
+	return &Adapter{cfg: cfg, refs: NewRefSigner(cfg.RefKeys...)}
 }
 
-// Route is one endpoint of the adapter; NeedsKey is false for those that
-// read and write nothing.
+// Route is one endpoint of the adapter; NeedsKey is false for the one
+// that needs none, the discovery document.
 type Route struct {
 	Pattern  string
 	NeedsKey bool
@@ -113,7 +121,7 @@ type Route struct {
 // Routes are the adapter's endpoints, as [Adapter.Mount] registers them.
 var Routes = []Route{
 	{"GET /.well-known/openwop", false},
-	{"POST /openwop/v1/memory-refs", false},
+	{"POST /openwop/v1/memory-refs", true},
 	{"GET /openwop/v1/memory/{memoryRef}/entries", true},
 	{"POST /openwop/v1/memory/{memoryRef}/entries", true},
 	{"GET /openwop/v1/memory/{memoryRef}/entries/{id}", true},
@@ -275,8 +283,16 @@ type refRequest struct {
 }
 
 // issueRef serves POST /openwop/v1/memory-refs: the memoryRef of an agent
-// and a namespace. It reads and writes nothing, so it needs no key.
+// (the key's own when the body names none) and a namespace, bound to the
+// key's tenant. It reads and writes no memory.
 func (a *Adapter) issueRef(w http.ResponseWriter, r *http.Request) error {
+	c, err := a.client(r, "")
+	if err != nil {
+		return err
+	}
+	if err := checkParams(r.URL.Query()); err != nil {
+		return err
+	}
 	if err := jsonBody(r); err != nil {
 		return err
 	}
@@ -286,14 +302,21 @@ func (a *Adapter) issueRef(w http.ResponseWriter, r *http.Request) error {
 	if err := dec.Decode(&req); err != nil {
 		return &Error{Code: CodeValidation, Message: `the body must be {"agentId": "…", "namespace": "…"}`}
 	}
-	ref := MemoryRef{Agent: req.AgentID, Namespace: cmp.Or(req.Namespace, DefaultNamespace)}
+	who, err := a.whoami(r.Context(), c)
+	if err != nil {
+		return err
+	}
+	ref := MemoryRef{Agent: cmp.Or(req.AgentID, who.AgentID), Namespace: cmp.Or(req.Namespace, DefaultNamespace)}
+	if ref.Agent == "" {
+		return invalid("agentId", "is required: this key names no agent of its own")
+	}
 	if err := ref.invalid(); err != nil {
 		return err
 	}
 	if err := a.clean(ref); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"memoryRef": ref.String()})
+	writeJSON(w, http.StatusOK, map[string]string{"memoryRef": a.refs.Issue(who.Tenant, ref)})
 	return nil
 }
 
@@ -304,19 +327,51 @@ type call struct {
 	c   *client.Client
 }
 
+// client is a client of the API with the request's key, acting for actor
+// (none when empty).
+func (a *Adapter) client(r *http.Request, actor string) (*client.Client, error) {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if key = strings.TrimSpace(key); !ok || key == "" {
+		return nil, &Error{Code: CodeUnauthenticated, Message: "send the API key as Authorization: Bearer <key>"}
+	}
+	return client.New(client.Config{URL: a.cfg.URL, Key: key, Actor: actor, HTTPClient: a.cfg.HTTPClient, UserAgent: "engram-openwop"})
+}
+
+// whoami is whom the key of c speaks for; an operator key, which has no
+// tenant, is refused: it reads and writes no tenant's memory.
+func (a *Adapter) whoami(ctx context.Context, c *client.Client) (*api.Whoami, error) {
+	who, err := c.Whoami(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if who.Tenant == "" {
+		return nil, &Error{Code: CodeForbidden, Message: "an operator key reads and writes no tenant's memory: use a key of the tenant"}
+	}
+	return who, nil
+}
+
+// begin authenticates a request on a memoryRef's entries and resolves the
+// ref for the key's tenant (§F): one issued to another tenant, or not
+// issued here, is not found.
 func (a *Adapter) begin(r *http.Request) (call, error) {
-	ref, err := ParseMemoryRef(r.PathValue("memoryRef"))
+	c, err := a.client(r, "")
 	if err != nil {
 		return call{}, err
 	}
+	who, err := a.whoami(r.Context(), c)
+	if err != nil {
+		return call{}, err
+	}
+	ref, err := a.refs.Resolve(who.Tenant, r.PathValue("memoryRef"))
+	if err != nil {
+		return call{}, err
+	}
+	// A ref issued before the operator's policy named its agent or
+	// namespace a secret.
 	if err := a.clean(ref); err != nil {
 		return call{}, err
 	}
-	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if key = strings.TrimSpace(key); !ok || key == "" {
-		return call{}, &Error{Code: CodeUnauthenticated, Message: "send the API key as Authorization: Bearer <key>"}
-	}
-	c, err := client.New(client.Config{URL: a.cfg.URL, Key: key, Actor: ref.Agent, HTTPClient: a.cfg.HTTPClient, UserAgent: "engram-openwop"})
+	c, err = a.client(r, ref.Agent)
 	if err != nil {
 		return call{}, err
 	}

@@ -3,6 +3,7 @@ package openwop_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -168,10 +169,17 @@ func (e *env) send(method, path, key, contentType string, body any) (int, http.H
 	return res.StatusCode, res.Header, b
 }
 
-// ref asks the host for the memoryRef of an agent and a namespace.
+// ref asks the host for acme's memoryRef of an agent and a namespace.
 func (e *env) ref(agent, namespace string) string {
 	e.t.Helper()
-	status, b := e.do("POST", "/openwop/v1/memory-refs", "", map[string]string{"agentId": agent, "namespace": namespace})
+	return e.refFor(acmeKey, agent, namespace)
+}
+
+// refFor asks the host for the memoryRef of an agent and a namespace, with
+// a tenant's key.
+func (e *env) refFor(key, agent, namespace string) string {
+	e.t.Helper()
+	status, b := e.do("POST", "/openwop/v1/memory-refs", key, map[string]string{"agentId": agent, "namespace": namespace})
 	require.Equal(e.t, http.StatusOK, status, string(b))
 	var out struct{ MemoryRef string }
 	require.NoError(e.t, json.Unmarshal(b, &out))
@@ -470,28 +478,86 @@ func TestOpenWOPExpiry(t *testing.T) {
 	require.Equal(t, []string{forever.ID}, ids(e.list(ref, acmeKey, nil, nil)))
 }
 
-// A memoryRef never reaches another tenant's memory (RFC 0004 §F): with
-// another tenant's key, a list is empty, a get null and a delete false, and
-// that tenant's writes stay its own.
+// A memoryRef never reaches another tenant's memory (RFC 0004 §F): it is
+// bound to the tenant it was issued to, so with another tenant's key it is
+// not one this host issued (404 not_found), whatever the call; that
+// tenant's own ref of the same agent and namespace is another ref, and its
+// writes stay its own.
 func TestOpenWOPTenantIsolation(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "", "")
 	ref := e.ref("planner", "shared-name")
 	mine := e.put(ref, acmeKey, map[string]any{"content": "acme's plan", "tags": []string{"plan"}})
 
-	require.Empty(t, e.list(ref, otherKey, nil, nil))
-	require.Empty(t, e.list(ref, otherKey, map[string]any{"tag": "plan"}, nil))
-	later := time.Now().Add(time.Minute)
-	require.Empty(t, e.list(ref, otherKey, nil, &later))
-	require.Nil(t, e.get(ref, otherKey, mine.ID, nil))
-	require.Nil(t, e.get(ref, otherKey, mine.ID, &later))
-	require.False(t, e.delete(ref, otherKey, mine.ID))
+	later := url.QueryEscape(time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano))
+	for _, c := range []struct{ method, path string }{
+		{"GET", entries(ref)},
+		{"GET", entries(ref) + "?tag=plan"},
+		{"GET", entries(ref) + "?snapshot=" + later},
+		{"GET", entries(ref) + "/" + mine.ID},
+		{"GET", entries(ref) + "/" + mine.ID + "?snapshot=" + later},
+		{"DELETE", entries(ref) + "/" + mine.ID},
+		{"POST", entries(ref)},
+	} {
+		msg := e.fails(c.method, c.path, otherKey, map[string]any{"content": "other's plan"}, http.StatusNotFound, openwop.CodeNotFound)
+		require.Equal(t, "the memoryRef is not one this host issued to this tenant: ask POST /openwop/v1/memory-refs for one", msg)
+	}
 
-	theirs := e.put(ref, otherKey, map[string]any{"content": "other's plan"})
-	require.Equal(t, []string{theirs.ID}, ids(e.list(ref, otherKey, nil, nil)))
+	theirRef := e.refFor(otherKey, "planner", "shared-name")
+	require.NotEqual(t, ref, theirRef, "a ref is the tenant's")
+	require.Empty(t, e.list(theirRef, otherKey, nil, nil))
+	require.Nil(t, e.get(theirRef, otherKey, mine.ID, nil))
+	require.False(t, e.delete(theirRef, otherKey, mine.ID))
+	theirs := e.put(theirRef, otherKey, map[string]any{"content": "other's plan"})
+	require.Equal(t, []string{theirs.ID}, ids(e.list(theirRef, otherKey, nil, nil)))
 	require.Equal(t, []string{mine.ID}, ids(e.list(ref, acmeKey, nil, nil)), "the other tenant's write is not acme's, nor did its delete reach acme")
 	require.Nil(t, e.get(ref, acmeKey, theirs.ID, nil))
 	require.NotNil(t, e.get(ref, acmeKey, mine.ID, nil))
+}
+
+// Only a memoryRef the host issued is accepted (RFC 0004 §C: host-issued):
+// one made by hand — mem_ and the base64url of another agent and namespace,
+// as the refs looked before they were signed — or an issued one altered is
+// 404 not_found, whatever the call, and nothing is written.
+func TestOpenWOPForgedRef(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "", "")
+	ref := e.ref("planner", "default")
+	mine := e.put(ref, acmeKey, map[string]any{"content": "planner's plan"})
+	coder := e.ref("coder", "default")
+	// body and signature of an issued ref.
+	cut := func(r string) (string, string) {
+		if i := strings.LastIndexByte(r, '.'); i >= 0 {
+			return r[:i], r[i:]
+		}
+		return r, ""
+	}
+	coderBody, _ := cut(coder)
+	_, refSig := cut(ref)
+	forged := []string{
+		"mem_" + base64.RawURLEncoding.EncodeToString([]byte("planner/default")),
+		"mem_" + base64.RawURLEncoding.EncodeToString([]byte("coder/default")),
+		"mem_" + base64.RawURLEncoding.EncodeToString([]byte("coder/default")) + "." + base64.RawURLEncoding.EncodeToString(make([]byte, 16)),
+		// An issued ref's signature under another agent's name.
+		coderBody + refSig,
+		ref[:len(ref)-1] + map[bool]string{true: "B", false: "A"}[strings.HasSuffix(ref, "A")],
+		ref + "A",
+		"urn:other-host:1",
+		"mem_" + canary,
+	}
+	for _, bad := range forged {
+		for _, c := range []struct{ method, path string }{
+			{"GET", entries(bad)},
+			{"POST", entries(bad)},
+			{"GET", entries(bad) + "/" + mine.ID},
+			{"DELETE", entries(bad) + "/" + mine.ID},
+		} {
+			msg := e.fails(c.method, c.path, acmeKey, map[string]any{"content": "forged"}, http.StatusNotFound, openwop.CodeNotFound)
+			require.NotContains(t, msg, canary)
+		}
+	}
+	require.Equal(t, []string{mine.ID}, ids(e.list(ref, acmeKey, nil, nil)), "nothing was written or deleted")
+	require.Empty(t, e.list(coder, acmeKey, nil, nil))
 }
 
 // Errors are the OpenWOP error envelope, with the code's status.
@@ -524,31 +590,52 @@ func TestOpenWOPErrors(t *testing.T) {
 	for _, q := range []string{"limit=-1", "limit=ten", "tag=", "tag=" + strings.Repeat("t", 257), "cursor=x"} {
 		e.fails("GET", entries(ref)+"?"+q, acmeKey, nil, http.StatusBadRequest, openwop.CodeValidation)
 	}
-	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "a/b"}, http.StatusBadRequest, openwop.CodeValidation)
-	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "planner", "namespace": "x y"}, http.StatusBadRequest, openwop.CodeValidation)
-	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agent": "planner"}, http.StatusBadRequest, openwop.CodeValidation)
+	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "planner"}, http.StatusUnauthorized, openwop.CodeUnauthenticated)
+	msg = e.fails("POST", "/openwop/v1/memory-refs", opsKey, map[string]any{"agentId": "planner"}, http.StatusForbidden, openwop.CodeForbidden)
+	require.Equal(t, "an operator key reads and writes no tenant's memory: use a key of the tenant", msg)
+	msg = e.fails("POST", "/openwop/v1/memory-refs", acmeKey, map[string]any{"namespace": "x"}, http.StatusBadRequest, openwop.CodeValidation)
+	require.Equal(t, "agentId is required: this key names no agent of its own", msg)
+	e.fails("POST", "/openwop/v1/memory-refs", acmeKey, map[string]any{"agentId": "a/b"}, http.StatusBadRequest, openwop.CodeValidation)
+	e.fails("POST", "/openwop/v1/memory-refs", acmeKey, map[string]any{"agentId": "planner", "namespace": "x y"}, http.StatusBadRequest, openwop.CodeValidation)
+	e.fails("POST", "/openwop/v1/memory-refs", acmeKey, map[string]any{"agent": "planner"}, http.StatusBadRequest, openwop.CodeValidation)
 	// A name the redactor would change could not find its own entries.
-	msg = e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "ada@example.com"}, http.StatusBadRequest, openwop.CodeValidation)
+	msg = e.fails("POST", "/openwop/v1/memory-refs", acmeKey, map[string]any{"agentId": "ada@example.com"}, http.StatusBadRequest, openwop.CodeValidation)
 	require.NotContains(t, msg, "ada@example.com")
-	e.fails("GET", entries(openwop.MemoryRef{Agent: "p", Namespace: canary}.String()), acmeKey, nil, http.StatusBadRequest, openwop.CodeValidation)
 	require.Equal(t, e.ref("planner", "default"), e.ref("planner", ""), "the default namespace")
 }
 
-// A memoryRef resolves to the agent and namespace it was issued for, and
-// any other string to not_found.
-func TestMemoryRef(t *testing.T) {
+// A memoryRef resolves to the agent and namespace it was issued for, for
+// the tenant it was issued to, by a signer holding the secret it was signed
+// with; any other string, or another tenant, is not_found.
+func TestRefSigner(t *testing.T) {
 	t.Parallel()
-	for _, ref := range []openwop.MemoryRef{{Agent: "planner", Namespace: "default"}, {Agent: "a.b:c@d-e_f", Namespace: "x"}, {Agent: "p", Namespace: "ns:with:colons"}} {
-		got, err := openwop.ParseMemoryRef(ref.String())
-		require.NoError(t, err)
-		require.Equal(t, ref, got)
-	}
-	require.NotEqual(t, openwop.MemoryRef{Agent: "a", Namespace: "bc"}.String(), openwop.MemoryRef{Agent: "ab", Namespace: "c"}.String())
-	for _, s := range []string{"", "mem_", "mem_!!", "planner/default", "mem_" + "cGxhbm5lcg", "mem_L2RlZmF1bHQ", "mem_cC9hL2I"} {
-		_, err := openwop.ParseMemoryRef(s)
+	old, cur := openwop.NewRefSigner("old-secret-0123456789abcdef0123456789"), openwop.NewRefSigner("new-secret-0123456789abcdef0123456789", "old-secret-0123456789abcdef0123456789")
+	notFound := func(s *openwop.RefSigner, tenant, ref string) {
+		t.Helper()
+		_, err := s.Resolve(tenant, ref)
 		var e *openwop.Error
-		require.ErrorAs(t, err, &e, s)
-		require.Equal(t, openwop.CodeNotFound, e.Code, s)
+		require.ErrorAs(t, err, &e, ref)
+		require.Equal(t, openwop.CodeNotFound, e.Code, ref)
+	}
+	for _, ref := range []openwop.MemoryRef{{Agent: "planner", Namespace: "default"}, {Agent: "a.b:c@d-e_f", Namespace: "x"}, {Agent: "p", Namespace: "ns:with:colons"}} {
+		for _, s := range []*openwop.RefSigner{old, cur} {
+			got, err := cur.Resolve("acme", s.Issue("acme", ref))
+			require.NoError(t, err, "the current secret and the one rotated out both resolve")
+			require.Equal(t, ref, got)
+			notFound(cur, "other", s.Issue("acme", ref))
+		}
+		notFound(old, "acme", cur.Issue("acme", ref))
+		notFound(openwop.NewRefSigner(), "acme", cur.Issue("acme", ref))
+		if len(ref.Agent) > 3 {
+			require.NotContains(t, cur.Issue("acme", ref), ref.Agent, "a ref is opaque")
+		}
+	}
+	require.NotEqual(t, cur.Issue("acme", openwop.MemoryRef{Agent: "a", Namespace: "bc"}), cur.Issue("acme", openwop.MemoryRef{Agent: "ab", Namespace: "c"}))
+	require.NotEqual(t, cur.Issue("acme", openwop.MemoryRef{Agent: "a", Namespace: "b"}), cur.Issue("other", openwop.MemoryRef{Agent: "a", Namespace: "b"}))
+	good := cur.Issue("acme", openwop.MemoryRef{Agent: "planner", Namespace: "default"})
+	for _, s := range []string{"", "mem_", "mem_!!", "planner/default", "mem_cGxhbm5lcg", "mem_L2RlZmF1bHQ", "mem_cC9hL2I",
+		good + "=", good + ".", strings.Replace(good, "mem_", "MEM_", 1), good[:len(good)-2]} {
+		notFound(cur, "acme", s)
 	}
 }
 
