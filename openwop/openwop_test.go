@@ -32,6 +32,11 @@ const (
 	acmeKey  = "acme-key-0123456789"
 	otherKey = "other-key-0123456789"
 	opsKey   = "operator-key-0123456789"
+	// Agent keys of acme: an executor whose agent is planner, an
+	// orchestrator and a verifier.
+	executorKey     = "acme-executor-0123456789"
+	orchestratorKey = "acme-orchestrator-0123456789"
+	verifierKey     = "acme-verifier-0123456789"
 	// canary is an operator literal secret: a value that flowed through the
 	// run's secret handling (SR-1).
 	canary = "canary-sekrit-4f1d9a"
@@ -123,6 +128,9 @@ func setup(t *testing.T, onSecret, policyOnSecret string) *env {
 			{Tenant: "acme", Name: "acme-test", Secret: acmeKey, Role: server.RoleCurator},
 			{Tenant: "other", Name: "other-test", Secret: otherKey, Role: server.RoleCurator},
 			{Name: "ops-test", Secret: opsKey, Role: server.RoleOperator},
+			{Tenant: "acme", Name: "executor", Secret: executorKey, Role: server.RoleExecutor, Agent: "planner"},
+			{Tenant: "acme", Name: "orchestrator", Secret: orchestratorKey, Role: server.RoleOrchestrator, Agent: "lead"},
+			{Tenant: "acme", Name: "verifier", Secret: verifierKey, Role: server.RoleVerifier, Agent: "checker"},
 		},
 		Policy:  func() *policy.Policy { return pol },
 		Now:     c.now,
@@ -183,7 +191,9 @@ func (e *env) refFor(key, agent, namespace string) string {
 	require.Equal(e.t, http.StatusOK, status, string(b))
 	var out struct{ MemoryRef string }
 	require.NoError(e.t, json.Unmarshal(b, &out))
-	require.NotContains(e.t, out.MemoryRef, agent, "a memoryRef is opaque")
+	if agent != "" {
+		require.NotContains(e.t, out.MemoryRef, agent, "a memoryRef is opaque")
+	}
 	return out.MemoryRef
 }
 
@@ -677,4 +687,61 @@ func TestOpenWOPErrorsOnThePrefix(t *testing.T) {
 		status, _, b := e.send("POST", entries(ref), acmeKey, ct, map[string]any{"content": "x"})
 		require.Equal(t, http.StatusCreated, status, "%s: %s", ct, b)
 	}
+}
+
+// An agent's own key does the agent's work (issue 27): an executor puts,
+// lists, gets and deletes its own agent's entries, with the ref of its own
+// agent by default; an orchestrator does so for the agents of its tasks.
+func TestOpenWOPAgentKeys(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "", "")
+	ref := e.refFor(executorKey, "", "default")
+	require.Equal(t, e.refFor(executorKey, "planner", "default"), ref, "an executor's ref is its own agent's by default")
+	mine := e.put(ref, executorKey, map[string]any{"content": "the build needs make 4", "tags": []string{"source:session"}})
+	require.Equal(t, []string{mine.ID}, ids(e.list(ref, executorKey, nil, nil)))
+	require.NotNil(t, e.get(ref, executorKey, mine.ID, nil))
+	require.True(t, e.delete(ref, executorKey, mine.ID))
+	require.Empty(t, e.list(ref, executorKey, nil, nil))
+	require.False(t, e.delete(ref, executorKey, mine.ID))
+
+	// The orchestrator writes for the agents of its tasks, planner's too.
+	for _, agent := range []string{"coder", "planner"} {
+		r := e.refFor(orchestratorKey, agent, "default")
+		require.Equal(t, e.refFor(acmeKey, agent, "default"), r, "a ref is the tenant's, whoever asked for it")
+		got := e.put(r, orchestratorKey, map[string]any{"content": "the task of " + agent})
+		require.Equal(t, []string{got.ID}, ids(e.list(r, orchestratorKey, nil, nil)))
+		require.True(t, e.delete(r, orchestratorKey, got.ID))
+		require.Empty(t, e.list(r, orchestratorKey, nil, nil))
+	}
+	require.Empty(t, e.list(ref, executorKey, nil, nil))
+}
+
+// An agent's key does nothing its role may not (issue 27): an executor
+// writes and deletes no other agent's entries, a verifier writes and
+// deletes none, and each refusal says why, grammatically, in the envelope;
+// nothing is written or deleted.
+func TestOpenWOPAgentKeyRefusals(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "", "")
+	coder := e.refFor(executorKey, "coder", "default")
+	theirs := e.put(coder, orchestratorKey, map[string]any{"content": "coder's note"})
+
+	msg := e.fails("POST", entries(coder), executorKey, map[string]any{"content": "planner writing as coder"}, http.StatusForbidden, openwop.CodeForbidden)
+	require.Equal(t, "an executor key may write only its own agent's semantic memory", msg)
+	msg = e.fails("DELETE", entries(coder)+"/"+theirs.ID, executorKey, nil, http.StatusForbidden, openwop.CodeForbidden)
+	require.Equal(t, "an executor key may delete only its own agent's semantic memory", msg)
+	// Facts are a shared layer: an executor reads every agent's (the
+	// role matrix), as retrieval would give them to it.
+	require.Equal(t, []string{theirs.ID}, ids(e.list(coder, executorKey, nil, nil)))
+
+	ref := e.refFor(verifierKey, "", "default")
+	require.Equal(t, e.refFor(verifierKey, "checker", "default"), ref)
+	msg = e.fails("POST", entries(ref), verifierKey, map[string]any{"content": "a verifier's note"}, http.StatusForbidden, openwop.CodeForbidden)
+	require.Equal(t, "a verifier key may not write semantic memory", msg)
+	msg = e.fails("DELETE", entries(coder)+"/"+theirs.ID, verifierKey, nil, http.StatusForbidden, openwop.CodeForbidden)
+	require.Equal(t, "a verifier key may not delete semantic memory", msg)
+	require.Equal(t, []string{theirs.ID}, ids(e.list(coder, verifierKey, nil, nil)))
+
+	require.Equal(t, []string{theirs.ID}, ids(e.list(coder, acmeKey, nil, nil)), "nothing was written or deleted")
+	require.Empty(t, e.list(ref, acmeKey, nil, nil))
 }
