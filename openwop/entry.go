@@ -68,8 +68,10 @@ func decodePut(body []byte, now time.Time) (putRequest, *Error) {
 	if json.Unmarshal(raw, &req.Content) != nil {
 		return req, invalid("/content", "must be a string")
 	}
+	// capabilities.schema.json, memory.maxEntrySizeBytes: "Hosts SHOULD
+	// reject put exceeding this with validation_error".
 	if len(req.Content) > MaxEntryBytes {
-		return req, &Error{Code: CodeTooLarge, Message: "content is over the limit of " + itoa(MaxEntryBytes) + " bytes",
+		return req, &Error{Code: CodeValidation, Message: "/content is over the limit of " + itoa(MaxEntryBytes) + " bytes (maxEntrySizeBytes)",
 			Details: map[string]any{"field": "/content", "maxEntrySizeBytes": MaxEntryBytes}}
 	}
 	if raw, ok := fields["tags"]; ok && !isNull(raw) {

@@ -596,7 +596,16 @@ func TestOpenWOPErrors(t *testing.T) {
 	} {
 		e.fails("POST", entries(ref), acmeKey, bad, http.StatusBadRequest, openwop.CodeValidation)
 	}
-	e.fails("POST", entries(ref), acmeKey, map[string]any{"content": strings.Repeat("x", openwop.MaxEntryBytes+1)}, http.StatusRequestEntityTooLarge, openwop.CodeTooLarge)
+	// capabilities.schema.json: a put over maxEntrySizeBytes is a
+	// validation_error; a body over the adapter's cap is too large.
+	msg = e.fails("POST", entries(ref), acmeKey, map[string]any{"content": strings.Repeat("x", openwop.MaxEntryBytes+1)}, http.StatusBadRequest, openwop.CodeValidation)
+	require.Contains(t, msg, "maxEntrySizeBytes")
+	e.put(ref, acmeKey, map[string]any{"content": strings.Repeat("x", openwop.MaxEntryBytes)})
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = strings.Repeat("t", 200)
+	}
+	e.fails("POST", entries(ref), acmeKey, map[string]any{"content": "x", "tags": many}, http.StatusRequestEntityTooLarge, openwop.CodeTooLarge)
 	for _, q := range []string{"limit=-1", "limit=ten", "tag=", "tag=" + strings.Repeat("t", 257), "cursor=x"} {
 		e.fails("GET", entries(ref)+"?"+q, acmeKey, nil, http.StatusBadRequest, openwop.CodeValidation)
 	}
