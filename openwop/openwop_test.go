@@ -20,6 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/policy"
@@ -111,6 +112,12 @@ type env struct {
 // canary, and onSecret and the policy's on_secret as given.
 func setup(t *testing.T, onSecret, policyOnSecret string) *env {
 	t.Helper()
+	return setupBudgets(t, onSecret, policyOnSecret, access.Budgets{})
+}
+
+// setupBudgets is setup with the write path's budgets.
+func setupBudgets(t *testing.T, onSecret, policyOnSecret string, budgets access.Budgets) *env {
+	t.Helper()
 	db := pgtest.NewSchema(t)
 	for _, tenant := range []string{"acme", "other"} {
 		require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, tenant))
@@ -123,7 +130,7 @@ func setup(t *testing.T, onSecret, policyOnSecret string) *env {
 	require.NoError(t, err)
 	c := &clock{}
 	srv := httptest.NewServer(server.New(server.Config{
-		DB: db.Pool, Writer: revise.New(db.Pool, revise.Config{}),
+		DB: db.Pool, Writer: revise.New(db.Pool, revise.Config{Budgets: budgets}),
 		Keys: []server.Key{
 			{Tenant: "acme", Name: "acme-test", Secret: acmeKey, Role: server.RoleCurator},
 			{Tenant: "other", Name: "other-test", Secret: otherKey, Role: server.RoleCurator},
@@ -174,6 +181,7 @@ func (e *env) send(method, path, key, contentType string, body any) (int, http.H
 	b, err := io.ReadAll(res.Body)
 	require.NoError(e.t, err)
 	require.Equal(e.t, "application/json", res.Header.Get("Content-Type"), "%s %s: %s", method, path, b)
+	answered(method, path, res.StatusCode, b)
 	return res.StatusCode, res.Header, b
 }
 
@@ -753,4 +761,20 @@ func TestOpenWOPAgentKeyRefusals(t *testing.T) {
 
 	require.Equal(t, []string{theirs.ID}, ids(e.list(coder, acmeKey, nil, nil)), "nothing was written or deleted")
 	require.Empty(t, e.list(ref, acmeKey, nil, nil))
+}
+
+// A spent write budget (write-path RFC §12.11.2) is rate_limited, with
+// Retry-After, in the envelope; reads go on.
+func TestOpenWOPRateLimited(t *testing.T) {
+	t.Parallel()
+	e := setupBudgets(t, "", "", access.Budgets{Writes: map[access.Role]int{access.Executor: 1}})
+	ref := e.refFor(executorKey, "", "default")
+	first := e.put(ref, executorKey, map[string]any{"content": "the one write of this session"})
+	status, h, b := e.send("POST", entries(ref), executorKey, "application/json", map[string]any{"content": "one too many"})
+	require.Equal(t, http.StatusTooManyRequests, status, string(b))
+	validate(t, errorEnvelopeSchemaID, b)
+	require.Contains(t, string(b), `"error":"`+openwop.CodeRateLimited+`"`)
+	require.Contains(t, string(b), `"message":"write budget write:executor spent: 1 write per session window for agent \"planner\""`)
+	require.NotEmpty(t, h.Get("Retry-After"))
+	require.Equal(t, []string{first.ID}, ids(e.list(ref, executorKey, nil, nil)))
 }
