@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -168,7 +169,8 @@ func (a *Adapter) Mount(mux *http.ServeMux) {
 		h.ServeHTTP(probe, r)
 		if probe.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", probe.header.Get("Allow"))
-			writeError(w, &Error{Code: CodeMethodNotAllowed, Message: r.Method + " is not served here; this path serves " + probe.header.Get("Allow"),
+			// The method is never quoted: a caller may have sent anything.
+			writeError(w, &Error{Code: CodeMethodNotAllowed, Message: "this path serves " + probe.header.Get("Allow") + " only",
 				Details: map[string]any{"allow": strings.Split(probe.header.Get("Allow"), ", ")}})
 			return
 		}
@@ -290,7 +292,7 @@ func (a *Adapter) issueRef(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkParams(r.URL.Query()); err != nil {
+	if err := a.checkParams(r.URL.Query()); err != nil {
 		return err
 	}
 	if err := jsonBody(r); err != nil {
@@ -404,14 +406,36 @@ func snapshotOf(q url.Values) (*time.Time, error) {
 	return &t, nil
 }
 
-// checkParams refuses query parameters other than names.
-func checkParams(q url.Values, names ...string) error {
+// checkParams refuses query parameters other than names, quoting a
+// parameter's name only when it is safe to (see [Adapter.quotable]).
+func (a *Adapter) checkParams(q url.Values, names ...string) error {
+	use := "this call takes none"
+	if len(names) > 0 {
+		use = "use " + strings.Join(names, ", ")
+	}
 	for _, k := range slices.Sorted(maps.Keys(q)) {
-		if !slices.Contains(names, k) {
-			return invalid(k, "is not a parameter here; use "+strings.Join(names, ", "))
+		if slices.Contains(names, k) {
+			continue
 		}
+		if n := a.quotable(k); n != "" {
+			return invalid(n, "is not a parameter here; "+use)
+		}
+		return &Error{Code: CodeValidation, Message: "a query parameter is not one of this call's; " + use}
 	}
 	return nil
+}
+
+// quotable is s when an error message may quote it — a name a caller sent
+// that is short and holds nothing the policy's redactor finds — and ""
+// otherwise: no message quotes a secret.
+func (a *Adapter) quotable(s string) string {
+	if len(s) > 64 || !utf8.ValidString(s) {
+		return ""
+	}
+	if _, found := a.cfg.Policy().Redactor().String(s); len(found) > 0 {
+		return ""
+	}
+	return s
 }
 
 // list serves list(memoryRef, options): the ref's entries at the snapshot,
@@ -422,7 +446,7 @@ func (a *Adapter) list(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	if err := checkParams(q, "limit", "tag", "snapshot"); err != nil {
+	if err := a.checkParams(q, "limit", "tag", "snapshot"); err != nil {
 		return err
 	}
 	var opts listOptions
@@ -520,7 +544,7 @@ func (a *Adapter) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	if err := checkParams(q, "snapshot"); err != nil {
+	if err := a.checkParams(q, "snapshot"); err != nil {
 		return err
 	}
 	snapshot, err := snapshotOf(q)
@@ -542,7 +566,7 @@ func (a *Adapter) put(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkParams(r.URL.Query()); err != nil {
+	if err := a.checkParams(r.URL.Query()); err != nil {
 		return err
 	}
 	if err := jsonBody(r); err != nil {
@@ -556,7 +580,7 @@ func (a *Adapter) put(w http.ResponseWriter, r *http.Request) error {
 		}
 		return &Error{Code: CodeValidation, Message: "the body could not be read"}
 	}
-	req, verr := decodePut(body, a.cfg.Now())
+	req, verr := decodePut(body, a.cfg.Now(), a.quotable)
 	if verr != nil {
 		return verr
 	}
@@ -604,7 +628,7 @@ func (a *Adapter) delete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkParams(r.URL.Query()); err != nil {
+	if err := a.checkParams(r.URL.Query()); err != nil {
 		return err
 	}
 	e, err := a.read(r.Context(), cl, r.PathValue("id"), nil)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/stretchr/testify/require"
 
@@ -617,6 +618,21 @@ func TestOpenWOPErrors(t *testing.T) {
 	for _, q := range []string{"limit=-1", "limit=ten", "tag=", "tag=" + strings.Repeat("t", 257), "cursor=x"} {
 		e.fails("GET", entries(ref)+"?"+q, acmeKey, nil, http.StatusBadRequest, openwop.CodeValidation)
 	}
+	msg = e.fails("GET", entries(ref)+"?cursor=x", acmeKey, nil, http.StatusBadRequest, openwop.CodeValidation)
+	require.Equal(t, "cursor is not a parameter here; use limit, tag, snapshot", msg)
+	msg = e.fails("DELETE", entries(ref)+"/"+uuid.NewString()+"?force=1", acmeKey, nil, http.StatusBadRequest, openwop.CodeValidation)
+	require.Equal(t, "force is not a parameter here; this call takes none", msg)
+	// A name the caller sent is quoted only when it holds no secret.
+	msg = e.fails("GET", entries(ref)+"?"+canary+"=1", acmeKey, nil, http.StatusBadRequest, openwop.CodeValidation)
+	require.Equal(t, "a query parameter is not one of this call's; use limit, tag, snapshot", msg)
+	msg = e.fails("POST", entries(ref), acmeKey, map[string]any{"content": "x", canary: "y"}, http.StatusBadRequest, openwop.CodeValidation)
+	require.Equal(t, "the body has a field that is not one of a memory entry's: content, tags, expiresAt", msg)
+	msg = e.fails("POST", entries(ref), acmeKey, map[string]any{"content": "x", "color": "red"}, http.StatusBadRequest, openwop.CodeValidation)
+	require.Equal(t, "/color is not a field of a memory entry", msg)
+	status, _, b := e.send(canary, entries(ref), acmeKey, "application/json", nil)
+	require.Equal(t, http.StatusMethodNotAllowed, status)
+	require.NotContains(t, string(b), canary)
+	require.Contains(t, string(b), "this path serves GET, HEAD, POST only")
 	e.fails("POST", "/openwop/v1/memory-refs", "", map[string]any{"agentId": "planner"}, http.StatusUnauthorized, openwop.CodeUnauthenticated)
 	msg = e.fails("POST", "/openwop/v1/memory-refs", opsKey, map[string]any{"agentId": "planner"}, http.StatusForbidden, openwop.CodeForbidden)
 	require.Equal(t, "an operator key reads and writes no tenant's memory: use a key of the tenant", msg)
