@@ -27,13 +27,13 @@ db: ## Make sure PostgreSQL, pgvector and the engram databases are there
 browser: ## Make sure headless Chromium is there for the console's browser tests (apt-get when missing)
 	@bash scripts/browser.sh
 
-clients: ## Make sure the real MCP clients (TypeScript SDK, Inspector) are there for mcpserver's tests (npm ci when missing)
+clients: ## Make sure the real clients are there: MCP's TypeScript SDK and Inspector for mcpserver's tests, ajv for openwop's (npm ci when missing)
 	@bash scripts/clients.sh
 
 build: ## Build the binaries into bin/
 	go build -o bin/ ./cmd/...
 
-test: db browser clients ## Run all tests (race detector) against TEST_DATABASE_URL, the console's in headless Chromium, MCP's with real clients
+test: db browser clients ## Run all tests (race detector) against TEST_DATABASE_URL, the console's in headless Chromium, MCP's with real clients, OpenWOP's answers through ajv
 	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_REQUIRE_CLIENTS=1 go test $(TEST_FLAGS) -timeout=$(TEST_TIMEOUT) ./...
 
 screenshots: db browser ## Screenshot each console page into docs/console/*.png, by the console's browser tests

@@ -148,3 +148,12 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, k)
 	return nil
 }
+
+// whoami serves GET /v1/whoami: the caller's key's name, tenant, role and
+// agent — its own attributes, nothing about any other key. The OpenWOP
+// adapter binds the memoryRefs it issues to the tenant it reads here.
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
+	p := principalOf(r)
+	writeJSON(w, http.StatusOK, api.Whoami{Key: p.name, Tenant: p.tenant, Role: string(p.role), AgentID: p.agent})
+	return nil
+}

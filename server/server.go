@@ -292,6 +292,8 @@ func (s *Server) routes() []route {
 		// read their tenant's, an operator's the tenant it names; and the
 		// tenants an operator may name.
 		{"GET /v1/stats/health", s.healthStats, anyRole, false},
+		// Whom a key speaks for: its own attributes, read by any key.
+		{"GET /v1/whoami", s.whoami, anyRole, false},
 		{"GET /v1/tenants", s.listTenants, operatorRoles, false},
 		// The review queue (write-path RFC §12.6): a tenant's keys review
 		// its drafts, until reviewers get a role of their own.

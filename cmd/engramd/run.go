@@ -26,6 +26,7 @@ import (
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/migrations"
 	"github.com/engram-dev/engram/openintent"
+	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
@@ -215,7 +216,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		Retrieve:     ret.retriever,
 		OpenIntent: openintent.Config{EpisodicCapacity: cfg.OpenIntent.EpisodicCapacity,
 			WorkingCapacity: cfg.OpenIntent.WorkingCapacity},
-		OpenWOP: cfg.OpenWOP,
+		OpenWOP: openwopConfig(cfg),
 		Console: cfg.Console,
 	})
 	httpServer := &http.Server{
@@ -266,7 +267,9 @@ func insecure(cfg config.Config, encrypted bool) []string {
 	if len(cfg.WritePath.Provenance.Keys) == 0 {
 		// Unsigned stamps cannot show that a record's provenance is the
 		// one the write path stamped (write-path RFC §12.4.2).
-		out = append(out, "no provenance signing key: provenance stamps are stored UNSIGNED and cannot be verified; set write_path.provenance.keys or ENGRAM_PROVENANCE_KEYS=id:secret")
+		// OpenWOP memoryRefs are signed with the same keys: without one, with
+		// a secret of this process only.
+		out = append(out, "no provenance signing key: provenance stamps are stored UNSIGNED and cannot be verified, and OpenWOP memoryRefs stop resolving when engramd restarts and on other daemons; set write_path.provenance.keys or ENGRAM_PROVENANCE_KEYS=id:secret")
 	}
 	if !encrypted {
 		out = append(out, "encryption at rest is OFF: no master key, so sensitive payloads are stored in the clear; set encryption.master_keys, encryption.master_key_file or ENGRAM_MASTER_KEY")
@@ -377,4 +380,21 @@ func serveProfiler(ctx context.Context, addr string, logger *slog.Logger) (stop 
 	go func() { _ = srv.Serve(ln) }()
 	logger.Warn("the Go profiler is served: keep its address private", slog.String("addr", ln.Addr().String()))
 	return func() { _ = srv.Close() }, nil
+}
+
+// openwopConfig is the OpenWOP adapter's configuration: its section, and
+// the provenance signing keys as the secrets its memoryRefs are signed
+// with, the active one first (it signs; the others still resolve the refs
+// they signed).
+func openwopConfig(cfg config.Config) openwop.Config {
+	c := cfg.OpenWOP
+	p := cfg.WritePath.Provenance
+	for _, k := range p.Keys {
+		if k.ID == p.Active {
+			c.RefKeys = append([]string{k.Secret}, c.RefKeys...)
+		} else {
+			c.RefKeys = append(c.RefKeys, k.Secret)
+		}
+	}
+	return c
 }
