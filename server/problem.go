@@ -165,6 +165,15 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 			"the request conflicted with another one at the same moment and was undone; send it again")
 		p.RetryAfter = time.Second
 		return p
+	case timedOut(err):
+		// A statement outlasted the database's statement or lock timeout
+		// (database.*): its transaction was undone.
+		s.logger.WarnContext(r.Context(), "request timed out in the database", slog.String("method", r.Method),
+			slog.String("path", redactPath(s.policy().Redactor(), r.URL.Path)))
+		p := problem(http.StatusServiceUnavailable, "timeout", "Try again",
+			"the database did not finish the request within its timeout (a lock held by another, or a statement too long); nothing was written; send it again")
+		p.RetryAfter = time.Second
+		return p
 	}
 	// A path and an error may quote what the client sent.
 	red := s.policy().Redactor()
@@ -172,6 +181,12 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 	s.logger.ErrorContext(r.Context(), "request failed", slog.String("method", r.Method),
 		slog.String("path", redactPath(red, r.URL.Path)), slog.String("error", msg))
 	return problem(http.StatusInternalServerError, "internal", "Internal error", "the request failed; the server log has details")
+}
+
+// timedOut reports whether err is a statement ended by a timeout.
+func timedOut(err error) bool {
+	code, _ := pg.Code(err)
+	return code == pg.LockNotAvailable || code == pg.QueryCanceled
 }
 
 // transient reports whether err is PostgreSQL breaking a deadlock or a

@@ -83,11 +83,14 @@ func freeAddr(t testing.TB) string {
 	return addr
 }
 
-func startDaemon(t *testing.T, bin, dbURL, addr string) *daemon {
+// startDaemon starts engramd on dbURL at addr, with env added to its
+// environment, and waits until it is ready.
+func startDaemon(t *testing.T, bin, dbURL, addr string, env ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(bin, "run")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr,
 		"ENGRAM_API_KEYS=acme:"+testKey, "ENGRAM_LOG_LEVEL=warn")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	require.NoError(t, cmd.Start())
 	d := &daemon{cmd: cmd, addr: addr}
