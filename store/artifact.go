@@ -22,7 +22,7 @@ type Artifact struct {
 	Size      int64     `json:"size"`
 	CreatedAt time.Time `json:"created_at"`
 	// Sealed: the stored content is a sealed value, not the artifact's
-	// bytes (migration 028); SHA256 and Size are the plaintext's.
+	// bytes (migration 029); SHA256 and Size are the plaintext's.
 	Sealed bool `json:"-"`
 }
 
