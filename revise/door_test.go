@@ -36,6 +36,7 @@ var storeWrites = []string{
 	"InsertLease", "ReplaceLease", "ExtendLease", "ReleaseLease",
 	"InsertErasure", "UpdateErasure", "EraseRecords", "DeleteCandidates", "DeleteAuditEntries",
 	"DeleteArtifacts", "ScrubRetrievals", "DeleteReputation", "ReplaceProvenance", "InsertTenantAudit",
+	"ArtifactsToReseal", "ResealArtifacts",
 }
 
 // doorViolations lists the calls to store's writing statements in a Go

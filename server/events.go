@@ -30,6 +30,9 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
+	if string(bytes.TrimSpace(body)) == "null" {
+		return nullProblem("", "an object")
+	}
 	single := !bytes.HasPrefix(bytes.TrimSpace(body), []byte("["))
 	raws := []json.RawMessage{body}
 	if !single {
@@ -408,6 +411,9 @@ func (s *Server) explainPolicy(w http.ResponseWriter, r *http.Request) error {
 	var body json.RawMessage
 	if err := decodeJSON(r, &body); err != nil {
 		return err
+	}
+	if string(bytes.TrimSpace(body)) == "null" {
+		return nullProblem("", "an object")
 	}
 	x, err := s.ingest.Explain(body)
 	if err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,6 +170,15 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 			"the request conflicted with another one at the same moment and was undone; send it again")
 		p.RetryAfter = time.Second
 		return p
+	case timedOut(err):
+		// A statement outlasted the database's statement or lock timeout
+		// (database.*): its transaction was undone.
+		s.logger.WarnContext(r.Context(), "request timed out in the database", slog.String("method", r.Method),
+			slog.String("path", redactPath(s.policy().Redactor(), r.URL.Path)))
+		p := problem(http.StatusServiceUnavailable, "timeout", "Try again",
+			"the database did not finish the request within its timeout (a lock held by another, or a statement too long); nothing was written; send it again")
+		p.RetryAfter = time.Second
+		return p
 	}
 	// A path and an error may quote what the client sent.
 	red := s.policy().Redactor()
@@ -175,6 +186,12 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 	s.logger.ErrorContext(r.Context(), "request failed", slog.String("method", r.Method),
 		slog.String("path", redactPath(red, r.URL.Path)), slog.String("error", msg))
 	return problem(http.StatusInternalServerError, "internal", "Internal error", "the request failed; the server log has details")
+}
+
+// timedOut reports whether err is a statement ended by a timeout.
+func timedOut(err error) bool {
+	code, _ := pg.Code(err)
+	return code == pg.LockNotAvailable || code == pg.QueryCanceled
 }
 
 // transient reports whether err is PostgreSQL breaking a deadlock or a
@@ -218,16 +235,61 @@ func decodeStrict(doc []byte, v any, pointer string) error {
 		}
 		return err
 	}
+	if want := nullTarget(doc, v); want != "" {
+		// json.Unmarshal takes null for "no value" and leaves v as it
+		// was: a body of null would be a request with every field absent.
+		return nullProblem(pointer, want)
+	}
 	if err := schemas.Decode(doc, v); err != nil {
 		return decodeProblem(err, pointer)
 	}
 	return nil
 }
 
+// nullProblem refuses a null at pointer where want (an object, an array)
+// belongs. The body's root is "/", the pointer a body of the wrong type
+// gets too.
+func nullProblem(pointer, want string) *Problem {
+	where := "the body"
+	if pointer == "" {
+		pointer = "/"
+	} else {
+		where = strings.TrimPrefix(pointer, "/")
+	}
+	p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", where+" must be "+want+", not null")
+	p.Errors = []FieldError{{Pointer: pointer, Message: "must be " + want + ", not null"}}
+	return p
+}
+
+// nullTarget is what v, a pointer, takes when doc is the JSON null and v
+// a request (an object, an array); empty otherwise. A raw value
+// (json.RawMessage, any) takes null as it is: its reader decides.
+func nullTarget(doc []byte, v any) string {
+	if string(bytes.TrimSpace(doc)) != "null" {
+		return ""
+	}
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return ""
+	}
+	switch t = t.Elem(); {
+	case t == reflect.TypeFor[json.RawMessage]():
+		return ""
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:
+		return "an object"
+	case t.Kind() == reflect.Slice:
+		return "an array"
+	}
+	return ""
+}
+
 // decodeRecord decodes a new record, nested at pointer in the body. Fields
 // it leaves out take their defaults: zero is a value, absence is not.
 func decodeRecord(raw json.RawMessage, pointer string) (memory.Record, error) {
 	rec := memory.Record{Confidence: memory.DefaultConfidence, Salience: memory.DefaultSalience}
+	if pointer == "" && string(bytes.TrimSpace(raw)) == "null" {
+		return rec, nullProblem(pointer, "an object")
+	}
 	if len(raw) == 0 || string(raw) == "null" {
 		return rec, fieldProblem(pointer, "is required")
 	}

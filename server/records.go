@@ -505,11 +505,19 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
 	if err := access.Decide(p.access(), access.OpWrite, t, p.rules).Err(); err != nil {
 		return err
 	}
+	mediaType, text, err := artifactMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
+	}
 	body, err := readAll(r)
 	if err != nil {
 		return err
 	}
-	a, err := s.writer.PutArtifact(r.Context(), principalOf(r).tenant, r.Header.Get("Content-Type"), body)
+	body, err = s.redactArtifact(body, mediaType, text)
+	if err != nil {
+		return err
+	}
+	a, err := s.writer.PutArtifact(r.Context(), p.tenant, mediaType, body)
 	if err != nil {
 		return err
 	}
@@ -519,8 +527,12 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
-	a, content, err := store.GetArtifact(r.Context(), s.db, principalOf(r).tenant, r.PathValue("sha256"))
+	tenant := principalOf(r).tenant
+	a, content, err := store.GetArtifact(r.Context(), s.db, tenant, r.PathValue("sha256"))
 	if err != nil {
+		return err
+	}
+	if content, err = s.writer.OpenArtifact(r.Context(), tenant, a, content); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", a.MediaType)

@@ -73,6 +73,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Ready reports whether the server can serve (the database answers).
 	Ready func(ctx context.Context) error
+	// Background is the context the server's background work (erasures)
+	// runs on, without its cancellation; nil means context.Background().
+	Background context.Context
 	// MaxBodyBytes caps a request body; 0 means 4 MiB.
 	MaxBodyBytes int64
 	// Registry receives the server's metrics; nil means a new one.
@@ -168,7 +171,11 @@ func New(cfg Config) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.background, s.stopBackground = context.WithCancel(context.Background())
+	bg := context.Background()
+	if cfg.Background != nil {
+		bg = context.WithoutCancel(cfg.Background)
+	}
+	s.background, s.stopBackground = context.WithCancel(bg)
 	if s.writer == nil {
 		s.writer = revise.New(cfg.DB, revise.Config{Now: cfg.Now})
 	}

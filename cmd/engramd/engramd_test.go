@@ -83,9 +83,11 @@ func freeAddr(t testing.TB) string {
 	return addr
 }
 
-func startDaemon(t *testing.T, bin, dbURL, addr string) *daemon {
+// startDaemon starts engramd on dbURL at addr, with env added to its
+// environment, and waits until it is ready.
+func startDaemon(t *testing.T, bin, dbURL, addr string, env ...string) *daemon {
 	t.Helper()
-	return startDaemonWith(t, bin, "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr, "ENGRAM_API_KEYS=curator@acme:"+testKey)
+	return startDaemonWith(t, bin, append([]string{"DATABASE_URL=" + dbURL, "ENGRAM_LISTEN=" + addr, "ENGRAM_API_KEYS=curator@acme:" + testKey}, env...)...)
 }
 
 // startDaemonWith starts engramd with env (which must set DATABASE_URL and

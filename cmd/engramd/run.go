@@ -138,11 +138,17 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return errors.New("the database has pending migrations: run `engramd migrate` or `engramd run --migrate`")
 	}
 
-	pool, err := pg.NewPool(ctx, cfg.DatabaseURL, nil)
+	// Every connection bounds its statements, lock waits and idle
+	// transactions, and PostgreSQL ends the statements of a daemon gone
+	// (database.*): API requests run under the pool's statement timeout,
+	// ingestion batches, jobs and erasures under their own.
+	pool, err := pg.NewPool(ctx, cfg.DatabaseURL, cfg.Database.Session().Configure)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	ingestCtx := pg.WithStatementTimeout(ctx, cfg.Database.IngestStatementTimeout)
+	jobCtx := pg.WithStatementTimeout(ctx, cfg.Database.JobStatementTimeout)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerPoolMetrics(reg, pool)
@@ -176,7 +182,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		}
 	}
 
-	ing, worker, err := startPlanes(ctx, cfg, pool, writer, logger, reg)
+	ing, worker, err := startPlanes(ingestCtx, cfg, pool, writer, logger, reg)
 	if err != nil {
 		return err
 	}
@@ -190,11 +196,12 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if ret.backfiller != nil {
 		ret.backfiller.YieldTo(worker.Busy, 0)
 	}
-	// Cut off when serve returns, and awaited before the pool closes.
-	denseCtx, stopDense := context.WithCancel(ctx)
+	// Cut off when serve returns, and awaited before the pool closes;
+	// building an index takes as long as it takes.
+	denseCtx, stopDense := context.WithCancel(pg.WithStatementTimeout(ctx, 0))
 	waitDense := startDenseIndex(denseCtx, pool, ret.embedder, logger)
 	defer func() { stopDense(); waitDense() }()
-	per, err := startPeriodic(ctx, cfg, load, pool, writer, settings, ret, reg, logger)
+	per, err := startPeriodic(jobCtx, cfg, load, pool, writer, settings, ret, reg, logger)
 	if err != nil {
 		return err
 	}
@@ -216,8 +223,9 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		Retrieve:     ret.retriever,
 		OpenIntent: openintent.Config{EpisodicCapacity: cfg.OpenIntent.EpisodicCapacity,
 			WorkingCapacity: cfg.OpenIntent.WorkingCapacity},
-		OpenWOP: openwopConfig(cfg),
-		Console: cfg.Console,
+		OpenWOP:    openwopConfig(cfg),
+		Console:    cfg.Console,
+		Background: jobCtx,
 	})
 	httpServer := &http.Server{
 		Handler:           srv,

@@ -100,4 +100,8 @@ const (
 	SerializationFailure = "40001"
 	DeadlockDetected     = "40P01"
 	ProgramLimitExceeded = "54000"
+	// LockNotAvailable is a lock wait past lock_timeout; QueryCanceled a
+	// statement past statement_timeout (or cancelled by its client).
+	LockNotAvailable = "55P03"
+	QueryCanceled    = "57014"
 )

@@ -21,6 +21,7 @@ import (
 	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/embedding"
+	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/openwop"
@@ -38,6 +39,18 @@ const (
 	DefaultLogFormat       = "text"
 	// DefaultTenant is the tenant of the key generated when none is configured.
 	DefaultTenant = "default"
+
+	// The defaults of [Database]: an API request's statements are short,
+	// an ingestion batch's take up to a thousand events, a job's scan a
+	// tenant's memory; none waits long for a lock or keeps a transaction
+	// idle; a daemon gone mid-statement is noticed within seconds.
+	DefaultStatementTimeout         = 30 * time.Second
+	DefaultIngestStatementTimeout   = 2 * time.Minute
+	DefaultJobStatementTimeout      = 15 * time.Minute
+	DefaultLockTimeout              = 30 * time.Second
+	DefaultIdleInTransactionTimeout = time.Minute
+	DefaultClientCheckInterval      = 5 * time.Second
+	DefaultKeepAlive                = 30 * time.Second
 )
 
 // Config is everything engramd reads at start-up. Each field's yaml name,
@@ -53,6 +66,9 @@ type Config struct {
 	// DatabaseURL is the PostgreSQL connection URL. yaml database_url,
 	// DATABASE_URL or ENGRAM_DATABASE_URL, --database-url.
 	DatabaseURL string `yaml:"database_url"`
+	// Database bounds what engramd's statements may hold in PostgreSQL
+	// (see [Database]). yaml database.
+	Database Database `yaml:"database"`
 	// MaxPayloadBytes caps a record's encoded payload. yaml
 	// max_payload_bytes, ENGRAM_MAX_PAYLOAD_BYTES, --max-payload-bytes.
 	MaxPayloadBytes int `yaml:"max_payload_bytes"`
@@ -144,6 +160,63 @@ type Config struct {
 	Console console.Config `yaml:"console"`
 }
 
+// Database bounds what engramd's connections may hold in PostgreSQL
+// (yaml database.*), so that a daemon killed, stuck or cut off by the
+// network leaves no statement running, no lock held and no transaction
+// open for long (substrate RFC §15.5). Zero turns a bound off.
+type Database struct {
+	// StatementTimeout bounds a statement of an API request.
+	StatementTimeout time.Duration `yaml:"statement_timeout"`
+	// IngestStatementTimeout bounds a statement of the policy plane's
+	// ingestion batches.
+	IngestStatementTimeout time.Duration `yaml:"ingest_statement_timeout"`
+	// JobStatementTimeout bounds a statement of a periodic job
+	// (consolidation, decay, retention, embeddings) or an erasure.
+	JobStatementTimeout time.Duration `yaml:"job_statement_timeout"`
+	// LockTimeout bounds a wait for a lock.
+	LockTimeout time.Duration `yaml:"lock_timeout"`
+	// IdleInTransactionTimeout ends a session whose open transaction has
+	// waited this long for its next statement.
+	IdleInTransactionTimeout time.Duration `yaml:"idle_in_transaction_timeout"`
+	// ClientCheckInterval is how often PostgreSQL checks that engramd is
+	// still connected while a statement runs, and cancels the statement
+	// when it is not (client_connection_check_interval).
+	ClientCheckInterval time.Duration `yaml:"client_check_interval"`
+	// KeepAlive is the idle time before TCP keepalives probe a silent
+	// peer, both ways.
+	KeepAlive time.Duration `yaml:"keepalive"`
+}
+
+// Session is the connections' session settings.
+func (d Database) Session() pg.Session {
+	return pg.Session{ApplicationName: "engramd", StatementTimeout: d.StatementTimeout, LockTimeout: d.LockTimeout,
+		IdleInTransactionTimeout: d.IdleInTransactionTimeout, ClientCheckInterval: d.ClientCheckInterval, KeepAlive: d.KeepAlive}
+}
+
+// Validate names the first bad field.
+func (d Database) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"statement_timeout", d.StatementTimeout}, {"ingest_statement_timeout", d.IngestStatementTimeout},
+		{"job_statement_timeout", d.JobStatementTimeout}, {"lock_timeout", d.LockTimeout},
+		{"idle_in_transaction_timeout", d.IdleInTransactionTimeout}, {"client_check_interval", d.ClientCheckInterval},
+		{"keepalive", d.KeepAlive},
+	} {
+		switch {
+		case f.v < 0:
+			return fmt.Errorf("database.%s: must not be negative (0 is off)", f.name)
+		case f.v > 0 && f.v < time.Millisecond:
+			return fmt.Errorf("database.%s: %s is under a millisecond", f.name, f.v)
+		}
+	}
+	if d.KeepAlive > 0 && d.KeepAlive < time.Second {
+		return fmt.Errorf("database.keepalive: %s is under a second", d.KeepAlive)
+	}
+	return nil
+}
+
 // OpenIntent sizes OpenIntent memory (yaml openintent.*); zero is the
 // default.
 type OpenIntent struct {
@@ -229,8 +302,14 @@ const operatorTenant = "*"
 // Default returns the configuration with every default set.
 func Default() Config {
 	return Config{
-		Listen:          DefaultListen,
-		DatabaseURL:     DefaultDatabaseURL,
+		Listen:      DefaultListen,
+		DatabaseURL: DefaultDatabaseURL,
+		Database: Database{
+			StatementTimeout: DefaultStatementTimeout, IngestStatementTimeout: DefaultIngestStatementTimeout,
+			JobStatementTimeout: DefaultJobStatementTimeout, LockTimeout: DefaultLockTimeout,
+			IdleInTransactionTimeout: DefaultIdleInTransactionTimeout, ClientCheckInterval: DefaultClientCheckInterval,
+			KeepAlive: DefaultKeepAlive,
+		},
 		MaxPayloadBytes: revise.DefaultMaxPayloadBytes,
 		MaxClockSkew:    revise.DefaultMaxClockSkew,
 		ShutdownTimeout: DefaultShutdownTimeout,
@@ -458,6 +537,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ingest.batch_size: %d is outside 1..10000", in.BatchSize)
 	case in.MaxAttempts < 1:
 		return errors.New("ingest.max_attempts: must be at least 1")
+	}
+	if err := c.Database.Validate(); err != nil {
+		return err
 	}
 	if err := c.Decay.Validate(); err != nil {
 		return err
