@@ -110,6 +110,12 @@ func fact(object string, conds map[string]any) map[string]any {
 		"kind": "semantic", "subject": "user", "predicate": "prefers_language", "object": object, "validity": validity}}
 }
 
+// stated is rec with one source of evidence of kind.
+func stated(rec map[string]any, kind string) map[string]any {
+	rec["provenance"] = map[string]any{"sources": []any{map[string]any{"kind": kind, "ref": kind + "://1"}}}
+	return rec
+}
+
 func working(thread string, tags ...string) map[string]any {
 	return map[string]any{"type": "working", "tags": tags, "payload": map[string]any{"kind": "working", "thread_id": thread, "state": "planning"}}
 }
@@ -314,11 +320,11 @@ func TestAPIErrors(t *testing.T) {
 	require.Contains(t, r.stderr, "\n  /payload: missing properties: 'subject'\n")
 
 	// The same fact again is absorbed: the answer is the record in force.
-	id := e.create(fact("go", nil))
+	id := e.create(stated(fact("go", nil), "human"))
 	require.Equal(t, id, e.create(fact("go", nil)))
-	// A contradicting one, no more credible, is refused by the write
-	// path's contradiction gate, naming the fact in force.
-	r = e.run("", "records", "create", "-f", e.file("other.json", fact("python", nil)))
+	// A contradicting one on clearly weaker evidence is refused by the
+	// write path's contradiction gate, naming the fact in force.
+	r = e.run("", "records", "create", "-f", e.file("other.json", stated(fact("python", nil), "observation")))
 	require.Error(t, r.err)
 	require.Contains(t, r.stderr, "engram: Write rejected (HTTP 422): contradicts 1 live fact(s)")
 	require.Contains(t, r.stderr, "\n  records: "+id+"\n")
