@@ -75,7 +75,10 @@ func startEngramd(t *testing.T) *daemon {
 	// Consolidation and the decay sweep run when the test says, through
 	// the jobs API, so what the pages show does not move under them.
 	require.NoError(t, os.WriteFile(conf, []byte("jobs: {consolidate: \"off\", decay_sweep: \"off\", embedding_backfill: \"@every 1h\", retrieval_stats: \"@every 1h\"}\n"+
-		"console: {eval_report: "+strconv.Quote(evalReport)+"}\n"), 0o600))
+		"console: {eval_report: "+strconv.Quote(evalReport)+"}\n"+
+		// This operator keeps contradicting facts for a person to review,
+		// so that the review queue's page has a draft to show.
+		"write_path: {contradiction: {policy: review}}\n"), 0o600))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
