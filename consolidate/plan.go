@@ -21,6 +21,7 @@ import (
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/signature"
 	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/view"
 )
 
 // Tags of the plan records consolidation writes: "plan:<key>" names the
@@ -467,12 +468,9 @@ func (c *Consolidator) applyPlan(ctx context.Context, tx *revise.Tx, tenant stri
 	}
 	ch := revise.Change{Actor: actor, Rationale: c.rationale(p.Sensitivity, p.Rationale, len(p.Support), len(p.Failed)), Evidence: sources}
 	idTag := c.planIDTag(p)
-	page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
+	page, err := c.reader(tx).Records(ctx, view.System(tenant), store.Filter{
 		Types: []memory.Type{memory.PlanGraph}, Tags: []string{LearnedTag, idTag}, Scope: &p.Scope,
 		Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft}, Limit: 1})
-	if err == nil {
-		err = c.cfg.Writer.Sealer().OpenRecords(ctx, tenant, page.Records)
-	}
 	if err != nil {
 		return written{}, err
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/view"
 )
 
 // OpenAPI is the API's OpenAPI 3.1 document, served at /v1/openapi.json.
@@ -111,8 +112,10 @@ type Config struct {
 
 // Server serves the engram API.
 type Server struct {
-	db       pg.DBTX
-	writer   *revise.Writer
+	db     pg.DBTX
+	writer *revise.Writer
+	// reader is the read door: every read of records goes through it.
+	reader   *view.Reader
 	keys     map[[sha256.Size]byte]principal
 	logger   *slog.Logger
 	ready    func(context.Context) error
@@ -179,6 +182,7 @@ func New(cfg Config) *Server {
 	if s.writer == nil {
 		s.writer = revise.New(cfg.DB, revise.Config{Now: cfg.Now})
 	}
+	s.reader = view.New(cfg.DB, s.writer.Sealer())
 	if s.policy == nil {
 		p := policy.Default()
 		s.policy = func() *policy.Policy { return p }
@@ -407,6 +411,13 @@ func (s *Server) authenticated(rt route) http.Handler {
 func principalOf(r *http.Request) principal {
 	p, _ := r.Context().Value(principalKey{}).(principal)
 	return p
+}
+
+// viewerOf is who reads memory for the request: its key, under the access
+// rules in force when it arrived.
+func viewerOf(r *http.Request) view.Viewer {
+	p := principalOf(r)
+	return view.As(p.access(), p.rules)
 }
 
 // change is the audit identity of a request: the key's name, and the agent
