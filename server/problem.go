@@ -49,6 +49,12 @@ func badParam(name, format string, args ...any) *Problem {
 var (
 	errUnauthorized = problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
 		"send an API key as Authorization: Bearer <key>")
+	// errUnknownKey answers a key that is sent but matches no live key:
+	// apart from a missing one, so that a stale key says so. It never
+	// quotes the key.
+	errUnknownKey = problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
+		"the API key sent is unknown or revoked; the keys engramd generates when none are configured "+
+			"change on each start (use the ones it printed last, or configure lasting ones: ENGRAM_API_KEYS)")
 	errRouteNotFound = problem(http.StatusNotFound, "not-found", "Not found", "no such endpoint")
 	errMethod        = problem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "see the Allow header")
 	// errInvalidUTF8 is the problem an event that is not UTF-8 gets too.

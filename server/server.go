@@ -353,11 +353,12 @@ type principalKey struct{}
 func (s *Server) authenticated(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
+		token = strings.TrimSpace(token)
+		if !ok || token == "" {
 			s.writeProblem(w, r, errUnauthorized)
 			return
 		}
-		p, err := s.lookupKey(r.Context(), sha256.Sum256([]byte(strings.TrimSpace(token))))
+		p, err := s.lookupKey(r.Context(), sha256.Sum256([]byte(token)))
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return

@@ -203,6 +203,38 @@ func TestWalkThrough(t *testing.T) {
 	require.Len(t, rels.Relations, 2, "forked_from out, supersedes in")
 }
 
+// A stale or unknown key gets a 401 that says so, apart from a missing
+// key's, and never quotes the key; a revoked key the same.
+func TestUnknownKeyIsNotAMissingKey(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for _, h := range [][]string{nil, {"Authorization", "Bearer "}, {"Authorization", "Basic eDp5"}} {
+		res := e.do("GET", "/v1/records", "", nil, h...)
+		require.Equal(t, http.StatusUnauthorized, res.status)
+		require.Contains(t, res.problem(t).Detail, "send an API key as Authorization: Bearer <key>", h)
+	}
+	const stale = "ek_0123456789abcdef-stale"
+	res := e.do("GET", "/v1/records", stale, nil)
+	require.Equal(t, http.StatusUnauthorized, res.status)
+	require.Contains(t, res.header.Get("WWW-Authenticate"), "Bearer")
+	p := res.problem(t)
+	require.Equal(t, "urn:engram:problem:unauthorized", p.Type)
+	require.Contains(t, p.Detail, "unknown or revoked")
+	require.NotContains(t, string(res.body), "0123456789abcdef")
+
+	res = e.do("POST", "/v1/keys", opsKey, map[string]any{"name": "soon-revoked", "tenant": "acme", "role": "executor", "agent_id": "agent-1"})
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	var made struct {
+		Secret string `json:"secret"`
+	}
+	res.decode(t, &made)
+	require.Equal(t, http.StatusOK, e.do("POST", "/v1/keys/soon-revoked:revoke", opsKey, nil).status)
+	res = e.do("GET", "/v1/records", made.Secret, nil)
+	require.Equal(t, http.StatusUnauthorized, res.status)
+	require.Contains(t, res.problem(t).Detail, "unknown or revoked")
+	require.NotContains(t, string(res.body), made.Secret)
+}
+
 func TestAuthenticationAndTenants(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
