@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -239,6 +240,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	}
 	if err != nil {
+		err = c.unreachable(err, getenv("ENGRAM_URL"))
 		report(stderr, err)
 	}
 	return err
@@ -401,6 +403,25 @@ func (c *cli) client() (*client.Client, error) {
 		URL: c.url, Key: c.key, Actor: c.actor, FencingToken: fence,
 		HTTPClient: &http.Client{Timeout: time.Minute}, UserAgent: "engram-cli",
 	})
+}
+
+// unreachable explains an error connecting to engramd: which URL was
+// tried and where it came from (ENGRAM_URL, --url or the default), since
+// a shell that never exported ENGRAM_URL tries the default. Other errors
+// are returned as they are.
+func (c *cli) unreachable(err error, fromEnv string) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		return err
+	}
+	from := "--url"
+	switch {
+	case fromEnv == "" && c.url == DefaultURL:
+		from = "the default; set ENGRAM_URL or pass --url for another"
+	case c.url == fromEnv:
+		from = "ENGRAM_URL"
+	}
+	return fmt.Errorf("no engramd answers at %s (%s): is it running? (%w)", c.url, from, op.Err)
 }
 
 // report writes err for a person: an API problem with its details, a usage
