@@ -163,7 +163,7 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 	}
 	var v any
 	if err := schemas.Decode(raw, &v); err != nil {
-		return fail("invalid-event", "malformed JSON: "+err.Error())
+		return fail("invalid-event", schemas.Malformed(raw, err))
 	}
 	if err := schemas.CheckStorable(raw); err != nil {
 		var ve *schemas.ValidationError
