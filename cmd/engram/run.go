@@ -15,6 +15,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/client"
+	"github.com/engram-dev/engram/internal/version"
 )
 
 // DefaultURL is engramd's default listen address.
@@ -25,6 +26,7 @@ const usage = `engram is the command-line client of engramd, the engram memory d
 Usage:
   engram COMMAND [ARGUMENTS] [FLAGS]
   engram help
+  engram --version
 
 Read:
   records get ID [--as-of TIME]           a record (as it was at TIME, RFC 3339)
@@ -233,6 +235,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	if c.url == "" {
 		c.url = DefaultURL
+	}
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		fmt.Fprintln(stdout, "engram", version.String())
+		return nil
 	}
 	err := c.run(ctx, args)
 	if errors.Is(err, errHelp) {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -453,4 +454,14 @@ func TestUnreachableNamesTheURL(t *testing.T) {
 	c := &cli{url: DefaultURL}
 	err = c.unreachable(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}, "")
 	require.EqualError(t, err, "no engramd answers at "+DefaultURL+" (the default; set ENGRAM_URL or pass --url for another): is it running? (connect: connection refused)")
+}
+
+// engram --version names the build, whatever else the line holds.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}, {"-version"}} {
+		var stdout, stderr bytes.Buffer
+		require.NoError(t, run(t.Context(), args, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr), stderr.String())
+		require.True(t, strings.HasPrefix(stdout.String(), "engram devel ("), stdout.String())
+		require.Contains(t, stdout.String(), runtime.Version())
+	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/internal/version"
 	"github.com/engram-dev/engram/migrations"
 	"github.com/engram-dev/engram/openintent"
 	"github.com/engram-dev/engram/retrieve"
@@ -35,6 +36,7 @@ const usage = `engramd is the engram memory daemon.
 Usage:
   engramd run [--migrate] [flags]   serve the API (migrating the database first with --migrate)
   engramd migrate [flags]           apply pending database migrations and exit
+  engramd --version                 which build this is
 
 Flags (each also settable in the YAML file and as ENGRAM_* environment variables):
   --config FILE              YAML configuration (ENGRAM_CONFIG)
@@ -54,6 +56,10 @@ API keys: ENGRAM_API_KEYS=tenant:key[,tenant:key] or api_keys in the file;
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	if args[0] == "version" || args[0] == "--version" || args[0] == "-version" {
+		fmt.Fprintln(stdout, "engramd", version.String())
 		return nil
 	}
 	cmd, args := args[0], args[1:]
