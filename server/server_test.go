@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -418,4 +419,57 @@ func TestAppendAndEvidenceAreValidated(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, r.status)
 	require.Equal(t, "/evidence/0/kind", r.problem(t).Errors[0].Pointer)
 	require.Equal(t, 2, e.count("SELECT count(*) FROM audit_log"), "nothing audited for the refused requests")
+}
+
+// The request log: a line a request with its method, path, status,
+// duration and tenant, never its key, query or body; off when configured
+// so.
+func TestRequestLog(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t)
+	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "acme"))
+	serve := func(cfg server.Config) (string, *syncBuffer) {
+		logs := &syncBuffer{}
+		cfg.DB, cfg.Keys = db.Pool, testKeys
+		cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		srv := httptest.NewServer(server.New(cfg))
+		t.Cleanup(srv.Close)
+		return srv.URL, logs
+	}
+	url, logs := serve(server.Config{})
+	e := &env{t: t, url: url, db: db}
+	const secret = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+	require.Equal(t, http.StatusCreated, e.do("POST", "/v1/records?note="+secret, acmeKey, factBody(secret, nil)).status)
+	require.Equal(t, http.StatusUnauthorized, e.do("GET", "/v1/records", "stale-key-0123456789", nil).status)
+	require.Equal(t, http.StatusOK, e.do("GET", "/healthz", "", nil).status)
+
+	type line struct {
+		Level, Msg, Method, Path, Tenant string
+		Status                           int
+		Duration                         *float64
+	}
+	var lines []line
+	for l := range strings.Lines(logs.String()) {
+		var v line
+		require.NoError(t, json.Unmarshal([]byte(l), &v))
+		if v.Msg == "request" {
+			require.Equal(t, "INFO", v.Level)
+			require.NotNil(t, v.Duration, l)
+			v.Duration = nil
+			lines = append(lines, v)
+		}
+	}
+	require.Equal(t, []line{
+		{Level: "INFO", Msg: "request", Method: "POST", Path: "/v1/records", Tenant: "acme", Status: 201},
+		{Level: "INFO", Msg: "request", Method: "GET", Path: "/v1/records", Status: 401},
+		{Level: "INFO", Msg: "request", Method: "GET", Path: "/healthz", Status: 200},
+	}, lines)
+	for _, s := range []string{secret, acmeKey, opsKey, "stale-key-0123456789"} {
+		require.NotContains(t, logs.String(), s)
+	}
+
+	url, logs = serve(server.Config{NoRequestLog: true})
+	e = &env{t: t, url: url, db: db}
+	require.Equal(t, http.StatusOK, e.do("GET", "/v1/records", acmeKey, nil).status)
+	require.NotContains(t, logs.String(), `"msg":"request"`)
 }

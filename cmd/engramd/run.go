@@ -47,6 +47,7 @@ Flags (each also settable in the YAML file and as ENGRAM_* environment variables
   --shutdown-timeout D       graceful stop deadline (ENGRAM_SHUTDOWN_TIMEOUT, default 15s)
   --log-level LEVEL          debug, info, warn, error (ENGRAM_LOG_LEVEL)
   --log-format FORMAT        text or json (ENGRAM_LOG_FORMAT)
+  --log-requests LEVEL       a line a request at info (default) or debug, or off (ENGRAM_LOG_REQUESTS)
 API keys: ENGRAM_API_KEYS=tenant:key[,tenant:key] or api_keys in the file;
   *:key is an operator key (the periodic jobs, across every tenant).
 `
@@ -220,6 +221,9 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 			WorkingCapacity: cfg.OpenIntent.WorkingCapacity},
 		OpenWOP: cfg.OpenWOP,
 		Console: cfg.Console,
+		// The request log: info unless configured debug or off.
+		RequestLogLevel: map[string]slog.Level{"debug": slog.LevelDebug}[cfg.LogRequests],
+		NoRequestLog:    cfg.LogRequests == "off",
 	})
 	httpServer := &http.Server{
 		Handler:           srv,
