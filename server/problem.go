@@ -35,6 +35,14 @@ type FieldError = api.FieldError
 
 const problemPrefix = "urn:engram:problem:"
 
+// plural is n things in words: "1 invalid field", "2 invalid fields".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
+}
+
 func problem(status int, kind, title, detail string) *Problem {
 	return &Problem{Type: problemPrefix + kind, Title: title, Status: status, Detail: detail}
 }
@@ -121,7 +129,7 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		return p
 	case errors.As(err, &ve):
 		p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed",
-			fmt.Sprintf("%d invalid field(s); see errors", len(ve.Violations)))
+			plural(len(ve.Violations), "invalid field")+"; see errors")
 		for _, v := range ve.Violations {
 			p.Errors = append(p.Errors, FieldError{Pointer: v.Pointer, Message: v.Message})
 		}
