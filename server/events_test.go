@@ -139,7 +139,7 @@ func TestPostEventsAtomicAndIdempotent(t *testing.T) {
 	require.Contains(t, pointers, "/1/kind")
 	require.Contains(t, pointers, "/2/thread_id")
 	require.Contains(t, pointers, "/3/time")
-	require.Contains(t, pointers, "/4")
+	require.Contains(t, pointers, "/4/tool")
 	require.Equal(t, 2, e.count("SELECT count(*) FROM candidates"))
 
 	res = e.do("POST", "/v1/events", acmeKey, "{\"kind\": \"observation\", \"agent_id\": \"a\", \"thread_id\": \"t\", \"text\": \"\xff\"}")

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
@@ -472,4 +473,34 @@ func TestRequestLog(t *testing.T) {
 	e = &env{t: t, url: url, db: db}
 	require.Equal(t, http.StatusOK, e.do("GET", "/v1/records", acmeKey, nil).status)
 	require.NotContains(t, logs.String(), `"msg":"request"`)
+}
+
+// A body that leaves out every field is told about each of them, not
+// only the first: a record's type and payload, an event's kind, agent and
+// thread, a payload's own fields, each at its own pointer.
+func TestEveryMissingFieldIsReported(t *testing.T) {
+	t.Parallel()
+	e := setupIngest(t, "", ingest.Config{})
+	for _, tc := range []struct {
+		path, body, detail string
+		want               []server.FieldError
+	}{
+		{"/v1/records", `{}`, "2 invalid fields; see errors", []server.FieldError{
+			{Pointer: "/payload", Message: "is required"},
+			{Pointer: "/type", Message: `value must be one of "episodic", "working", "semantic", "competence", "plan_graph"`}}},
+		{"/v1/records", `{"type": "semantic", "confidence": 3, "payload": {"kind": "semantic"}}`, "5 invalid fields; see errors", []server.FieldError{
+			{Pointer: "/confidence", Message: "must be <= 1"},
+			{Pointer: "/payload/object", Message: "is required"}, {Pointer: "/payload/predicate", Message: "is required"},
+			{Pointer: "/payload/subject", Message: "is required"}, {Pointer: "/payload/validity", Message: "is required"}}},
+		{"/v1/records", `{"type": "semantic", "payload": {"kind": "semantic", "subject": "u", "predicate": "p", "object": "o"}}`, "1 invalid field; see errors", []server.FieldError{
+			{Pointer: "/payload/validity", Message: "is required"}}},
+		{"/v1/events", `{}`, "3 invalid fields", []server.FieldError{
+			{Pointer: "/agent_id", Message: "is required"}, {Pointer: "/kind", Message: "is required"}, {Pointer: "/thread_id", Message: "is required"}}},
+	} {
+		res := e.do("POST", tc.path, acmeKey, tc.body)
+		require.Equal(t, http.StatusUnprocessableEntity, res.status, string(res.body))
+		p := res.problem(t)
+		require.Equal(t, tc.detail, p.Detail, tc.body)
+		require.Equal(t, tc.want, p.Errors, tc.body)
+	}
 }

@@ -314,7 +314,7 @@ func TestAPIErrors(t *testing.T) {
 	require.Empty(t, r.stdout)
 	require.Contains(t, r.stderr, "engram: Validation failed (HTTP 422): ")
 	require.Contains(t, r.stderr, "\n  /confidence: ")
-	require.Contains(t, r.stderr, "\n  /payload: missing properties: 'subject'\n")
+	require.Contains(t, r.stderr, "\n  /payload/subject: is required\n")
 
 	// The same fact again is absorbed: the answer is the record in force.
 	id := e.create(fact("go", nil))
@@ -361,7 +361,7 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 
 	r := e.run("", "records", "list")
 	require.Error(t, r.err)
-	require.Contains(t, r.stderr, "engram: call engramd: ")
+	require.Contains(t, r.stderr, "engram: no engramd answers at http://127.0.0.1:1 (ENGRAM_URL): is it running?")
 
 	r = e.run("", "--url", e.url, "records", "list")
 	require.Error(t, r.err)
