@@ -117,7 +117,8 @@ Review (the approval gate's queue of drafts; a tenant's key):
       --cursor C       the page after the one that printed C
       --all            every page, following the cursor
   reviews get ID                          a review with its draft record
-  reviews approve ID --justification J    make the draft active (and carry out its proposal)
+  reviews approve ID --justification J    make the draft active (and carry out its proposal); prints the
+                                          decision and the record it left (--json: the whole review)
   reviews reject ID --reason R --justification J
                                           retract the draft; R is factual_error, policy_violation,
                                           duplicate, insufficient_evidence, contradiction or other
