@@ -11,6 +11,9 @@ FUZZ_TARGETS      ?= ./ingest/:FuzzPrepare ./server/:FuzzReadLine ./server/:Fuzz
 	./server/:FuzzTimeParams ./schemas/:FuzzDecode ./schemas/:FuzzValidate ./policy/:FuzzRedactString \
 	./policy/:FuzzRedactValue ./policy/:FuzzParse ./store/:FuzzCursor
 ARGS              ?=
+# What --version prints: the nearest tag and the commit (git describe).
+VERSION           ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS           := -X github.com/engram-dev/engram/internal/version.Version=$(VERSION)
 
 export DATABASE_URL TEST_DATABASE_URL
 export PATH := $(PATH):/usr/local/go/bin
@@ -30,8 +33,8 @@ browser: ## Make sure headless Chromium is there for the console's browser tests
 clients: ## Make sure the real clients are there: MCP's TypeScript SDK and Inspector for mcpserver's tests, ajv for openwop's (npm ci when missing)
 	@bash scripts/clients.sh
 
-build: ## Build the binaries into bin/
-	go build -o bin/ ./cmd/...
+build: ## Build the binaries into bin/ (their --version: VERSION, default git describe)
+	go build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
 
 test: db browser clients ## Run all tests (race detector) against TEST_DATABASE_URL, the console's in headless Chromium, MCP's with real clients, OpenWOP's answers through ajv
 	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_REQUIRE_CLIENTS=1 go test $(TEST_FLAGS) -timeout=$(TEST_TIMEOUT) ./...

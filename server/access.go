@@ -26,11 +26,11 @@ func (s *Server) lookupKey(ctx context.Context, hash [sha256.Size]byte) (princip
 		return p, nil
 	}
 	if s.db == nil {
-		return principal{}, errUnauthorized
+		return principal{}, errUnknownKey
 	}
 	k, err := store.KeyByHash(ctx, s.db, hash[:])
 	if errors.Is(err, store.ErrNotFound) {
-		return principal{}, errUnauthorized
+		return principal{}, errUnknownKey
 	}
 	if err != nil {
 		return principal{}, err

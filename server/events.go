@@ -189,7 +189,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	max := s.ingest.MaxEventBytes()
-	for line := 1; ; {
+	// Every line counts, blank ones too, so that a line number is the one
+	// an editor shows.
+	for line := 1; ; line++ {
 		raw, err := readLine(in, max)
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, errLineTooLong) {
 			// The client went away or the connection broke: what was
@@ -213,7 +215,6 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 					it.cand = cand
 				}
 			}
-			line++
 			if !send(it) {
 				return nil
 			}

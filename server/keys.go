@@ -100,7 +100,7 @@ func checkKeyRequest(req *api.KeyRequest) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", fmt.Sprintf("%d invalid field(s); see errors", len(bad)))
+	p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", plural(len(bad), "invalid field")+"; see errors")
 	p.Errors = bad
 	return p
 }

@@ -37,6 +37,14 @@ type FieldError = api.FieldError
 
 const problemPrefix = "urn:engram:problem:"
 
+// plural is n things in words: "1 invalid field", "2 invalid fields".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
+}
+
 func problem(status int, kind, title, detail string) *Problem {
 	return &Problem{Type: problemPrefix + kind, Title: title, Status: status, Detail: detail}
 }
@@ -51,6 +59,12 @@ func badParam(name, format string, args ...any) *Problem {
 var (
 	errUnauthorized = problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
 		"send an API key as Authorization: Bearer <key>")
+	// errUnknownKey answers a key that is sent but matches no live key:
+	// apart from a missing one, so that a stale key says so. It never
+	// quotes the key.
+	errUnknownKey = problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
+		"the API key sent is unknown or revoked; the keys engramd generates when none are configured "+
+			"change on each start (use the ones it printed last, or configure lasting ones: ENGRAM_API_KEYS)")
 	errRouteNotFound = problem(http.StatusNotFound, "not-found", "Not found", "no such endpoint")
 	errMethod        = problem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "see the Allow header")
 	// errInvalidUTF8 is the problem an event that is not UTF-8 gets too.
@@ -120,7 +134,7 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		return p
 	case errors.As(err, &ve):
 		p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed",
-			fmt.Sprintf("%d invalid field(s); see errors", len(ve.Violations)))
+			plural(len(ve.Violations), "invalid field")+"; see errors")
 		for _, v := range ve.Violations {
 			p.Errors = append(p.Errors, FieldError{Pointer: v.Pointer, Message: v.Message})
 		}

@@ -108,6 +108,12 @@ type Config struct {
 	// Console configures the operator console: the evaluation report its
 	// Learning page draws (see [console.Config]).
 	Console console.Config
+	// RequestLogLevel is the level of the request log, a line a request
+	// with its method, path (redacted, without its query), status,
+	// duration and tenant, never a key or a body; the zero value is info.
+	RequestLogLevel slog.Level
+	// NoRequestLog turns the request log off.
+	NoRequestLog bool
 }
 
 // Server serves the engram API.
@@ -128,6 +134,8 @@ type Server struct {
 	retrieve *retrieve.Retriever
 	now      func() time.Time
 	handler  http.Handler
+	// requestLog is the request log's level; nil when it is off.
+	requestLog *slog.Level
 	// gatherer reads back the metrics of Config.Registry, and started is
 	// when the server was made: GET /v1/stats/writes.
 	gatherer prometheus.Gatherer
@@ -173,6 +181,10 @@ func New(cfg Config) *Server {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if !cfg.NoRequestLog {
+		level := cfg.RequestLogLevel
+		s.requestLog = &level
 	}
 	bg := context.Background()
 	if cfg.Background != nil {
@@ -371,15 +383,17 @@ type principalKey struct{}
 func (s *Server) authenticated(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
+		token = strings.TrimSpace(token)
+		if !ok || token == "" {
 			s.writeProblem(w, r, errUnauthorized)
 			return
 		}
-		p, err := s.lookupKey(r.Context(), sha256.Sum256([]byte(strings.TrimSpace(token))))
+		p, err := s.lookupKey(r.Context(), sha256.Sum256([]byte(token)))
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
+		noteTenant(r, p)
 		p.session = sessionOf(r)
 		p.rules = s.policy().AccessRules()
 		if !slices.Contains(rt.roles, p.role) {
@@ -483,7 +497,21 @@ func (w *statusRecorder) WriteHeader(code int) {
 // stream and read its body while answering it.
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// observe logs each request (never its body) and records its duration.
+// requestNote is what the request log learns of a request on its way:
+// the tenant its key is for, once authenticated.
+type requestNote struct{ tenant string }
+
+type requestNoteKey struct{}
+
+// noteTenant tells the request log the tenant of the request's key.
+func noteTenant(r *http.Request, p principal) {
+	if n, ok := r.Context().Value(requestNoteKey{}).(*requestNote); ok {
+		n.tenant = p.tenant
+	}
+}
+
+// observe logs each request (never its key, query or body) and records
+// its duration.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -491,6 +519,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if asOf, err := time.Parse(time.RFC3339Nano, r.URL.Query().Get("as_of")); err == nil {
 			rec.at = asOf
 		}
+		note := &requestNote{}
+		r = r.WithContext(context.WithValue(r.Context(), requestNoteKey{}, note))
 		next.ServeHTTP(rec, r)
 		route := r.Pattern
 		if route == "" || route == "/" {
@@ -498,9 +528,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		d := time.Since(start)
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(d.Seconds())
-		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "request",
-			slog.String("method", r.Method), slog.String("route", route),
-			slog.Int("status", rec.status), slog.Duration("duration", d))
+		if s.requestLog != nil {
+			s.logger.LogAttrs(r.Context(), *s.requestLog, "request",
+				slog.String("method", r.Method), slog.String("path", redactPath(s.policy().Redactor(), r.URL.Path)),
+				slog.Int("status", rec.status), slog.Duration("duration", d), slog.String("tenant", note.tenant))
+		}
 	})
 }
 

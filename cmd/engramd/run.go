@@ -24,6 +24,7 @@ import (
 
 	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/internal/version"
 	"github.com/engram-dev/engram/migrations"
 	"github.com/engram-dev/engram/openintent"
 	"github.com/engram-dev/engram/openwop"
@@ -37,6 +38,7 @@ const usage = `engramd is the engram memory daemon.
 Usage:
   engramd run [--migrate] [flags]   serve the API (migrating the database first with --migrate)
   engramd migrate [flags]           apply pending database migrations and exit
+  engramd --version                 which build this is
 
 Flags (each also settable in the YAML file and as ENGRAM_* environment variables):
   --config FILE              YAML configuration (ENGRAM_CONFIG)
@@ -49,6 +51,7 @@ Flags (each also settable in the YAML file and as ENGRAM_* environment variables
   --log-format FORMAT        text or json (ENGRAM_LOG_FORMAT)
   --max-clock-skew D         how far ahead of this clock a record's times may be (ENGRAM_MAX_CLOCK_SKEW, default 5m)
   --strict                   refuse to start with unsigned provenance stamps or no encryption at rest (ENGRAM_STRICT)
+  --log-requests LEVEL       a line a request at info (default) or debug, or off (ENGRAM_LOG_REQUESTS)
 API keys: ENGRAM_API_KEYS=[role@]tenant:key[,…] or api_keys in the file; a key
   with no role is an orchestrator with clearance medium (curator@tenant:key
   for a person's key); *:key is an operator key (the jobs, across every tenant).
@@ -59,6 +62,10 @@ API keys: ENGRAM_API_KEYS=[role@]tenant:key[,…] or api_keys in the file; a key
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	if args[0] == "version" || args[0] == "--version" || args[0] == "-version" {
+		fmt.Fprintln(stdout, "engramd", version.String())
 		return nil
 	}
 	cmd, args := args[0], args[1:]
@@ -226,6 +233,9 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		OpenWOP:    openwopConfig(cfg),
 		Console:    cfg.Console,
 		Background: jobCtx,
+		// The request log: info unless configured debug or off.
+		RequestLogLevel: map[string]slog.Level{"debug": slog.LevelDebug}[cfg.LogRequests],
+		NoRequestLog:    cfg.LogRequests == "off",
 	})
 	httpServer := &http.Server{
 		Handler:           srv,

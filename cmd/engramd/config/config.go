@@ -37,6 +37,7 @@ const (
 	DefaultShutdownTimeout = 15 * time.Second
 	DefaultLogLevel        = "info"
 	DefaultLogFormat       = "text"
+	DefaultLogRequests     = "info"
 	// DefaultTenant is the tenant of the key generated when none is configured.
 	DefaultTenant = "default"
 
@@ -96,6 +97,11 @@ type Config struct {
 	// LogFormat is text or json. yaml log_format, ENGRAM_LOG_FORMAT,
 	// --log-format.
 	LogFormat string `yaml:"log_format"`
+	// LogRequests is the request log: a line a request (method, path,
+	// status, duration, tenant; never a key or a body) at info (the
+	// default) or debug, or off. yaml log_requests, ENGRAM_LOG_REQUESTS,
+	// --log-requests.
+	LogRequests string `yaml:"log_requests"`
 	// PolicyFile is the operator policy (classification rules, secrets):
 	// yaml policy_file, ENGRAM_POLICY_FILE, --policy-file. Reloaded on
 	// SIGHUP. Empty means the built-in classifier alone.
@@ -315,6 +321,7 @@ func Default() Config {
 		ShutdownTimeout: DefaultShutdownTimeout,
 		LogLevel:        DefaultLogLevel,
 		LogFormat:       DefaultLogFormat,
+		LogRequests:     DefaultLogRequests,
 		Ingest: Ingest{
 			AgentRate: 5000, AgentBurst: 10000, MaxBacklog: 1_000_000, MaxSkew: 5 * time.Minute,
 			Partitions: 2, BatchSize: 1000, MaxAttempts: 5,
@@ -358,6 +365,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	shutdown := fs.Duration("shutdown-timeout", 0, "graceful shutdown deadline")
 	level := fs.String("log-level", "", "debug, info, warn or error")
 	format := fs.String("log-format", "", "text or json")
+	logRequests := fs.String("log-requests", "", "the request log's level: info, debug or off")
 	policyFile := fs.String("policy-file", "", "operator policy YAML")
 	evalReport := fs.String("console-eval-report", "", "curve.json of an evaluation, drawn on the console's Learning page")
 	skew := fs.Duration("max-clock-skew", 0, "how far ahead of the server's clock a record's times may be")
@@ -395,6 +403,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	setIf(&c.DatabaseURL, *dbURL)
 	setIf(&c.LogLevel, *level)
 	setIf(&c.LogFormat, *format)
+	setIf(&c.LogRequests, *logRequests)
 	setIf(&c.PolicyFile, *policyFile)
 	setIf(&c.Console.EvalReport, *evalReport)
 	if *maxPayload != 0 {
@@ -419,6 +428,7 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	setIf(&c.DatabaseURL, getenv("ENGRAM_DATABASE_URL"))
 	setIf(&c.LogLevel, getenv("ENGRAM_LOG_LEVEL"))
 	setIf(&c.LogFormat, getenv("ENGRAM_LOG_FORMAT"))
+	setIf(&c.LogRequests, getenv("ENGRAM_LOG_REQUESTS"))
 	setIf(&c.PolicyFile, getenv("ENGRAM_POLICY_FILE"))
 	setIf(&c.Console.EvalReport, getenv("ENGRAM_CONSOLE_EVAL_REPORT"))
 	setIf(&c.Embedding.OpenAI.APIKey, getenv("ENGRAM_EMBEDDING_API_KEY"))
@@ -521,6 +531,11 @@ func (c Config) Validate() error {
 	case "text", "json":
 	default:
 		return fmt.Errorf("log_format: %q is not text or json", c.LogFormat)
+	}
+	switch c.LogRequests {
+	case "info", "debug", "off":
+	default:
+		return fmt.Errorf("log_requests: %q is not info, debug or off", c.LogRequests)
 	}
 	switch in := c.Ingest; {
 	case in.AgentRate < 0:
