@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -39,8 +40,8 @@ func NewPool(ctx context.Context, url string, configure func(*pgxpool.Config)) (
 	// rows pass the query's filters (tenant, type, sensitivity), so a small
 	// tenant in a large database still gets its full top-k. Retrieval
 	// orders the candidates again itself, so relaxed order is enough.
-	if _, ok := cfg.ConnConfig.RuntimeParams["hnsw.iterative_scan"]; !ok {
-		cfg.ConnConfig.RuntimeParams["hnsw.iterative_scan"] = "relaxed_order"
+	if _, ok := cfg.ConnConfig.RuntimeParams[IterativeScanParam]; !ok {
+		cfg.ConnConfig.RuntimeParams[IterativeScanParam] = "relaxed_order"
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		refuseLossyFloats(conn.TypeMap())
@@ -61,6 +62,28 @@ func NewPool(ctx context.Context, url string, configure func(*pgxpool.Config)) (
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	return pool, nil
+}
+
+// IterativeScanParam is the startup parameter NewPool sets for pgvector's
+// iterative HNSW scans.
+const IterativeScanParam = "hnsw.iterative_scan"
+
+// ForTransactionPooler adjusts cfg, parsed from url, for a pooler in
+// transaction mode (PgBouncer's pool_mode = transaction), which hands each
+// transaction whichever server connection is free: nothing may outlive a
+// transaction on a pooled connection. pgx's default mode prepares every
+// statement under a name on the connection, which the next transaction may
+// not have; cache_describe sends each statement unnamed, in one round trip
+// once its description is cached, unless url chose a
+// default_query_exec_mode itself. A pooler refuses startup parameters it
+// does not know, so NewPool's hnsw.iterative_scan goes: set it on the
+// database instead (ALTER DATABASE … SET hnsw.iterative_scan =
+// relaxed_order; docs/operations.md).
+func ForTransactionPooler(cfg *pgxpool.Config, url string) {
+	if !strings.Contains(url, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
+	delete(cfg.ConnConfig.RuntimeParams, IterativeScanParam)
 }
 
 // WithTx runs fn in a transaction on db, committing when fn returns nil and
