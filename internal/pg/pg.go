@@ -7,7 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -112,6 +115,32 @@ func Code(err error) (code, constraint string) {
 		return pgErr.Code, pgErr.ConstraintName
 	}
 	return "", ""
+}
+
+// Unavailable reports whether err says that no primary could take the
+// statement: the server could not be reached or went away (a failover, a
+// restart), is starting or stopping, or is a standby now (a demoted
+// primary answers read_only_sql_transaction). The request may pass once a
+// primary is back: engramd answers 503 with Retry-After, never 500.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch code, _ := Code(err); {
+	case strings.HasPrefix(code, "08"), // connection exception
+		code == "57P01", code == "57P02", code == "57P03", // admin or crash shutdown, cannot connect now
+		code == "25006", // read-only SQL transaction: a standby
+		code == "53300": // too many connections
+		return true
+	case code != "":
+		return false
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "closed pool")
 }
 
 // SQLSTATE codes the store turns into typed errors.
