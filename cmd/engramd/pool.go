@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/engram-dev/engram/internal/config"
 	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/replicas"
+	"github.com/engram-dev/engram/server"
 )
 
 // newPool connects a pool to url as database.pooler says: behind a
@@ -34,4 +38,39 @@ func checkIterativeScan(ctx context.Context, cfg config.Config, pool *pgxpool.Po
 		logger.Warn("behind a transaction pooler, set pgvector's iterative scans on the database: ALTER DATABASE <name> SET hnsw.iterative_scan = relaxed_order",
 			slog.String("hnsw.iterative_scan", v))
 	}
+}
+
+// readReplicas are the replica pools of database.read_url and the router
+// that chooses among them and the primary.
+type readReplicas struct {
+	router server.ReadRouter
+	stop   func()
+}
+
+// startReplicas connects to each replica of database.read_url and starts
+// sampling their lag; with none, reads stay on the primary.
+func startReplicas(ctx context.Context, cfg config.Config, primary *pgxpool.Pool, reg prometheus.Registerer, logger *slog.Logger) (readReplicas, error) {
+	if len(cfg.Database.ReadURL) == 0 {
+		return readReplicas{stop: func() {}}, nil
+	}
+	var reps []replicas.Replica
+	closeAll := func() {
+		for _, r := range reps {
+			r.Pool.Close()
+		}
+	}
+	for i, url := range cfg.Database.ReadURL {
+		pool, err := newPool(ctx, cfg, url)
+		if err != nil {
+			closeAll()
+			return readReplicas{}, fmt.Errorf("database.read_url[%d]: %w", i, err)
+		}
+		c := pool.Config().ConnConfig
+		reps = append(reps, replicas.Replica{Name: fmt.Sprintf("%s:%d", c.Host, c.Port), Pool: pool})
+	}
+	router := replicas.New(replicas.Config{Primary: primary, Replicas: reps, Budget: cfg.Database.StalenessBudget,
+		Logger: logger, Registry: reg})
+	router.Start(ctx)
+	logger.Info("retrieval reads from replicas", slog.Int("replicas", len(reps)), slog.Duration("staleness_budget", cfg.Database.StalenessBudget))
+	return readReplicas{router: router, stop: func() { router.Stop(); closeAll() }}, nil
 }

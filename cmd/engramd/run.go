@@ -215,8 +215,14 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	// Stopped after the HTTP server, before the pool closes: a run cut off
 	// saves its cursor and the next run resumes from it.
 	defer per.stop(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	reads, err := startReplicas(ctx, cfg, pool, reg, logger)
+	if err != nil {
+		return err
+	}
+	defer reads.stop()
 	srv := server.New(server.Config{
 		DB:           pool,
+		Reads:        reads.router,
 		Writer:       writer,
 		Keys:         keys,
 		Logger:       logger,
