@@ -19,7 +19,7 @@ export DATABASE_URL TEST_DATABASE_URL
 export PATH := $(PATH):/usr/local/go/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help db browser clients build test run demo eval migrate bench fuzz lint clean screenshots
+.PHONY: help db browser clients build test test-ha run demo eval migrate bench fuzz lint clean screenshots
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -38,6 +38,9 @@ build: ## Build the binaries into bin/ (their --version: VERSION, default git de
 
 test: db browser clients ## Run all tests (race detector) against TEST_DATABASE_URL, the console's in headless Chromium, MCP's with real clients, OpenWOP's answers through ajv
 	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_REQUIRE_CLIENTS=1 go test $(TEST_FLAGS) -timeout=$(TEST_TIMEOUT) ./...
+
+test-ha: ## Build a primary, a synchronous replica and PgBouncer (transaction mode) on ports 5441/5442/6441, run the failover, replica-lag and pooler scenarios with their figures, tear down
+	bash scripts/ha.sh
 
 screenshots: db browser ## Screenshot each console page into docs/console/*.png, by the console's browser tests
 	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsole$$' ./console/

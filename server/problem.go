@@ -174,6 +174,19 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		return badParam("cursor", "is not a cursor this server issued")
 	case sealProblem(err) != nil:
 		return sealProblem(err)
+	case pg.Unavailable(err):
+		// No primary takes statements: the database is unreachable, or a
+		// failover is under way (the daemon's pool reconnects to the new
+		// primary by database_url's hosts and target_session_attrs).
+		// Nothing of a write that fails here was committed, and staging
+		// and revisions are safe to send again (write-path RFC §12.1.6:
+		// idempotency), so the client is told when to.
+		s.logger.WarnContext(r.Context(), "database unavailable", slog.String("method", r.Method),
+			slog.String("path", redactPath(s.policy().Redactor(), r.URL.Path)))
+		p := problem(http.StatusServiceUnavailable, "database-unavailable", "Database unavailable",
+			"no primary database answers right now (a failover or a restart); send the request again after Retry-After")
+		p.RetryAfter = unavailableRetry
+		return p
 	case transient(err):
 		// PostgreSQL aborted the request's transaction to break a
 		// deadlock or a serialization conflict with another: nothing was
@@ -207,6 +220,10 @@ func timedOut(err error) bool {
 	code, _ := pg.Code(err)
 	return code == pg.LockNotAvailable || code == pg.QueryCanceled
 }
+
+// unavailableRetry is the Retry-After of a 503 for want of a primary: about
+// how long a failover manager takes to promote a replica.
+const unavailableRetry = 2 * time.Second
 
 // transient reports whether err is PostgreSQL breaking a deadlock or a
 // serialization conflict: the request may pass when sent again.

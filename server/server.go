@@ -67,6 +67,9 @@ type Key struct {
 type Config struct {
 	// DB is where records are read from.
 	DB pg.DBTX
+	// Reads sends retrieval to replicas within the staleness budget; nil
+	// retrieves on DB.
+	Reads ReadRouter
 	// Writer is the write path every write goes through; nil means one
 	// over DB with the default configuration.
 	Writer *revise.Writer
@@ -132,6 +135,7 @@ type Server struct {
 	decay    *decay.Decayer
 	jobs     *jobs.Scheduler
 	retrieve *retrieve.Retriever
+	reads    ReadRouter
 	now      func() time.Time
 	handler  http.Handler
 	// requestLog is the request log's level; nil when it is off.
@@ -177,6 +181,7 @@ func New(cfg Config) *Server {
 		decay:    cfg.Decay,
 		jobs:     cfg.Jobs,
 		retrieve: cfg.Retrieve,
+		reads:    cfg.Reads,
 		now:      cfg.Now,
 	}
 	if s.now == nil {
@@ -418,9 +423,30 @@ func (s *Server) authenticated(rt route) http.Handler {
 		}
 		if err != nil {
 			s.writeProblem(w, r, err)
+			return
+		}
+		if s.reads != nil && r.Method != http.MethodGet && r.Method != http.MethodHead && rt.pattern != retrievePattern {
+			// The key's next reads see what it just wrote (write-path
+			// RFC §12.9.2, causal): a replica that lacks it is passed over.
+			s.reads.Wrote(readerOf(p))
 		}
 	})
 }
+
+// retrievePattern is the one POST that writes nothing a reader reads back
+// (its retrieval log is the operator's).
+const retrievePattern = "POST /v1/retrieve"
+
+// ReadRouter chooses where a read goes (a streaming replica within the
+// staleness budget that has the reader's last write, or the primary) and
+// learns of each reader's writes: replicas.Router.
+type ReadRouter interface {
+	For(reader string) pg.DBTX
+	Wrote(reader string)
+}
+
+// readerOf names the reader whose writes its reads must see: its key.
+func readerOf(p principal) string { return p.tenant + "/" + p.name }
 
 func principalOf(r *http.Request) principal {
 	p, _ := r.Context().Value(principalKey{}).(principal)

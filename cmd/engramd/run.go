@@ -102,11 +102,13 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// openSQL opens the database for migrations. The URL is parsed as the
-// pool parses it, so that the pool's own parameters (pool_max_conns) are
-// not sent to the server as settings it does not know.
+// openSQL opens the database for migrations, on the direct connection
+// (database.lock_url when set: goose's lock is a session's, which a pooler
+// in transaction mode would lose). The URL is parsed as the pool parses
+// it, so that the pool's own parameters (pool_max_conns) are not sent to
+// the server as settings it does not know.
 func openSQL(cfg config.Config) (*sql.DB, error) {
-	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	pc, err := pgxpool.ParseConfig(cfg.Database.LockDSN(cfg.DatabaseURL))
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
@@ -136,6 +138,12 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if err != nil {
 		return err
 	}
+	// A database migrated by a newer engramd is refused before anything
+	// reads it: this build's statements may not fit its schema.
+	if err := migrations.Newer(ctx, db); err != nil {
+		db.Close()
+		return err
+	}
 	pending, err := migrations.Pending(ctx, db)
 	db.Close()
 	if err != nil {
@@ -149,13 +157,23 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	// transactions, and PostgreSQL ends the statements of a daemon gone
 	// (database.*): API requests run under the pool's statement timeout,
 	// ingestion batches, jobs and erasures under their own.
-	pool, err := pg.NewPool(ctx, cfg.DatabaseURL, cfg.Database.Session().Configure)
+	pool, err := newPool(ctx, cfg, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	ingestCtx := pg.WithStatementTimeout(ctx, cfg.Database.IngestStatementTimeout)
 	jobCtx := pg.WithStatementTimeout(ctx, cfg.Database.JobStatementTimeout)
+	checkIterativeScan(ctx, cfg, pool, logger)
+	// The session-level locks' own pool, past any pooler: the dense index
+	// build holds one while it builds.
+	lockPool := pool
+	if cfg.Database.LockURL != "" {
+		if lockPool, err = pg.NewPool(ctx, cfg.Database.LockURL, func(c *pgxpool.Config) { c.MaxConns = 2 }); err != nil {
+			return fmt.Errorf("database.lock_url: %w", err)
+		}
+		defer lockPool.Close()
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerPoolMetrics(reg, pool)
@@ -206,7 +224,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	// Cut off when serve returns, and awaited before the pool closes;
 	// building an index takes as long as it takes.
 	denseCtx, stopDense := context.WithCancel(pg.WithStatementTimeout(ctx, 0))
-	waitDense := startDenseIndex(denseCtx, pool, ret.embedder, logger)
+	waitDense := startDenseIndex(denseCtx, lockPool, ret.embedder, logger)
 	defer func() { stopDense(); waitDense() }()
 	per, err := startPeriodic(jobCtx, cfg, load, pool, writer, settings, ret, reg, logger)
 	if err != nil {
@@ -215,8 +233,14 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	// Stopped after the HTTP server, before the pool closes: a run cut off
 	// saves its cursor and the next run resumes from it.
 	defer per.stop(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	reads, err := startReplicas(ctx, cfg, pool, reg, logger)
+	if err != nil {
+		return err
+	}
+	defer reads.stop()
 	srv := server.New(server.Config{
 		DB:           pool,
+		Reads:        reads.router,
 		Writer:       writer,
 		Keys:         keys,
 		Logger:       logger,

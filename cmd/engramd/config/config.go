@@ -67,8 +67,9 @@ type Config struct {
 	// DatabaseURL is the PostgreSQL connection URL. yaml database_url,
 	// DATABASE_URL or ENGRAM_DATABASE_URL, --database-url.
 	DatabaseURL string `yaml:"database_url"`
-	// Database bounds what engramd's statements may hold in PostgreSQL
-	// (see [Database]). yaml database.
+	// Database is how engramd reaches PostgreSQL — replicas, a pooler, a
+	// direct connection for locks — and what its statements may hold
+	// there (see [Database]). yaml database.
 	Database Database `yaml:"database"`
 	// MaxPayloadBytes caps a record's encoded payload. yaml
 	// max_payload_bytes, ENGRAM_MAX_PAYLOAD_BYTES, --max-payload-bytes.
@@ -166,11 +167,34 @@ type Config struct {
 	Console console.Config `yaml:"console"`
 }
 
-// Database bounds what engramd's connections may hold in PostgreSQL
-// (yaml database.*), so that a daemon killed, stuck or cut off by the
-// network leaves no statement running, no lock held and no transaction
-// open for long (substrate RFC §15.5). Zero turns a bound off.
+// Database is how engramd reaches PostgreSQL past one server (yaml
+// database.*; docs/operations.md), and what its connections may hold
+// there. database_url stays the primary's: give it every host of a
+// failover pair with target_session_attrs=read-write, and a failover is
+// followed by reconnecting. The bounds make a daemon killed, stuck or cut
+// off by the network leave no statement running, no lock held and no
+// transaction open for long (substrate RFC §15.5); zero turns a bound off.
 type Database struct {
+	// ReadURL are streaming replicas (one URL, or a list) that serve
+	// retrieval and read-only listing within StalenessBudget; empty: the
+	// primary serves every read. ENGRAM_READ_URL, URLs separated by
+	// spaces.
+	ReadURL URLs `yaml:"read_url"`
+	// LockURL is a direct connection to the primary, past any pooler, for
+	// the session-level locks: job leadership and runs, migrations, the
+	// dense index build. Empty: database_url. ENGRAM_LOCK_URL.
+	LockURL string `yaml:"lock_url"`
+	// Pooler is what is between engramd and PostgreSQL on database_url:
+	// none (the default), session (PgBouncer's session mode: as none), or
+	// transaction (PgBouncer's transaction mode: no named prepared
+	// statements, pgx's cache_describe mode unless the URL sets
+	// default_query_exec_mode, and no startup parameters a pooler
+	// refuses). ENGRAM_DATABASE_POOLER.
+	Pooler string `yaml:"pooler"`
+	// StalenessBudget is how far behind the primary a replica may be and
+	// still serve a read (write-path RFC §12.9.6, δ_stale); past it the
+	// read goes to the primary. Default 2s. ENGRAM_STALENESS_BUDGET.
+	StalenessBudget time.Duration `yaml:"staleness_budget"`
 	// StatementTimeout bounds a statement of an API request.
 	StatementTimeout time.Duration `yaml:"statement_timeout"`
 	// IngestStatementTimeout bounds a statement of the policy plane's
@@ -220,6 +244,41 @@ func (d Database) Validate() error {
 	if d.KeepAlive > 0 && d.KeepAlive < time.Second {
 		return fmt.Errorf("database.keepalive: %s is under a second", d.KeepAlive)
 	}
+	return nil
+}
+
+// Poolers (yaml database.pooler).
+const (
+	PoolerNone        = "none"
+	PoolerSession     = "session"
+	PoolerTransaction = "transaction"
+)
+
+// DefaultStalenessBudget is database.staleness_budget's default.
+const DefaultStalenessBudget = 2 * time.Second
+
+// LockDSN is the URL of the direct connection for session-level locks.
+func (d Database) LockDSN(primary string) string {
+	if d.LockURL != "" {
+		return d.LockURL
+	}
+	return primary
+}
+
+// URLs is one URL or a list of them (yaml: a string or a sequence).
+type URLs []string
+
+// UnmarshalYAML takes a string or a sequence of strings.
+func (u *URLs) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*u = strings.Fields(n.Value)
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return err
+	}
+	*u = list
 	return nil
 }
 
@@ -314,7 +373,7 @@ func Default() Config {
 			StatementTimeout: DefaultStatementTimeout, IngestStatementTimeout: DefaultIngestStatementTimeout,
 			JobStatementTimeout: DefaultJobStatementTimeout, LockTimeout: DefaultLockTimeout,
 			IdleInTransactionTimeout: DefaultIdleInTransactionTimeout, ClientCheckInterval: DefaultClientCheckInterval,
-			KeepAlive: DefaultKeepAlive,
+			KeepAlive: DefaultKeepAlive, Pooler: PoolerNone, StalenessBudget: DefaultStalenessBudget,
 		},
 		MaxPayloadBytes: revise.DefaultMaxPayloadBytes,
 		MaxClockSkew:    revise.DefaultMaxClockSkew,
@@ -426,6 +485,18 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	setIf(&c.PprofListen, getenv("ENGRAM_PPROF_LISTEN"))
 	setIf(&c.DatabaseURL, getenv("DATABASE_URL"))
 	setIf(&c.DatabaseURL, getenv("ENGRAM_DATABASE_URL"))
+	if v := getenv("ENGRAM_READ_URL"); v != "" {
+		c.Database.ReadURL = strings.Fields(v)
+	}
+	setIf(&c.Database.LockURL, getenv("ENGRAM_LOCK_URL"))
+	setIf(&c.Database.Pooler, getenv("ENGRAM_DATABASE_POOLER"))
+	if v := getenv("ENGRAM_STALENESS_BUDGET"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("ENGRAM_STALENESS_BUDGET: %w", err)
+		}
+		c.Database.StalenessBudget = d
+	}
 	setIf(&c.LogLevel, getenv("ENGRAM_LOG_LEVEL"))
 	setIf(&c.LogFormat, getenv("ENGRAM_LOG_FORMAT"))
 	setIf(&c.LogRequests, getenv("ENGRAM_LOG_REQUESTS"))
@@ -521,6 +592,22 @@ func (c Config) Validate() error {
 		// The policy plane writes episodes at their events' times, which
 		// ingestion allows up to ingest.max_skew ahead.
 		return fmt.Errorf("max_clock_skew: %s is less than ingest.max_skew (%s): events ingestion accepts would make records the write path refuses", c.MaxClockSkew, c.Ingest.MaxSkew)
+	}
+	switch c.Database.Pooler {
+	case PoolerNone, PoolerSession, PoolerTransaction:
+	default:
+		return fmt.Errorf("database.pooler: %q is not none, session or transaction", c.Database.Pooler)
+	}
+	if c.Database.Pooler == PoolerTransaction && c.Database.LockURL == "" {
+		return errors.New("database.lock_url: a transaction pooler loses session locks between transactions: give the primary's direct URL for job leadership, migrations and index builds")
+	}
+	if c.Database.StalenessBudget <= 0 {
+		return errors.New("database.staleness_budget: must be positive")
+	}
+	for i, u := range c.Database.ReadURL {
+		if u == "" {
+			return fmt.Errorf("database.read_url[%d]: must not be empty", i)
+		}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
