@@ -34,6 +34,7 @@ var acrossTenants = map[string]string{
 	"store.scanLiveSQL":              "the decay sweep walks every tenant's live records by (tenant_id, id)",
 	"store.anyMaterialisedSQL":       "whether any decay sweep has run, in any tenant",
 	"store.purgeExpiredSQL":          "the purge job takes expired records past their grace, of every tenant",
+	"store.purgeIdempotencySQL":      "the purge job deletes every tenant's idempotency keys past their 24 hours",
 	"store.deleteOrphanArtifactsSQL": "the purge job finds, for the artifacts it may free, the episodes of their tenants that still reference them",
 	"store.changedRecordsSQL":        "duplicate resolution walks every tenant's revised records by (updated_at, tenant_id, id)",
 	"store.embeddedRecordsSQL":       "duplicate resolution walks every tenant's new vectors by (embedded_at, tenant_id, record_id)",

@@ -17,7 +17,8 @@ func TestDatabaseTimeouts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, config.Database{StatementTimeout: 30 * time.Second, IngestStatementTimeout: 2 * time.Minute,
 		JobStatementTimeout: 15 * time.Minute, LockTimeout: 30 * time.Second, IdleInTransactionTimeout: time.Minute,
-		ClientCheckInterval: 5 * time.Second, KeepAlive: 30 * time.Second}, c.Database)
+		ClientCheckInterval: 5 * time.Second, KeepAlive: 30 * time.Second,
+		Pooler: config.PoolerNone, StalenessBudget: config.DefaultStalenessBudget}, c.Database)
 	s := c.Database.Session()
 	require.Equal(t, "engramd", s.ApplicationName)
 	require.Equal(t, 30*time.Second, s.StatementTimeout)
