@@ -11,12 +11,15 @@ FUZZ_TARGETS      ?= ./ingest/:FuzzPrepare ./server/:FuzzReadLine ./server/:Fuzz
 	./server/:FuzzTimeParams ./schemas/:FuzzDecode ./schemas/:FuzzValidate ./policy/:FuzzRedactString \
 	./policy/:FuzzRedactValue ./policy/:FuzzParse ./store/:FuzzCursor
 ARGS              ?=
+# What --version prints: the nearest tag and the commit (git describe).
+VERSION           ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS           := -X github.com/engram-dev/engram/internal/version.Version=$(VERSION)
 
 export DATABASE_URL TEST_DATABASE_URL
 export PATH := $(PATH):/usr/local/go/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help db browser clients build test run demo eval migrate bench fuzz lint clean screenshots
+.PHONY: help db browser clients build test test-ha run demo eval migrate bench fuzz lint clean screenshots
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,14 +30,17 @@ db: ## Make sure PostgreSQL, pgvector and the engram databases are there
 browser: ## Make sure headless Chromium is there for the console's browser tests (apt-get when missing)
 	@bash scripts/browser.sh
 
-clients: ## Make sure the real MCP clients (TypeScript SDK, Inspector) are there for mcpserver's tests (npm ci when missing)
+clients: ## Make sure the real clients are there: MCP's TypeScript SDK and Inspector for mcpserver's tests, ajv for openwop's (npm ci when missing)
 	@bash scripts/clients.sh
 
-build: ## Build the binaries into bin/
-	go build -o bin/ ./cmd/...
+build: ## Build the binaries into bin/ (their --version: VERSION, default git describe)
+	go build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
 
-test: db browser clients ## Run all tests (race detector) against TEST_DATABASE_URL, the console's in headless Chromium, MCP's with real clients
+test: db browser clients ## Run all tests (race detector) against TEST_DATABASE_URL, the console's in headless Chromium, MCP's with real clients, OpenWOP's answers through ajv
 	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_REQUIRE_CLIENTS=1 go test $(TEST_FLAGS) -timeout=$(TEST_TIMEOUT) ./...
+
+test-ha: ## Build a primary, a synchronous replica and PgBouncer (transaction mode) on ports 5441/5442/6441, run the failover, replica-lag and pooler scenarios with their figures, tear down
+	bash scripts/ha.sh
 
 screenshots: db browser ## Screenshot each console page into docs/console/*.png, by the console's browser tests
 	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsole$$' ./console/

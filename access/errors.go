@@ -31,5 +31,9 @@ type OverBudgetError struct {
 }
 
 func (e *OverBudgetError) Error() string {
-	return fmt.Sprintf("write budget %s spent: %d writes per session window for agent %q", e.Budget, e.Limit, e.Agent)
+	writes := "writes"
+	if e.Limit == 1 {
+		writes = "write"
+	}
+	return fmt.Sprintf("write budget %s spent: %d %s per session window for agent %q", e.Budget, e.Limit, writes, e.Agent)
 }

@@ -207,8 +207,8 @@ func TestProblemFieldErrors(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, ce.Problem.Status)
 	require.Equal(t, client.ProblemValidation, ce.Problem.Type)
 	require.NotEmpty(t, ce.Problem.Errors)
-	require.Equal(t, "/payload", ce.Problem.Errors[0].Pointer, "%+v", ce.Problem.Errors)
-	require.Contains(t, ce.Problem.Errors[0].Message, "object")
+	require.Equal(t, "/payload/object", ce.Problem.Errors[0].Pointer, "%+v", ce.Problem.Errors)
+	require.Equal(t, "is required", ce.Problem.Errors[0].Message)
 	require.NotContains(t, err.Error(), curatorKey)
 
 	var p *api.Problem

@@ -66,6 +66,12 @@ func (c *Client) Tenants(ctx context.Context, opts ...CallOption) (*api.Tenants,
 	return call[api.Tenants](ctx, c, "GET", "/v1/tenants", nil, nil, opts)
 }
 
+// Whoami says whom the client's key speaks for: its name, tenant, role and
+// agent (GET /v1/whoami; any key).
+func (c *Client) Whoami(ctx context.Context, opts ...CallOption) (*api.Whoami, error) {
+	return call[api.Whoami](ctx, c, "GET", "/v1/whoami", nil, nil, opts)
+}
+
 // DecayPreview projects what a proposed decay configuration would do,
 // beside the one in force (POST /v1/decay/preview).
 func (c *Client) DecayPreview(ctx context.Context, req api.DecayPreviewRequest, opts ...CallOption) (*api.DecayPreview, error) {

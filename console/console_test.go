@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,7 +76,10 @@ func startEngramd(t *testing.T) *daemon {
 	// Consolidation and the decay sweep run when the test says, through
 	// the jobs API, so what the pages show does not move under them.
 	require.NoError(t, os.WriteFile(conf, []byte("jobs: {consolidate: \"off\", decay_sweep: \"off\", embedding_backfill: \"@every 1h\", retrieval_stats: \"@every 1h\"}\n"+
-		"console: {eval_report: "+strconv.Quote(evalReport)+"}\n"), 0o600))
+		"console: {eval_report: "+strconv.Quote(evalReport)+"}\n"+
+		// This operator keeps contradicting facts for a person to review,
+		// so that the review queue's page has a draft to show.
+		"write_path: {contradiction: {policy: review}}\n"), 0o600))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
@@ -365,6 +369,21 @@ func (p *page) table(chart string) map[string][]string {
 		return o; })()`, chart))
 }
 
+// lastLabel is the x label of a chart's last bucket, from its data table.
+func (p *page) lastLabel(chart string) string {
+	p.t.Helper()
+	return eval[string](p, `(() => { const r = document.querySelectorAll('figure[data-chart=`+chart+`] table.data tbody tr th'); return r.length ? r[r.length - 1].textContent : ""; })()`)
+}
+
+// waitLoaded waits until the health page shows tenant's data, loaded.
+func (p *page) waitLoaded(tenant string) {
+	p.t.Helper()
+	p.poll("health of "+tenant, func() bool {
+		return eval[string](p, `document.getElementById('health-body').dataset.tenant || ""`) == tenant &&
+			eval[bool](p, `!document.getElementById('health-body').dataset.loading`)
+	})
+}
+
 // poll waits until cond holds in the page, failing after 20 seconds.
 func (p *page) poll(what string, cond func() bool) {
 	p.t.Helper()
@@ -403,10 +422,19 @@ func TestConsole(t *testing.T) {
 		p.t = t
 		p.signIn(curatorKey)
 		p.open("health")
-		// The page's range is the last 7 days, day by day.
+		// Day one: everything the tenant holds is from today, so the page
+		// shows the last 24 hours by the hour, and says why, rather than
+		// seven days of which only the last has a point.
+		p.waitLoaded("acme")
+		require.Equal(t, "24h", eval[string](p, `document.getElementById('health-body').dataset.range`))
+		require.Equal(t, "24h", eval[string](p, `document.getElementById('health-range').value`))
+		require.Contains(t, p.text(`#health-range-note`), "from today")
 		var hs api.HealthStats
 		now := time.Now().UTC()
-		require.Equal(t, http.StatusOK, d.call("GET", "/v1/stats/health?bucket=day&from="+now.Add(-7*24*time.Hour).Format(time.RFC3339Nano)+"&to="+now.Format(time.RFC3339Nano), curatorKey, nil, &hs))
+		hour := now.Truncate(time.Hour)
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/stats/health?bucket=hour&from="+hour.Add(-23*time.Hour).Format(time.RFC3339Nano)+"&to="+now.Format(time.RFC3339Nano), curatorKey, nil, &hs))
+		require.Len(t, hs.Series, 24)
+		require.Equal(t, hour.Format("01-02 15:00"), p.lastLabel("records-by-type"), "the last bucket is this hour")
 		for _, typ := range []memory.Type{memory.Semantic, memory.Competence, memory.Episodic} {
 			require.Positive(t, hs.Live[typ], typ)
 			require.Equal(t, fmt.Sprint(hs.Live[typ]), p.text(fmt.Sprintf(`[data-live-type=%q] .n`, typ)), typ)
@@ -433,7 +461,27 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, hs.Score.Status, p.text(`section.score .status`))
 		require.Equal(t, "Tenant acme", p.text(`#who-name`), "the health page names the key's tenant")
 		require.Equal(t, 6, p.count(`section.score tr[data-part]`))
+		// Counts tick at whole numbers.
+		for _, chart := range []string{"growth", "records-by-type", "writes"} {
+			ticks := eval[[]string](p, `[...document.querySelectorAll('figure[data-chart=`+chart+`] text[data-tick=y]')].map((t) => t.textContent)`)
+			require.NotEmpty(t, ticks, chart)
+			for _, tick := range ticks {
+				require.Regexp(t, `^\d+$`, tick, "%s ticks at %v", chart, ticks)
+			}
+		}
 		p.screenshot("health")
+
+		// A week, chosen: day buckets are UTC days, today's under today's
+		// date.
+		p.run(chromedp.SetValue(chromedp.CSS(`#health-range`), "7d"))
+		eval[bool](p, `document.getElementById('health-range').dispatchEvent(new Event('change')), true`)
+		p.poll("the week", func() bool {
+			return eval[string](p, `document.getElementById('health-body').dataset.range || ""`) == "7d" &&
+				eval[bool](p, `!document.getElementById('health-body').dataset.loading`)
+		})
+		require.Equal(t, time.Now().UTC().Format("01-02"), p.lastLabel("records-by-type"), "today is labelled today")
+		require.Equal(t, 7, len(p.table("records-by-type")["semantic"]))
+		require.Zero(t, p.count(`#health-range-note`))
 	})
 
 	proc := s.procedure.Records[0]
@@ -488,8 +536,19 @@ func TestConsole(t *testing.T) {
 		perf := payload.Performance
 		row := fmt.Sprintf(`tr[data-id=%q]`, proc.ID.String())
 		require.Equal(t, 1, p.count(row))
-		rate := float64(perf.Successes) / float64(perf.Successes+perf.Failures)
+		// One success rate everywhere, smoothed as retrieval ranks by it and
+		// engram procedures prints it (0.67 (3/4)); one lifecycle word, the
+		// CLI's.
+		n := perf.Successes + perf.Failures
+		rate := float64(perf.Successes+1) / float64(n+2)
 		require.Equal(t, fmt.Sprint(rate), eval[string](p, fmt.Sprintf(`document.querySelector('%s td[data-rate]').dataset.rate`, row)))
+		require.Equal(t, fmt.Sprintf("%.2f (%d/%d)", rate, perf.Successes, n), p.text(row+` td[data-rate]`))
+		require.Contains(t, p.text(`#rate-note`), "(successes + 1) / (uses + 2)")
+		state := string(rec.Status)
+		if rec.Status == memory.Active && slices.Contains(rec.Tags, memory.ProbationTag) {
+			state = "probation"
+		}
+		require.Equal(t, state, eval[string](p, fmt.Sprintf(`document.querySelector('%s').dataset.state`, row)))
 		// No evaluation report yet: the page says how to make one.
 		require.Equal(t, 1, p.count(`section.evaluation[data-eval=none]`))
 		require.Contains(t, p.text(`section.evaluation`), "make eval")
@@ -583,10 +642,39 @@ func TestConsole(t *testing.T) {
 		p.t = t
 		p.signIn(opsKey)
 		require.Equal(t, []string{"health", "jobs"}, eval[[]string](p, `[...document.querySelectorAll('[data-nav]')].map((a) => a.dataset.nav)`))
+		// A tenant's page, asked for by an operator's key, says so rather
+		// than showing Health.
+		p.run(chromedp.Navigate(p.url+"/console/#/records"), chromedp.Reload(),
+			chromedp.WaitVisible(chromedp.CSS(`#page section[data-page=records][data-denied][data-ready]`)))
+		require.Contains(t, p.text(`#page section`), "Sign in with a tenant's key to see records")
+		p.open("health")
 		require.Equal(t, "acme", eval[string](p, `document.getElementById('health-body').dataset.tenant`))
 		require.Equal(t, []string{"acme", "empty"}, eval[[]string](p, `[...document.querySelectorAll('#health-tenant option')].map((o) => o.value)`))
 		require.Equal(t, 1, p.count(`figure[data-chart=gate-rejections]`), "the operator sees the gates' refusals")
 		p.screenshot("health-operator")
+
+		// Switching tenants quickly: the older answer, arriving last, is not
+		// the one shown. The empty tenant's answer is held back until the
+		// acme one is in. inflight counts the page's requests until it has
+		// read their answers and acted on them (a task after the read).
+		eval[bool](p, `(() => { const f = window.fetch; window.heldBack = false; window.inflight = 0;
+			window.fetch = (url, o) => {
+				window.inflight++;
+				const held = String(url).includes("tenant=empty");
+				const wait = held ? new Promise((r) => setTimeout(r, 1500)) : Promise.resolve();
+				return wait.then(() => f(url, o)).then((res) => {
+					const text = res.text.bind(res);
+					res.text = async () => { const v = await text(); setTimeout(() => { window.inflight--; if (held) window.heldBack = true; }, 0); return v; };
+					return res;
+				});
+			};
+			return true; })()`)
+		p.run(chromedp.SetValue(chromedp.CSS(`#health-tenant`), "empty"))
+		eval[bool](p, `document.getElementById('health-tenant').dispatchEvent(new Event('change')), true`)
+		p.run(chromedp.SetValue(chromedp.CSS(`#health-tenant`), "acme"))
+		eval[bool](p, `document.getElementById('health-tenant').dispatchEvent(new Event('change')), true`)
+		p.poll("the held-back answer, read and acted on", func() bool { return eval[bool](p, `window.heldBack && window.inflight === 0`) })
+		require.Equal(t, "acme", eval[string](p, `document.getElementById('health-body').dataset.tenant`), "the latest choice wins")
 
 		// An empty tenant degrades to zeros and an unknown score.
 		p.run(chromedp.SetValue(chromedp.CSS(`#health-tenant`), "empty"))
@@ -605,6 +693,8 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, http.StatusOK, d.call("GET", "/v1/jobs", opsKey, nil, &jobs))
 		require.Equal(t, len(jobs.Jobs), p.count(`tr[data-job]`))
 		require.Equal(t, "succeeded", eval[string](p, `document.querySelector('tr[data-job=consolidate]').dataset.status`))
+		require.Regexp(t, `^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z \(manual\)$`,
+			eval[string](p, `document.querySelector('tr[data-job=consolidate] td:nth-of-type(3)').textContent`), "a job's time says its zone")
 		p.run(chromedp.Click(chromedp.CSS(`button[data-run=decay_sweep]`)))
 		p.poll("the sweep run from the page", func() bool {
 			var n int

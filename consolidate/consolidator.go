@@ -23,6 +23,7 @@ import (
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/view"
 )
 
 // Job is the name of the consolidation job; DefaultSchedule its default
@@ -368,15 +369,17 @@ func (c *Consolidator) apply(ctx context.Context, tx *revise.Tx, tenant string, 
 	return w, err
 }
 
+// reader reads memory in tx, through the read door.
+func (c *Consolidator) reader(tx *revise.Tx) *view.Reader {
+	return view.New(tx.Exec(), c.cfg.Writer.Sealer())
+}
+
 // existing is the live record of a procedure, found by its tag.
 func (c *Consolidator) existing(ctx context.Context, tx *revise.Tx, tenant, key string) (memory.Record, bool, error) {
-	page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
+	page, err := c.reader(tx).Records(ctx, view.System(tenant), store.Filter{
 		Types: []memory.Type{memory.Competence}, Tags: []string{LearnedTag, procedureTag + key},
 		Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft, memory.Retracted}, Limit: 10})
 	if err != nil || len(page.Records) == 0 {
-		return memory.Record{}, false, err
-	}
-	if err := c.cfg.Writer.Sealer().OpenRecords(ctx, tenant, page.Records); err != nil {
 		return memory.Record{}, false, err
 	}
 	// A live record (one restored after its retraction) wins.

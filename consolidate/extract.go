@@ -13,6 +13,7 @@ import (
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/view"
 )
 
 // Facts a language model finds in free text (issue 11, item 7; substrate
@@ -140,12 +141,9 @@ func (c *Consolidator) writeFacts(ctx context.Context, run Run, tenant string, c
 	var outcomes []string
 	err := c.cfg.Writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
 		outcomes = outcomes[:0]
-		ep, err := store.Get(ctx, tx.Exec(), tenant, ce.ID)
+		ep, err := c.reader(tx).Unflagged(ctx, view.System(tenant), ce.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // deleted since the pass read it
-		}
-		if err == nil {
-			err = c.cfg.Writer.Sealer().OpenRecord(ctx, tenant, &ep)
 		}
 		if err != nil {
 			return err

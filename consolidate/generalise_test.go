@@ -315,6 +315,7 @@ func TestNonASCIIPathsAreLearned(t *testing.T) {
 	}
 	counts := e.consolidate()
 	require.Equal(t, int64(1), counts["competence_created"], counts)
+	require.Equal(t, int64(1), counts["plan_created"], counts)
 	it, cmds := followable(t, e.competence("ld: cache mismatch in /srv/données-3/obj.o"))
 	require.Equal(t, map[string]string{"path": "/srv/données-3"}, it.Why.Bindings)
 	require.Equal(t, "rm -rf /srv/données-3/cache", cmds[0])

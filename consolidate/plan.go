@@ -15,11 +15,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/signature"
 	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/view"
 )
 
 // Tags of the plan records consolidation writes: "plan:<key>" names the
@@ -112,7 +114,9 @@ type Graph struct {
 var (
 	reToken    = regexp.MustCompile(`[^\s"'` + "`" + `,;()\[\]{}=<>|&]+`)
 	reFileName = regexp.MustCompile(`^[\w.-]+\.[A-Za-z]\w{0,5}$`)
-	reNotID    = regexp.MustCompile(`[^a-z0-9]+`)
+	// reNotID is what a plan_id does not keep: anything but the letters
+	// (with their marks) and digits of every script.
+	reNotID = regexp.MustCompile(`[^\p{L}\p{M}\p{N}]+`)
 )
 
 // BuildGraph turns an episode's actions into its plan graph. The actions
@@ -280,16 +284,24 @@ type Plan struct {
 const maxPlanID = 80
 
 // PlanID is the plan_id of an intent's plans: the intent as an
-// identifier, at most maxPlanID bytes — a long one cut, with a hash of
-// the whole so that two long intents keep two ids.
+// identifier — its letters and digits, of whatever script, lower-cased,
+// runs of anything else one "_" — at most maxPlanID bytes: a long one cut
+// at a character, with a hash of the whole so that two long intents keep
+// two ids. An intent with no letter or digit is "plan_" and a hash of it,
+// so that two such intents keep two ids too.
 func PlanID(intent string) string {
 	id := strings.Trim(reNotID.ReplaceAllString(strings.ToLower(intent), "_"), "_")
 	if id == "" {
-		return "plan"
+		sum := sha256.Sum256([]byte(intent))
+		return "plan_" + hex.EncodeToString(sum[:6])
 	}
 	if len(id) > maxPlanID {
 		sum := sha256.Sum256([]byte(id))
-		id = strings.TrimRight(id[:maxPlanID-13], "_") + "_" + hex.EncodeToString(sum[:6])
+		cut := maxPlanID - 13
+		for cut > 0 && !utf8.RuneStart(id[cut]) {
+			cut--
+		}
+		id = strings.TrimRight(id[:cut], "_") + "_" + hex.EncodeToString(sum[:6])
 	}
 	return id
 }
@@ -456,12 +468,9 @@ func (c *Consolidator) applyPlan(ctx context.Context, tx *revise.Tx, tenant stri
 	}
 	ch := revise.Change{Actor: actor, Rationale: c.rationale(p.Sensitivity, p.Rationale, len(p.Support), len(p.Failed)), Evidence: sources}
 	idTag := c.planIDTag(p)
-	page, err := store.List(ctx, tx.Exec(), tenant, store.Filter{
+	page, err := c.reader(tx).Records(ctx, view.System(tenant), store.Filter{
 		Types: []memory.Type{memory.PlanGraph}, Tags: []string{LearnedTag, idTag}, Scope: &p.Scope,
 		Statuses: []memory.Status{memory.Active, memory.Contested, memory.Draft}, Limit: 1})
-	if err == nil {
-		err = c.cfg.Writer.Sealer().OpenRecords(ctx, tenant, page.Records)
-	}
 	if err != nil {
 		return written{}, err
 	}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -198,4 +201,111 @@ func TestBuildGraph(t *testing.T) {
 	}, g.Edges)
 	require.Equal(t, g.Key("x"), consolidate.BuildGraph(g.Steps, nil).Key("x"))
 	require.NotEqual(t, g.Key("x"), consolidate.BuildGraph(g.Steps[:3], nil).Key("x"))
+}
+
+// intentEpisode is one thread whose user asks for intent in their own
+// words: a first attempt fails with errMsg, the agent runs fix and then
+// the steps, and the thread succeeds.
+func intentEpisode(thread, intent, errMsg string, fix map[string]any, steps ...map[string]any) []map[string]any {
+	at := time.Now().Add(-time.Hour).Truncate(time.Second)
+	ev := func(kind string, fields map[string]any) map[string]any {
+		at = at.Add(time.Second)
+		m := map[string]any{"kind": kind, "agent_id": "コーダー", "thread_id": thread, "environment": map[string]any{"os": "linux"},
+			"time": at.Format(time.RFC3339)}
+		for k, v := range fields {
+			m[k] = v
+		}
+		return m
+	}
+	out := []map[string]any{ev("user_input", map[string]any{"text": intent})}
+	call := func(id string, s map[string]any) {
+		out = append(out,
+			ev("tool_call", map[string]any{"tool": map[string]any{"name": s["tool"], "call_id": id, "arguments": s["args"]}}),
+			ev("tool_output", map[string]any{"tool": map[string]any{"name": s["tool"], "call_id": id, "result": s["result"]}}))
+	}
+	first := maps.Clone(steps[len(steps)-1])
+	first["result"] = errMsg
+	call("c0", first)
+	out = append(out, ev("error", map[string]any{"error": map[string]any{"message": errMsg, "tool": steps[len(steps)-1]["tool"]}}))
+	call("c1", fix)
+	for i, s := range steps {
+		call(fmt.Sprintf("c%d", i+2), s)
+	}
+	return append(out, ev("outcome", map[string]any{"outcome": map[string]any{"status": "success"}}))
+}
+
+// Intents in Japanese, and one mixing Spanish and Japanese, each fixed
+// twice by agents streaming their episodes: each intent gives its own
+// procedure and its own plan, whose plan_id keeps its letters; none
+// supersedes another (issue 33, items 4 and 5).
+func TestIntentsInEveryScriptKeepTheirOwnPlans(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	type intent struct {
+		texts      [2]string // as two users typed it
+		err        [2]string
+		fix, steps []map[string]any
+		planID     string
+	}
+	intents := []intent{
+		{texts: [2]string{"ステージングにデプロイする", "ステージングにデプロイする"},
+			err: [2]string{"デプロイ失敗: ポート 8080 は「api-サーバー」が使用中です", "デプロイ失敗: ポート 9090 は「検索-サーバー」が使用中です"},
+			fix: []map[string]any{shell("fuser -k 8080/tcp", "8080/tcp: 4242"), shell("fuser -k 9090/tcp", "9090/tcp: 5151")},
+			steps: []map[string]any{shell("docker compose -f ステージング.yml up -d", "Container api  Started"),
+				shell("curl -fsS https://staging.example.jp/健康", "ok")},
+			planID: "ステージングにデプロイする"},
+		{texts: [2]string{"単体テストを実行する", "単体テストを実行する"},
+			err: [2]string{"テスト失敗: キャッシュ「/home/ci/プロジェクト-1/テスト/キャッシュ」が壊れています", "テスト失敗: キャッシュ「/home/ci/日付-ヘルパー/テスト/キャッシュ」が壊れています"},
+			fix: []map[string]any{shell("rm -rf /home/ci/プロジェクト-1/テスト/キャッシュ", map[string]any{"exit_code": 0}),
+				shell("rm -rf /home/ci/日付-ヘルパー/テスト/キャッシュ", map[string]any{"exit_code": 0})},
+			steps:  []map[string]any{shell("npm test -- --ci", "Tests: 12 passed, 12 total")},
+			planID: "単体テストを実行する"},
+		{texts: [2]string{"Desplegar la versión a producción (本番)", "desplegar la versión a producción (本番)"},
+			err: [2]string{"error: no se encontró el archivo /srv/configuración/año-2026.yml", "error: no se encontró el archivo /srv/configuración/año-2027.yml"},
+			fix: []map[string]any{shell("cp /etc/plantillas/base.yml /srv/configuración/año-2026.yml", map[string]any{"exit_code": 0}),
+				shell("cp /etc/plantillas/base.yml /srv/configuración/año-2027.yml", map[string]any{"exit_code": 0})},
+			steps:  []map[string]any{shell("helm upgrade api ./chart --namespace producción", "Release \"api\" has been upgraded.")},
+			planID: "desplegar_la_versión_a_producción_本番"},
+	}
+	for i, in := range intents {
+		for j := range 2 {
+			e.post(intentEpisode(fmt.Sprintf("intent-%d-%d", i, j), in.texts[j], in.err[j], in.fix[j], in.steps...))
+		}
+	}
+	counts := e.consolidate()
+	require.Equal(t, int64(len(intents)), counts["plan_created"], counts)
+	require.Equal(t, int64(len(intents)), counts["competence_created"], counts)
+	byID := map[string]memory.PlanGraphPayload{}
+	for _, r := range e.plans() {
+		p := planOf(t, r)
+		byID[p.PlanID] = p
+	}
+	require.Len(t, byID, len(intents), "one plan an intent, none superseding another")
+	for _, in := range intents {
+		p, ok := byID[in.planID]
+		require.True(t, ok, "no plan %q among %v", in.planID, byID)
+		require.Equal(t, "1", p.Version)
+		require.Len(t, p.Nodes, len(in.steps)+1, "the fix, then the steps")
+	}
+	require.Len(t, e.procedures(), len(intents), "one procedure an error")
+}
+
+// A plan_id keeps the letters and digits of every script; a long one is
+// cut at a character with a hash of the whole; one with no letter or
+// digit is a hash with a readable prefix.
+func TestPlanID(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "set_up_the_project", consolidate.PlanID("  Set up the project! "))
+	require.Equal(t, "ステージングにデプロイする", consolidate.PlanID("ステージングにデプロイする"))
+	require.Equal(t, "déployer_l_app_en_préprod", consolidate.PlanID("Déployer l'app en PRÉPROD…"))
+	require.Equal(t, "развернуть_на_стенд_2", consolidate.PlanID("Развернуть на стенд №2"))
+	require.NotEqual(t, consolidate.PlanID("ステージングにデプロイする"), consolidate.PlanID("単体テストを実行する"))
+	long := strings.Repeat("本番環境へのデプロイを確認する", 8)
+	id := consolidate.PlanID(long)
+	require.LessOrEqual(t, len(id), 80)
+	require.True(t, utf8.ValidString(id), id)
+	require.NotEqual(t, id, consolidate.PlanID(long+"。"+long))
+	a, b := consolidate.PlanID("→ ✓"), consolidate.PlanID("!!!")
+	require.True(t, strings.HasPrefix(a, "plan_"), a)
+	require.NotEqual(t, a, b)
 }

@@ -51,6 +51,9 @@ type DaemonConfig struct {
 	// Keep leaves the schema in place after Stop, to look at with the
 	// engram CLI; otherwise Stop drops it.
 	Keep bool
+	// Reuse migrates the schema as it is, creating it when missing,
+	// instead of dropping it first: what earlier runs left stays.
+	Reuse bool
 }
 
 // Daemon is an engramd process a run talks to: the agent through Client
@@ -78,7 +81,11 @@ func StartDaemon(ctx context.Context, cfg DaemonConfig) (*Daemon, error) {
 	}
 	dbURL := cfg.DatabaseURL
 	if cfg.Schema != "" {
-		if err := resetSchema(ctx, cfg.DatabaseURL, cfg.Schema); err != nil {
+		prepare := resetSchema
+		if cfg.Reuse {
+			prepare = createSchema
+		}
+		if err := prepare(ctx, cfg.DatabaseURL, cfg.Schema); err != nil {
 			return nil, err
 		}
 		dbURL = withSearchPath(cfg.DatabaseURL, cfg.Schema)
@@ -332,6 +339,11 @@ func resetSchema(ctx context.Context, dbURL, schema string) error {
 	return execAll(ctx, dbURL, "DROP SCHEMA IF EXISTS "+id+" CASCADE", "CREATE SCHEMA "+id)
 }
 
+// createSchema creates the schema unless it is there.
+func createSchema(ctx context.Context, dbURL, schema string) error {
+	return execAll(ctx, dbURL, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize())
+}
+
 func dropSchema(ctx context.Context, dbURL, schema string) error {
 	return execAll(ctx, dbURL, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 }
@@ -352,13 +364,16 @@ func execAll(ctx context.Context, dbURL string, stmts ...string) error {
 }
 
 // withSearchPath is url with schema first on the search_path, then public
-// (where pgvector's type lives).
+// (where pgvector's type lives), in place of any search_path it had.
 func withSearchPath(dbURL, schema string) string {
-	sep := "?"
-	if strings.Contains(dbURL, "?") {
-		sep = "&"
+	base, query, _ := strings.Cut(dbURL, "?")
+	var params []string
+	for p := range strings.SplitSeq(query, "&") {
+		if p != "" && !strings.HasPrefix(p, "search_path=") {
+			params = append(params, p)
+		}
 	}
-	return dbURL + sep + "search_path=" + schema + ",public"
+	return base + "?" + strings.Join(append(params, "search_path="+schema+",public"), "&")
 }
 
 // redactURL is a database URL without its password, for errors.

@@ -163,7 +163,7 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 	}
 	var v any
 	if err := schemas.Decode(raw, &v); err != nil {
-		return fail("invalid-event", "malformed JSON: "+err.Error())
+		return fail("invalid-event", schemas.Malformed(raw, err))
 	}
 	if err := schemas.CheckStorable(raw); err != nil {
 		var ve *schemas.ValidationError
@@ -202,7 +202,7 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 	if err := schemas.ValidateValue("Event", redacted); err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) {
-			return fail("invalid-event", fmt.Sprintf("%d invalid field(s)", len(ve.Violations)), ve.Violations...)
+			return fail("invalid-event", invalidFields(len(ve.Violations)), ve.Violations...)
 		}
 		return store.Candidate{}, err
 	}
@@ -215,7 +215,7 @@ func (in *Ingester) Prepare(index int, raw []byte) (store.Candidate, error) {
 			schemas.Violation{Pointer: "/time", Message: "is too far in the future"})
 	}
 	if f := ev.Fact; f != nil && f.ValidFrom != nil && f.ValidTo != nil && f.ValidTo.Before(*f.ValidFrom) {
-		return fail("invalid-event", "1 invalid field(s)",
+		return fail("invalid-event", invalidFields(1),
 			schemas.Violation{Pointer: "/fact/valid_to", Message: "must not be before valid_from: a time box ends after it starts"})
 	}
 
@@ -455,4 +455,12 @@ func (in *Ingester) seal(ctx context.Context, tenant string, cands []store.Candi
 		cands[i].Event = v
 	}
 	return nil
+}
+
+// invalidFields is how many fields of an event are invalid, in words.
+func invalidFields(n int) string {
+	if n == 1 {
+		return "1 invalid field"
+	}
+	return fmt.Sprintf("%d invalid fields", n)
 }

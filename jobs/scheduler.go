@@ -45,6 +45,11 @@ type Config struct {
 	Node string
 	// LeaderInterval is how often leadership is tried and checked.
 	LeaderInterval time.Duration
+	// LockConn configures the direct connection that holds leadership and
+	// the runs' locks, session-level advisory locks that a pooler in
+	// transaction mode would lose between transactions (engramd's
+	// database.lock_url). Nil: a connection like the pool's.
+	LockConn *pgx.ConnConfig
 }
 
 // Scheduler runs periodic jobs on their cron schedules (robfig/cron), on one
@@ -58,6 +63,7 @@ type Scheduler struct {
 	logger   *slog.Logger
 	node     string
 	interval time.Duration
+	lockConn *pgx.ConnConfig
 	metrics  *metrics
 	cron     *cron.Cron
 
@@ -115,6 +121,7 @@ func New(cfg Config) *Scheduler {
 		logger:   cfg.Logger,
 		node:     cfg.Node,
 		interval: cfg.LeaderInterval,
+		lockConn: cfg.LockConn,
 		jobs:     map[string]*entry{},
 	}
 	if s.logger == nil {
@@ -227,7 +234,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	connCfg := s.pool.Config().ConnConfig
+	connCfg := s.lockConn
+	if connCfg == nil {
+		connCfg = s.pool.Config().ConnConfig
+	}
 	connect := func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, connCfg.Copy()) }
 	s.locks = &runLocks{connect: connect, logger: s.logger}
 	s.elector = &elector{

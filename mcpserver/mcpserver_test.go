@@ -349,32 +349,50 @@ func TestMCPAgentLoop(t *testing.T) {
 			require.Equal(t, "absorbed", again.Outcome)
 			require.Equal(t, pf.RecordID, again.RecordID)
 			require.Contains(t, again.Message, "Already known")
-			// A contradiction of equal confidence is refused by its gate,
-			// with the record it contradicts and what to do.
-			msg := callError(t, s, "propose_fact", map[string]any{
+			// A contradiction on comparable evidence is kept, and both are
+			// contested (the default evidence policy: nothing waits for an
+			// operator), said plainly.
+			contra := call[mcpserver.ProposeFactOutput](t, s, "propose_fact", map[string]any{
 				"subject": "user", "predicate": "prefers_editor", "object": "emacs",
 			})
-			require.Contains(t, msg, "contradiction gate")
-			require.Contains(t, msg, pf.RecordID)
-			require.Contains(t, msg, "higher confidence")
-			// With more confidence, it waits for a reviewer.
-			contra := call[mcpserver.ProposeFactOutput](t, s, "propose_fact", map[string]any{
-				"subject": "user", "predicate": "prefers_editor", "object": "emacs", "confidence": 1,
-				"rationale": "the user switched editors today",
-			})
-			require.Equal(t, "queued", contra.Outcome, contra.Message)
-			require.Equal(t, "draft", contra.Record.Status)
-			require.NotEmpty(t, contra.ReviewID)
-			require.Contains(t, contra.Message, "review")
+			require.Equal(t, "contested", contra.Outcome, contra.Message)
+			require.Equal(t, "contested", contra.Record.Status)
+			require.Contains(t, contra.Message, "contested")
 			got := call[mcpserver.Record](t, s, "get_record", map[string]any{"id": pf.RecordID})
-			require.Equal(t, "user prefers_editor = vim", got.Summary)
-			rc = call[mcpserver.RecallOutput](t, s, "recall", map[string]any{"task": "which editor does the user prefer"})
+			require.Equal(t, "contested", got.Status, "the fact it contradicts is contested too")
+
+			// Clearly stronger evidence — the user's own word — replaces the
+			// fact in force.
+			shell := call[mcpserver.ProposeFactOutput](t, s, "propose_fact", map[string]any{
+				"subject": "ci", "predicate": "runs_on", "object": "jenkins",
+			})
+			require.Equal(t, "created", shell.Outcome, shell.Message)
+			moved := call[mcpserver.ProposeFactOutput](t, s, "propose_fact", map[string]any{
+				"subject": "ci", "predicate": "runs_on", "object": "github actions",
+				"rationale": "the team moved CI today", "evidence": []any{map[string]any{"kind": "human", "ref": "chat://user/42"}},
+			})
+			require.Equal(t, "created", moved.Outcome, moved.Message)
+			require.Contains(t, moved.Message, shell.RecordID, "it names the fact it replaced")
+			got = call[mcpserver.Record](t, s, "get_record", map[string]any{"id": shell.RecordID})
+			require.Equal(t, "superseded", got.Status)
+			rc = call[mcpserver.RecallOutput](t, s, "recall", map[string]any{"task": "where does ci run"})
 			ids := []string{}
 			for _, it := range rc.Items {
 				ids = append(ids, it.ID)
 			}
-			require.Contains(t, ids, pf.RecordID)
-			require.NotContains(t, ids, contra.RecordID, "a draft is not recalled")
+			require.Contains(t, ids, moved.RecordID)
+			require.NotContains(t, ids, shell.RecordID, "a superseded fact is not recalled")
+
+			// Asked to replace, on evidence as good as the fact in force's,
+			// it replaces it.
+			first := call[mcpserver.ProposeFactOutput](t, s, "propose_fact", map[string]any{
+				"subject": "deploys", "predicate": "go_through", "object": "argo",
+			})
+			second := call[mcpserver.ProposeFactOutput](t, s, "propose_fact", map[string]any{
+				"subject": "deploys", "predicate": "go_through", "object": "flux", "revision_policy": "replace",
+			})
+			require.Equal(t, "created", second.Outcome, second.Message)
+			require.Contains(t, second.Message, first.RecordID)
 
 			// The record resource is the API's JSON.
 			rr, err := s.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "engram://records/" + pf.RecordID})
@@ -385,7 +403,7 @@ func TestMCPAgentLoop(t *testing.T) {
 			require.Equal(t, pf.RecordID, asJSON.ID.String())
 
 			// Bad input is a tool error an agent can act on.
-			msg = callError(t, s, "get_record", map[string]any{"id": "not-an-id"})
+			msg := callError(t, s, "get_record", map[string]any{"id": "not-an-id"})
 			require.Contains(t, msg, "invalid argument id")
 			require.Contains(t, msg, "UUID")
 			msg = callError(t, s, "get_record", map[string]any{"id": "0190a1b2-0000-7000-8000-000000000000"})

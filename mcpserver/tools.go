@@ -623,10 +623,22 @@ type ProposeFactInput struct {
 	Scope      string   `json:"scope,omitempty" jsonschema:"such as a project or user"`
 	Tags       []string `json:"tags,omitempty"`
 	Rationale  string   `json:"rationale,omitempty" jsonschema:"why you believe it, kept in the audit trail"`
+	Evidence   []Source `json:"evidence,omitempty" jsonschema:"what the fact rests on; the better its evidence, the more it outweighs a fact it contradicts (a person's word most, then an outcome, a tool call or an artifact, an observation or event, your own reasoning least)"`
+	// RevisionPolicy is the payload's revision_policy (substrate RFC §7).
+	RevisionPolicy string `json:"revision_policy,omitempty" jsonschema:"what to do with a fact it contradicts: replace it unless this one's evidence is clearly weaker; contest (both uncertain until resolved); fork (coexist when their conditions differ). Left out, the evidence decides"`
+}
+
+// Source is a piece of evidence: its kind and where it is.
+type Source struct {
+	Kind string `json:"kind" jsonschema:"human, outcome, tool_call, artifact, observation, event or reasoning"`
+	Ref  string `json:"ref" jsonschema:"where the evidence is, such as chat://user/42 or a URL"`
 }
 
 var proposeFactInputSchema = schemaFor[ProposeFactInput](func(p map[string]*jsonschema.Schema) {
 	p["subject"].MinLength, p["predicate"].MinLength = new(1), new(1)
+	p["revision_policy"].Enum = enum("replace", "contest", "fork")
+	p["evidence"].Items.Properties["kind"].Enum = enum("human", "outcome", "tool_call", "artifact", "observation", "event", "reasoning")
+	p["evidence"].Items.Properties["ref"].MinLength = new(1)
 	p["object"] = factObject(p["object"].Description)
 	p["confidence"].Minimum, p["confidence"].Maximum = new(0.0), new(1.0)
 })
@@ -658,6 +670,12 @@ func (h *handlers) proposeFact(ctx context.Context, _ *mcp.CallToolRequest, in P
 	if in.Confidence != 0 {
 		body["confidence"] = in.Confidence
 	}
+	if in.RevisionPolicy != "" {
+		body["payload"].(map[string]any)["revision_policy"] = in.RevisionPolicy
+	}
+	if len(in.Evidence) > 0 {
+		body["provenance"] = map[string]any{"sources": in.Evidence}
+	}
 	if in.Scope != "" {
 		body["scope"] = in.Scope
 	}
@@ -672,6 +690,15 @@ func (h *handlers) proposeFact(ctx context.Context, _ *mcp.CallToolRequest, in P
 	switch a.Outcome {
 	case client.OutcomeCreated:
 		out.Message = "Stored as an active fact; recall returns it from now on."
+		var replaced []string
+		for _, rel := range a.Record.Relations {
+			if rel.Predicate == memory.Supersedes {
+				replaced = append(replaced, rel.TargetID.String())
+			}
+		}
+		if len(replaced) > 0 {
+			out.Message += " Its evidence outweighs the fact it contradicted, which it supersedes: " + strings.Join(replaced, ", ") + "."
+		}
 	case client.OutcomeAbsorbed:
 		out.Message = "Already known: the live record " + out.RecordID + " holds the same fact, and nothing new was stored."
 	case client.OutcomeMerged:

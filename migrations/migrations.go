@@ -47,6 +47,41 @@ func Pending(ctx context.Context, db *sql.DB) (bool, error) {
 	return p.HasPending(ctx)
 }
 
+// NewerError says that a database was migrated by an engram newer than
+// this one: its schema has migrations this build does not know, so this
+// build's statements may not fit it.
+type NewerError struct {
+	Database int64 // the database's latest migration
+	Known    int64 // this build's latest
+}
+
+func (e *NewerError) Error() string {
+	return fmt.Sprintf("the database is at migration %d, newer than this engramd's latest (%d): "+
+		"run the engramd release that migrated it (or a later one), or restore a backup taken before that migration; "+
+		"never point an older engramd at it", e.Database, e.Known)
+}
+
+// Newer returns a *NewerError when db was migrated past the migrations
+// this build embeds, and nil when it was not.
+func Newer(ctx context.Context, db *sql.DB) error {
+	p, err := provider(ctx, db, nil)
+	if err != nil {
+		return err
+	}
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("read database version: %w", err)
+	}
+	var known int64
+	for _, s := range p.ListSources() {
+		known = max(known, s.Version)
+	}
+	if current > known {
+		return &NewerError{Database: current, Known: known}
+	}
+	return nil
+}
+
 func provider(ctx context.Context, db *sql.DB, logger *slog.Logger) (*goose.Provider, error) {
 	var where string
 	if err := db.QueryRowContext(ctx, "SELECT current_database() || '.' || current_schema()").Scan(&where); err != nil {

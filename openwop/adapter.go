@@ -9,15 +9,18 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/client"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
@@ -65,6 +68,12 @@ type Config struct {
 	// Policy returns the policy in force, whose redactor a put runs; nil
 	// means policy.Default().
 	Policy func() *policy.Policy `yaml:"-"`
+	// RefKeys are the secrets memoryRefs are signed with (see
+	// [RefSigner]): the first signs, each resolves. engramd passes its
+	// provenance signing keys, the active one first. Empty, the adapter
+	// signs with a random secret of its own, and its refs stop resolving
+	// when it is made again (engramd restarts).
+	RefKeys []string `yaml:"-"`
 	// Now is the clock expiresAt is judged by; nil means time.Now.
 	Now    func() time.Time `yaml:"-"`
 	Logger *slog.Logger     `yaml:"-"`
@@ -83,7 +92,8 @@ func (c Config) Validate() error {
 // keeps no state: every request is translated into calls made with the
 // caller's own key.
 type Adapter struct {
-	cfg Config
+	cfg  Config
+	refs *RefSigner
 }
 
 // New returns an adapter for cfg.
@@ -99,11 +109,11 @@ func New(cfg Config) *Adapter {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Adapter{cfg: cfg}
+	return &Adapter{cfg: cfg, refs: NewRefSigner(cfg.RefKeys...)}
 }
 
-// Route is one endpoint of the adapter; NeedsKey is false for those that
-// read and write nothing.
+// Route is one endpoint of the adapter; NeedsKey is false for the one
+// that needs none, the discovery document.
 type Route struct {
 	Pattern  string
 	NeedsKey bool
@@ -112,14 +122,19 @@ type Route struct {
 // Routes are the adapter's endpoints, as [Adapter.Mount] registers them.
 var Routes = []Route{
 	{"GET /.well-known/openwop", false},
-	{"POST /openwop/v1/memory-refs", false},
+	{"POST /openwop/v1/memory-refs", true},
 	{"GET /openwop/v1/memory/{memoryRef}/entries", true},
 	{"POST /openwop/v1/memory/{memoryRef}/entries", true},
 	{"GET /openwop/v1/memory/{memoryRef}/entries/{id}", true},
 	{"DELETE /openwop/v1/memory/{memoryRef}/entries/{id}", true},
 }
 
-// Mount registers [Routes] on mux.
+// Prefixes are the paths under which every answer is the adapter's: an
+// unknown path or a method a route does not serve is answered in the
+// OpenWOP error envelope too, never in the API's problem+json.
+var Prefixes = []string{"/openwop", "/openwop/", "/.well-known/openwop", "/.well-known/openwop/"}
+
+// Mount registers [Routes] on mux, and [Prefixes] for what they miss.
 func (a *Adapter) Mount(mux *http.ServeMux) {
 	handlers := map[string]func(http.ResponseWriter, *http.Request) error{
 		"GET /.well-known/openwop":                           a.wellKnown,
@@ -129,11 +144,15 @@ func (a *Adapter) Mount(mux *http.ServeMux) {
 		"GET /openwop/v1/memory/{memoryRef}/entries/{id}":    a.get,
 		"DELETE /openwop/v1/memory/{memoryRef}/entries/{id}": a.delete,
 	}
+	// own routes the adapter's patterns alone, so that a miss can tell a
+	// wrong method (and the methods the path serves) from a wrong path.
+	own := http.NewServeMux()
 	for _, rt := range Routes {
 		h := handlers[rt.Pattern]
 		if h == nil {
 			panic("openwop: no handler for " + rt.Pattern)
 		}
+		own.Handle(rt.Pattern, http.NotFoundHandler())
 		mux.Handle(rt.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := h(w, r); err != nil {
 				e := fromAPI(err)
@@ -144,6 +163,49 @@ func (a *Adapter) Mount(mux *http.ServeMux) {
 			}
 		}))
 	}
+	miss := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		probe := &allowRecorder{header: http.Header{}}
+		h, _ := own.Handler(r)
+		h.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			// The method is never quoted: a caller may have sent anything.
+			writeError(w, &Error{Code: CodeMethodNotAllowed, Message: "this path serves " + probe.header.Get("Allow") + " only",
+				Details: map[string]any{"allow": strings.Split(probe.header.Get("Allow"), ", ")}})
+			return
+		}
+		// The path is never quoted: a caller may have pasted anything there.
+		writeError(w, &Error{Code: CodeNotFound, Message: "there is no OpenWOP route at this path; see GET /.well-known/openwop"})
+	})
+	for _, p := range Prefixes {
+		mux.Handle(p, miss)
+	}
+}
+
+// allowRecorder keeps the status and the headers a handler writes, and
+// drops its body.
+type allowRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *allowRecorder) Header() http.Header         { return h.header }
+func (h *allowRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (h *allowRecorder) WriteHeader(code int)        { h.status = code }
+
+// jsonBody refuses a body declared as anything but JSON
+// (application/json, or application/<x>+json) with 415; an undeclared one
+// is read as JSON.
+func jsonBody(r *http.Request) *Error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	return &Error{Code: CodeUnsupportedMediaType, Message: "the body must be JSON, sent as Content-Type: application/json"}
 }
 
 // onSecret is the put's choice in force: reject when the adapter or the
@@ -156,18 +218,36 @@ func (a *Adapter) onSecret() string {
 	return OnSecretRedact
 }
 
-// Capabilities is the document of /.well-known/openwop (RFC 0004 §B).
+// ProtocolVersion is the OpenWOP protocol version the adapter speaks: v1,
+// whose schemas (https://openwop.dev/spec/v1/…) it answers in.
+const ProtocolVersion = "1.0"
+
+// Capabilities is the discovery document of /.well-known/openwop
+// (capabilities.schema.json; RFC 0004 §B as the current schema has it):
+// the four fields its root requires, and the memory adapter at the
+// document root, agents.memoryBackends and memory. It advertises only what
+// is served: engram runs no workflows, so it recognizes no envelope and its
+// envelope limits are 0.
 type Capabilities struct {
-	Capabilities struct {
-		Agents struct {
-			MemoryBackends []string `json:"memoryBackends"`
-		} `json:"agents"`
-		Memory struct {
-			Supported         bool `json:"supported"`
-			MaxEntrySizeBytes int  `json:"maxEntrySizeBytes"`
-			TTLSupported      bool `json:"ttlSupported"`
-		} `json:"memory"`
-	} `json:"capabilities"`
+	ProtocolVersion    string         `json:"protocolVersion"`
+	SupportedEnvelopes []string       `json:"supportedEnvelopes"`
+	SchemaVersions     map[string]int `json:"schemaVersions"`
+	Limits             struct {
+		ClarificationRounds int `json:"clarificationRounds"`
+		SchemaRounds        int `json:"schemaRounds"`
+		EnvelopesPerTurn    int `json:"envelopesPerTurn"`
+	} `json:"limits"`
+	Implementation struct {
+		Name string `json:"name"`
+	} `json:"implementation"`
+	Agents struct {
+		MemoryBackends []string `json:"memoryBackends"`
+	} `json:"agents"`
+	Memory struct {
+		Supported         bool `json:"supported"`
+		MaxEntrySizeBytes int  `json:"maxEntrySizeBytes"`
+		TTLSupported      bool `json:"ttlSupported"`
+	} `json:"memory"`
 	// Vendor holds engram's host extension (vendor.engram): where the
 	// adapter is and how a put treats secrets.
 	Vendor struct {
@@ -183,11 +263,12 @@ type Capabilities struct {
 }
 
 func (a *Adapter) wellKnown(w http.ResponseWriter, r *http.Request) error {
-	var c Capabilities
-	c.Capabilities.Agents.MemoryBackends = []string{Backend}
-	c.Capabilities.Memory.Supported = true
-	c.Capabilities.Memory.MaxEntrySizeBytes = MaxEntryBytes
-	c.Capabilities.Memory.TTLSupported = true
+	c := Capabilities{ProtocolVersion: ProtocolVersion, SupportedEnvelopes: []string{}, SchemaVersions: map[string]int{}}
+	c.Implementation.Name = "engram"
+	c.Agents.MemoryBackends = []string{Backend}
+	c.Memory.Supported = true
+	c.Memory.MaxEntrySizeBytes = MaxEntryBytes
+	c.Memory.TTLSupported = true
 	m := &c.Vendor.Engram.Memory
 	m.MemoryRefs = "/openwop/v1/memory-refs"
 	m.Entries = "/openwop/v1/memory/{memoryRef}/entries"
@@ -204,22 +285,40 @@ type refRequest struct {
 }
 
 // issueRef serves POST /openwop/v1/memory-refs: the memoryRef of an agent
-// and a namespace. It reads and writes nothing, so it needs no key.
+// (the key's own when the body names none) and a namespace, bound to the
+// key's tenant. It reads and writes no memory.
 func (a *Adapter) issueRef(w http.ResponseWriter, r *http.Request) error {
+	c, err := a.client(r, "")
+	if err != nil {
+		return err
+	}
+	if err := a.checkParams(r.URL.Query()); err != nil {
+		return err
+	}
+	if err := jsonBody(r); err != nil {
+		return err
+	}
 	var req refRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		return &Error{Code: CodeValidation, Message: `the body must be {"agentId": "…", "namespace": "…"}`}
 	}
-	ref := MemoryRef{Agent: req.AgentID, Namespace: cmp.Or(req.Namespace, DefaultNamespace)}
+	who, err := a.whoami(r.Context(), c)
+	if err != nil {
+		return err
+	}
+	ref := MemoryRef{Agent: cmp.Or(req.AgentID, who.AgentID), Namespace: cmp.Or(req.Namespace, DefaultNamespace)}
+	if ref.Agent == "" {
+		return invalid("agentId", "is required: this key names no agent of its own")
+	}
 	if err := ref.invalid(); err != nil {
 		return err
 	}
 	if err := a.clean(ref); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"memoryRef": ref.String()})
+	writeJSON(w, http.StatusOK, map[string]string{"memoryRef": a.refs.Issue(who.Tenant, ref)})
 	return nil
 }
 
@@ -230,19 +329,51 @@ type call struct {
 	c   *client.Client
 }
 
+// client is a client of the API with the request's key, acting for actor
+// (none when empty).
+func (a *Adapter) client(r *http.Request, actor string) (*client.Client, error) {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if key = strings.TrimSpace(key); !ok || key == "" {
+		return nil, &Error{Code: CodeUnauthenticated, Message: "send the API key as Authorization: Bearer <key>"}
+	}
+	return client.New(client.Config{URL: a.cfg.URL, Key: key, Actor: actor, HTTPClient: a.cfg.HTTPClient, UserAgent: "engram-openwop"})
+}
+
+// whoami is whom the key of c speaks for; an operator key, which has no
+// tenant, is refused: it reads and writes no tenant's memory.
+func (a *Adapter) whoami(ctx context.Context, c *client.Client) (*api.Whoami, error) {
+	who, err := c.Whoami(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if who.Tenant == "" {
+		return nil, &Error{Code: CodeForbidden, Message: "an operator key reads and writes no tenant's memory: use a key of the tenant"}
+	}
+	return who, nil
+}
+
+// begin authenticates a request on a memoryRef's entries and resolves the
+// ref for the key's tenant (§F): one issued to another tenant, or not
+// issued here, is not found.
 func (a *Adapter) begin(r *http.Request) (call, error) {
-	ref, err := ParseMemoryRef(r.PathValue("memoryRef"))
+	c, err := a.client(r, "")
 	if err != nil {
 		return call{}, err
 	}
+	who, err := a.whoami(r.Context(), c)
+	if err != nil {
+		return call{}, err
+	}
+	ref, err := a.refs.Resolve(who.Tenant, r.PathValue("memoryRef"))
+	if err != nil {
+		return call{}, err
+	}
+	// A ref issued before the operator's policy named its agent or
+	// namespace a secret.
 	if err := a.clean(ref); err != nil {
 		return call{}, err
 	}
-	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if key = strings.TrimSpace(key); !ok || key == "" {
-		return call{}, &Error{Code: CodeUnauthenticated, Message: "send the API key as Authorization: Bearer <key>"}
-	}
-	c, err := client.New(client.Config{URL: a.cfg.URL, Key: key, Actor: ref.Agent, HTTPClient: a.cfg.HTTPClient, UserAgent: "engram-openwop"})
+	c, err = a.client(r, ref.Agent)
 	if err != nil {
 		return call{}, err
 	}
@@ -275,14 +406,36 @@ func snapshotOf(q url.Values) (*time.Time, error) {
 	return &t, nil
 }
 
-// checkParams refuses query parameters other than names.
-func checkParams(q url.Values, names ...string) error {
+// checkParams refuses query parameters other than names, quoting a
+// parameter's name only when it is safe to (see [Adapter.quotable]).
+func (a *Adapter) checkParams(q url.Values, names ...string) error {
+	use := "this call takes none"
+	if len(names) > 0 {
+		use = "use " + strings.Join(names, ", ")
+	}
 	for _, k := range slices.Sorted(maps.Keys(q)) {
-		if !slices.Contains(names, k) {
-			return invalid(k, "is not a parameter here; use "+strings.Join(names, ", "))
+		if slices.Contains(names, k) {
+			continue
 		}
+		if n := a.quotable(k); n != "" {
+			return invalid(n, "is not a parameter here; "+use)
+		}
+		return &Error{Code: CodeValidation, Message: "a query parameter is not one of this call's; " + use}
 	}
 	return nil
+}
+
+// quotable is s when an error message may quote it — a name a caller sent
+// that is short and holds nothing the policy's redactor finds — and ""
+// otherwise: no message quotes a secret.
+func (a *Adapter) quotable(s string) string {
+	if len(s) > 64 || !utf8.ValidString(s) {
+		return ""
+	}
+	if _, found := a.cfg.Policy().Redactor().String(s); len(found) > 0 {
+		return ""
+	}
+	return s
 }
 
 // list serves list(memoryRef, options): the ref's entries at the snapshot,
@@ -293,7 +446,7 @@ func (a *Adapter) list(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	if err := checkParams(q, "limit", "tag", "snapshot"); err != nil {
+	if err := a.checkParams(q, "limit", "tag", "snapshot"); err != nil {
 		return err
 	}
 	var opts listOptions
@@ -391,7 +544,7 @@ func (a *Adapter) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	if err := checkParams(q, "snapshot"); err != nil {
+	if err := a.checkParams(q, "snapshot"); err != nil {
 		return err
 	}
 	snapshot, err := snapshotOf(q)
@@ -413,7 +566,10 @@ func (a *Adapter) put(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkParams(r.URL.Query()); err != nil {
+	if err := a.checkParams(r.URL.Query()); err != nil {
+		return err
+	}
+	if err := jsonBody(r); err != nil {
 		return err
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPutBytes))
@@ -424,7 +580,7 @@ func (a *Adapter) put(w http.ResponseWriter, r *http.Request) error {
 		}
 		return &Error{Code: CodeValidation, Message: "the body could not be read"}
 	}
-	req, verr := decodePut(body, a.cfg.Now())
+	req, verr := decodePut(body, a.cfg.Now(), a.quotable)
 	if verr != nil {
 		return verr
 	}
@@ -472,7 +628,7 @@ func (a *Adapter) delete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkParams(r.URL.Query()); err != nil {
+	if err := a.checkParams(r.URL.Query()); err != nil {
 		return err
 	}
 	e, err := a.read(r.Context(), cl, r.PathValue("id"), nil)

@@ -11,8 +11,8 @@
 //
 // # Routes
 //
-//	GET    /.well-known/openwop                          capabilities (no key)
-//	POST   /openwop/v1/memory-refs                       {"agentId", "namespace"} → {"memoryRef"} (no key)
+//	GET    /.well-known/openwop                          the discovery document (no key)
+//	POST   /openwop/v1/memory-refs                       {"agentId"?, "namespace"?} → {"memoryRef"}
 //	GET    /openwop/v1/memory/{memoryRef}/entries        list → MemoryEntry[]
 //	POST   /openwop/v1/memory/{memoryRef}/entries        put {"content", "tags", "expiresAt"} → MemoryEntry
 //	GET    /openwop/v1/memory/{memoryRef}/entries/{id}   get → MemoryEntry or null
@@ -23,14 +23,21 @@
 // the run's start. Answers are the spec's bare values: an array, an entry,
 // null, a boolean.
 //
+// The discovery document is the whole of capabilities.schema.json's: the
+// four fields its root requires, and the memory adapter at the document
+// root, agents.memoryBackends ["long-term"] and memory; nothing that is
+// not served.
+//
 // # memoryRef
 //
-// A memoryRef (§C) names an agent and a namespace, never a tenant: the
-// tenant is always the caller's key's. It is issued by POST
-// /openwop/v1/memory-refs, which reads and writes nothing; clients treat it
-// as opaque. A ref used with another tenant's key names that tenant's
-// memory of the same agent and namespace, so it never reaches the tenant
-// that made it (§F): a list answers [], a get null, a delete false.
+// A memoryRef (§C) names an agent and a namespace of one tenant. POST
+// /openwop/v1/memory-refs issues it, with a tenant's key, for the key's
+// tenant (and the key's own agent when the body names none): it reads and
+// writes no memory. The ref is signed ([RefSigner]: HMAC-SHA256 of the
+// tenant, agent and namespace, with a secret engramd derives from its
+// provenance signing keys), so only a ref this host issued is accepted,
+// and only with a key of the tenant it was issued to (§F): any other
+// string is not_found. Nothing is stored. Clients treat it as opaque.
 //
 // # Mapping onto engram
 //
@@ -69,9 +76,14 @@
 //
 // # Errors
 //
-// Errors are the OpenWOP error envelope, {"error": code, "message": text,
+// Every error under /openwop and /.well-known/openwop is the OpenWOP error
+// envelope (error-envelope.schema.json), {"error": code, "message": text,
 // "details": {...}}, with the code's status: validation_error 400,
-// unauthenticated 401, forbidden 403, not_found 404 (a memoryRef this host
-// did not issue), version_conflict 409, payload_too_large 413,
-// secret_leakage 422, rate_limited 429, internal_error 500.
+// unauthenticated 401, forbidden 403 (the key's role or the access rules;
+// an operator key), not_found 404 (a memoryRef this host did not issue to
+// the key's tenant, or a path no route serves), method_not_allowed 405
+// (with Allow), version_conflict 409, payload_too_large 413,
+// unsupported_media_type 415 (a body declared as anything but JSON),
+// secret_leakage 422, rate_limited 429, internal_error 500. No message
+// quotes a secret, a memoryRef or a path.
 package openwop

@@ -45,8 +45,9 @@ type putRequest struct {
 
 // decodePut reads a put's body: content (required), tags and expiresAt;
 // id and createdAt are the host's to assign (RFC 0004 §A), and nothing
-// else is a field of an entry. A field's value is never quoted back.
-func decodePut(body []byte, now time.Time) (putRequest, *Error) {
+// else is a field of an entry. A field's value is never quoted back, nor
+// an unknown field's name unless quote answers it.
+func decodePut(body []byte, now time.Time, quote func(string) string) (putRequest, *Error) {
 	var req putRequest
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
@@ -58,7 +59,10 @@ func decodePut(body []byte, now time.Time) (putRequest, *Error) {
 		case "id", "createdAt":
 			return req, invalid("/"+name, "is assigned by the host: omit it")
 		default:
-			return req, invalid("/"+name, "is not a field of a memory entry")
+			if n := quote(name); n != "" {
+				return req, invalid("/"+n, "is not a field of a memory entry")
+			}
+			return req, &Error{Code: CodeValidation, Message: "the body has a field that is not one of a memory entry's: content, tags, expiresAt"}
 		}
 	}
 	raw, ok := fields["content"]
@@ -68,8 +72,10 @@ func decodePut(body []byte, now time.Time) (putRequest, *Error) {
 	if json.Unmarshal(raw, &req.Content) != nil {
 		return req, invalid("/content", "must be a string")
 	}
+	// capabilities.schema.json, memory.maxEntrySizeBytes: "Hosts SHOULD
+	// reject put exceeding this with validation_error".
 	if len(req.Content) > MaxEntryBytes {
-		return req, &Error{Code: CodeTooLarge, Message: "content is over the limit of " + itoa(MaxEntryBytes) + " bytes",
+		return req, &Error{Code: CodeValidation, Message: "/content is over the limit of " + itoa(MaxEntryBytes) + " bytes (maxEntrySizeBytes)",
 			Details: map[string]any{"field": "/content", "maxEntrySizeBytes": MaxEntryBytes}}
 	}
 	if raw, ok := fields["tags"]; ok && !isNull(raw) {

@@ -16,23 +16,30 @@ const (
 	CodeUnauthenticated = "unauthenticated"
 	CodeForbidden       = "forbidden"
 	CodeNotFound        = "not_found"
-	CodeConflict        = "version_conflict"
-	CodeTooLarge        = "payload_too_large"
-	CodeRateLimited     = "rate_limited"
-	CodeInternal        = "internal_error"
+	// CodeMethodNotAllowed answers a method an OpenWOP path does not
+	// serve, with an Allow header.
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeConflict         = "version_conflict"
+	CodeTooLarge         = "payload_too_large"
+	// CodeUnsupportedMediaType answers a body sent as anything but JSON.
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeRateLimited          = "rate_limited"
+	CodeInternal             = "internal_error"
 )
 
 // statuses are each code's HTTP status.
 var statuses = map[string]int{
-	CodeValidation:      http.StatusBadRequest,
-	CodeSecretLeakage:   http.StatusUnprocessableEntity,
-	CodeUnauthenticated: http.StatusUnauthorized,
-	CodeForbidden:       http.StatusForbidden,
-	CodeNotFound:        http.StatusNotFound,
-	CodeConflict:        http.StatusConflict,
-	CodeTooLarge:        http.StatusRequestEntityTooLarge,
-	CodeRateLimited:     http.StatusTooManyRequests,
-	CodeInternal:        http.StatusInternalServerError,
+	CodeValidation:           http.StatusBadRequest,
+	CodeSecretLeakage:        http.StatusUnprocessableEntity,
+	CodeUnauthenticated:      http.StatusUnauthorized,
+	CodeForbidden:            http.StatusForbidden,
+	CodeNotFound:             http.StatusNotFound,
+	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	CodeConflict:             http.StatusConflict,
+	CodeTooLarge:             http.StatusRequestEntityTooLarge,
+	CodeRateLimited:          http.StatusTooManyRequests,
+	CodeInternal:             http.StatusInternalServerError,
 }
 
 // Error is an OpenWOP error envelope: a stable code, a message and, where

@@ -9,11 +9,12 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
-// The wire schemas of OpenWOP RFC 0004, copied verbatim from the OpenWOP
-// spec's schemas/ (memory-entry.schema.json, memory-list-options.schema.json,
-// draft 2020-12), as engram's spec bundle carries them.
+// The wire schemas of OpenWOP RFC 0004 the adapter uses, copied verbatim
+// from the OpenWOP spec's schemas/ (draft 2020-12), as engram's spec bundle
+// carries them. The other copies in schema/ (the discovery document, the
+// error envelope) are for the tests.
 //
-//go:embed schema/*.json
+//go:embed schema/memory-entry.schema.json schema/memory-list-options.schema.json
 var schemaFiles embed.FS
 
 // Schema $ids.

@@ -403,6 +403,11 @@ func findAWSSecretKeys(s string, dst []span) []span {
 			continue
 		}
 		off = max(off, a.end)
+		// An unquoted value runs to a space or punctuation; what follows
+		// it unspaced in another script (…, 」, é) is not part of it.
+		if i := strings.IndexFunc(s[a.start:a.end], func(r rune) bool { return r >= utf8.RuneSelf }); i >= 0 {
+			a.end = a.start + i
+		}
 		if a.end-a.start != 40 {
 			continue
 		}

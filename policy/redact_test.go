@@ -90,6 +90,8 @@ func TestSecretDetectors(t *testing.T) {
 		{in: "aws_secret_access_key = " + awsSecret, want: "aws_secret_access_key = [REDACTED:aws_secret_key]", labels: []string{"aws_secret_key"}},
 		{in: `"SecretAccessKey": "` + awsSecret + `"`, want: `"SecretAccessKey": "[REDACTED:aws_secret_key]"`, labels: []string{"aws_secret_key"}},
 		{in: "export AWS_SECRET_ACCESS_KEY=" + awsSecret, want: "export AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_key]", labels: []string{"aws_secret_key"}},
+		{in: "…AWS_SECRET_ACCESS_KEY=" + awsSecret + "…", want: "…AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_key]…", labels: []string{"aws_secret_key"}},
+		{in: "「aws_secret_access_key=" + awsSecret + "」です", want: "「aws_secret_access_key=[REDACTED:aws_secret_key]」です", labels: []string{"aws_secret_key"}},
 		{in: "git push https://x:" + githubPAT + "@github.com/o/r", want: "git push https://x:[REDACTED:github_token]@github.com/o/r", labels: []string{"github_token"}},
 		{in: "GH_TOKEN=" + githubFine, want: "GH_TOKEN=[REDACTED:github_token]", labels: []string{"github_token"}},
 		{in: "private-token: " + gitlabPAT, want: "private-token: [REDACTED:gitlab_token]", labels: []string{"gitlab_token"}},

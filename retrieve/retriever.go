@@ -162,6 +162,10 @@ type Reader struct {
 	// every record. A record it may not read is left out before ranking,
 	// and not counted as withheld: the answer does not say it exists.
 	Visible func(memory.Record) bool
+	// DB is where the searches read: a streaming replica within the
+	// staleness budget (write-path RFC §12.9.6); nil is the retriever's own
+	// database. The retrieval log is written there, always.
+	DB pg.DBTX
 }
 
 // RetrieveFor is [Retriever.Retrieve] for a reader whose key limits what
@@ -188,7 +192,11 @@ func (r *Retriever) RetrieveFor(ctx context.Context, tenant string, req Request,
 	if note != "" {
 		res.Notes = append(res.Notes, note)
 	}
-	found, err := store.Search(ctx, r.db, tenant, queries)
+	db := r.db
+	if reader.DB != nil {
+		db = reader.DB
+	}
+	found, err := store.Search(ctx, db, tenant, queries)
 	if err != nil && (sparse != nil || dense != nil) && ctx.Err() == nil {
 		// The vector index is advisory (§15.3): without it, answer
 		// lexically and say so.
@@ -198,7 +206,7 @@ func (r *Retriever) RetrieveFor(ctx context.Context, tenant string, req Request,
 			queries[i].Model, queries[i].Sparse, queries[i].Dense, queries[i].DenseScan = "", nil, nil, nil
 		}
 		sparse, dense = nil, nil
-		found, err = store.Search(ctx, r.db, tenant, queries)
+		found, err = store.Search(ctx, db, tenant, queries)
 	}
 	if err == nil {
 		err = r.open(ctx, tenant, found)

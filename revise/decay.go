@@ -265,10 +265,3 @@ func (w *Writer) PurgeExpired(ctx context.Context, cutoff time.Time, limit int, 
 func (w *Writer) StampProfiles(ctx context.Context, stamps []store.Stamp) error {
 	return store.StampProfiles(ctx, w.db, stamps)
 }
-
-// PutArtifact stores content under its SHA-256 (substrate RFC §15.3).
-// Storing the same content twice is a no-op that returns the first
-// artifact.
-func (w *Writer) PutArtifact(ctx context.Context, tenant, mediaType string, content []byte) (store.Artifact, error) {
-	return store.PutArtifact(ctx, w.db, tenant, mediaType, content)
-}

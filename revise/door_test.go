@@ -4,14 +4,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/engram-dev/engram/internal/depstest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,40 +32,13 @@ var storeWrites = []string{
 	"InsertLease", "ReplaceLease", "ExtendLease", "ReleaseLease",
 	"InsertErasure", "UpdateErasure", "EraseRecords", "DeleteCandidates", "DeleteAuditEntries",
 	"DeleteArtifacts", "ScrubRetrievals", "DeleteReputation", "ReplaceProvenance", "InsertTenantAudit",
+	"ArtifactsToReseal", "ResealArtifacts",
 }
 
 // doorViolations lists the calls to store's writing statements in a Go
-// file of package pkg, other than the write path's and store's own.
-func doorViolations(fset *token.FileSet, file *ast.File, pkg string) []string {
-	if pkg == "revise" || pkg == "store" {
-		return nil
-	}
-	local := ""
-	for _, imp := range file.Imports {
-		path, _ := strconv.Unquote(imp.Path.Value)
-		if path != "github.com/engram-dev/engram/store" {
-			continue
-		}
-		local = "store"
-		if imp.Name != nil {
-			local = imp.Name.Name
-		}
-	}
-	if local == "" {
-		return nil
-	}
-	var out []string
-	ast.Inspect(file, func(n ast.Node) bool {
-		sel, ok := n.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		if id, ok := sel.X.(*ast.Ident); ok && id.Name == local && slices.Contains(storeWrites, sel.Sel.Name) {
-			out = append(out, fset.Position(sel.Pos()).String()+": store."+sel.Sel.Name)
-		}
-		return true
-	})
-	return out
+// file, other than the write path's and store's own.
+func doorViolations(fset *token.FileSet, file *ast.File) []string {
+	return depstest.CallsIn(fset, file, "github.com/engram-dev/engram/store", storeWrites, "revise", "store")
 }
 
 // Every write to memory goes through package revise: no other package of
@@ -78,31 +47,7 @@ func TestOneDoorForEveryWrite(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
-	fset := token.NewFileSet()
-	var violations []string
-	files := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") && path != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		f, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		files++
-		violations = append(violations, doorViolations(fset, f, f.Name.Name)...)
-		return nil
-	})
+	violations, files, err := depstest.Calls(root, "github.com/engram-dev/engram/store", storeWrites, "revise", "store")
 	require.NoError(t, err)
 	require.Greater(t, files, 50, "the walk found the module's files")
 	require.Empty(t, violations, "these write around the write path: go through revise")
@@ -122,8 +67,8 @@ func f() { st.Reinforce(nil, nil, "", t, nil, nil) }`,
 	} {
 		f, err := parser.ParseFile(fset, pkg+".go", src, 0)
 		require.NoError(t, err)
-		v := doorViolations(fset, f, pkg)
-		require.Len(t, v, 1, pkg)
-		require.Len(t, doorViolations(fset, f, "revise"), 0)
+		require.Len(t, doorViolations(fset, f), 1, pkg)
+		f.Name.Name = "revise"
+		require.Empty(t, doorViolations(fset, f))
 	}
 }

@@ -280,7 +280,16 @@ func (w *Writer) matchSubject(ctx context.Context, st *eraseState) error {
 			return err
 		}
 		for _, a := range arts {
-			if st.s.MentionedIn(string(a.Content)) {
+			content := a.Content
+			if a.Sealed {
+				if !w.cfg.Sealer.Enabled() {
+					return errors.New("a sealed artifact cannot be matched: this daemon has no master key (encryption.master_keys)")
+				}
+				if content, err = w.cfg.Sealer.Open(ctx, st.tenant, content); err != nil {
+					return fmt.Errorf("open sealed artifact for matching: %w", err)
+				}
+			}
+			if st.s.MentionedIn(string(content)) {
 				st.artifacts[hex.EncodeToString(a.SHA256)] = true
 			}
 			after = a.SHA256

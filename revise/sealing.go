@@ -228,7 +228,8 @@ type ResealProgress struct {
 // RotateDataKey takes one bounded step of re-sealing a tenant's values
 // under a new data key (`engram keys rotate-data`): the first step makes
 // the new key; each re-seals up to batch values (records, version
-// snapshots, episode entries, staged events), in its own transaction, and
+// snapshots, episode entries, staged events, artifacts), in its own
+// transaction, and
 // says how many remain; the last retires the old keys. A rotation cut off
 // is resumed by the next call, which goes on with the same new key: it is
 // safe to interrupt and run again. Payloads are re-sealed, never revised:
@@ -277,6 +278,26 @@ func (w *Writer) RotateDataKey(ctx context.Context, tenant string, batch int) (R
 			out.Resealed += len(rows)
 			left -= len(rows)
 		}
+		if left <= 0 {
+			return nil
+		}
+		arts, err := store.ArtifactsToReseal(ctx, t.tx, tenant, current, left)
+		if err != nil {
+			return err
+		}
+		for i := range arts {
+			plain, err := s.Open(ctx, tenant, arts[i].Content)
+			if err != nil {
+				return err
+			}
+			if arts[i].Content, err = s.Seal(ctx, tenant, plain); err != nil {
+				return err
+			}
+		}
+		if err := store.ResealArtifacts(ctx, t.tx, tenant, arts); err != nil {
+			return err
+		}
+		out.Resealed += len(arts)
 		return nil
 	})
 	if err != nil {

@@ -119,6 +119,11 @@ func TestRevisionsOfSealedRecords(t *testing.T) {
 		WHERE snapshot::text LIKE '%gryphon%' OR snapshot::text LIKE '%hippogriff%'`).Scan(&leaks))
 	require.Zero(t, leaks)
 
+	// An artifact, sealed under the first data key.
+	art, err := w.PutArtifact(ctx, "acme", "text/plain", []byte("hippogriff build log"))
+	require.NoError(t, err)
+	require.True(t, art.Sealed)
+
 	// A data-key rotation re-seals all of it, in steps, and it reads back.
 	steps := 0
 	for {
@@ -142,4 +147,12 @@ func TestRevisionsOfSealedRecords(t *testing.T) {
 		require.NoError(t, s.OpenRecord(ctx, "acme", &v.Record))
 		require.Contains(t, string(v.Record.Payload), "gryphonalpha")
 	}
+	a, content, err := store.GetArtifact(ctx, schema.Pool, "acme", art.SHA256)
+	require.NoError(t, err)
+	var env struct{ Sealed struct{ Key int } }
+	require.NoError(t, json.Unmarshal(content, &env))
+	require.Equal(t, 2, env.Sealed.Key, "the artifact is re-sealed under the new key")
+	plain, err := w.OpenArtifact(ctx, "acme", a, content)
+	require.NoError(t, err)
+	require.Equal(t, "hippogriff build log", string(plain))
 }

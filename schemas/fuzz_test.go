@@ -66,8 +66,9 @@ func FuzzDecode(f *testing.F) {
 
 // FuzzValidate feeds every schema anything: each memory type's payload, the
 // whole record, the event. Each answers nil or a [*schemas.ValidationError]
-// with violations at pointers into the document, and answers the same way
-// twice.
+// with violations at pointers into the document (a missing member's, at
+// where it belongs in an object the document has), and answers the same
+// way twice.
 func FuzzValidate(f *testing.F) {
 	for _, seed := range []string{
 		rfcSemanticExample, rfcCompetenceExample,
@@ -97,7 +98,11 @@ func FuzzValidate(f *testing.F) {
 			for _, viol := range ve.Violations {
 				require.NotEmpty(t, viol.Message)
 				if decoded {
-					require.True(t, resolves(v, viol.Pointer), "%s: %q does not resolve", what, viol.Pointer)
+					at := viol.Pointer
+					if viol.Message == "is required" {
+						at = at[:max(strings.LastIndexByte(at, '/'), 0)]
+					}
+					require.True(t, resolves(v, at), "%s: %q does not resolve", what, viol.Pointer)
 				}
 			}
 		}

@@ -154,6 +154,11 @@ func ValidateRecord(doc []byte) error {
 		}
 	}
 	if m, ok := v.(map[string]any); ok {
+		if m["payload"] == nil && !slices.ContainsFunc(vs, func(x Violation) bool { return strings.HasPrefix(x.Pointer, "/payload") }) {
+			// No type to judge a payload by, and no payload: say both are
+			// missing, not only the first.
+			vs = append(vs, Violation{Pointer: "/payload", Message: "is required"})
+		}
 		if t, ok := m["type"].(string); ok {
 			if mv, ok := kindMismatch(t, m["payload"]); ok {
 				// The payload was judged against another type's schema: every
@@ -308,6 +313,19 @@ func violations(e *jsonschema.ValidationError) []Violation {
 			vs[i] = Violation{Pointer: at + "/" + pointerEscaper.Replace(name), Message: "is not a known property"}
 		}
 		return vs
+	case "required":
+		// "missing properties: 'a', 'b'": a violation for each, at its own
+		// pointer, so that a client sees every field it left out.
+		list, ok := strings.CutPrefix(e.Message, "missing properties: ")
+		names, ok2 := quotedNames(list)
+		if !ok || !ok2 {
+			return []Violation{{Pointer: at, Message: e.Message}}
+		}
+		vs := make([]Violation, len(names))
+		for i, name := range names {
+			vs[i] = Violation{Pointer: at + "/" + pointerEscaper.Replace(name), Message: "is required"}
+		}
+		return vs
 	case "format":
 		// "'<value>' is not valid '<format>'"
 		if i := strings.LastIndex(e.Message, " is not valid "); i >= 0 {
@@ -358,6 +376,14 @@ func unknownProperties(msg string) ([]string, bool) {
 	if list, ok = strings.CutSuffix(list, " not allowed"); !ok {
 		return nil, false
 	}
+	names, ok := quotedNames(list)
+	slices.Sort(names)
+	return names, ok
+}
+
+// quotedNames parses a list of property names "'a', 'b'" as the validator
+// writes it, in its order.
+func quotedNames(list string) ([]string, bool) {
 	var names []string
 	for list != "" {
 		if list[0] != '\'' {
@@ -379,12 +405,12 @@ func unknownProperties(msg string) ([]string, bool) {
 		}
 		names = append(names, name)
 		if list = list[end+1:]; list != "" {
+			var ok bool
 			if list, ok = strings.CutPrefix(list, ", "); !ok {
 				return nil, false
 			}
 		}
 	}
-	slices.Sort(names)
 	return names, len(names) > 0
 }
 

@@ -206,7 +206,7 @@ func TestValidateRecordViolations(t *testing.T) {
 			name:     "missing required field",
 			typ:      "semantic",
 			mutate:   func(r map[string]any) { delete(r, "salience") },
-			pointers: []string{""},
+			pointers: []string{"/salience"},
 			contains: "salience",
 		},
 		{
@@ -245,7 +245,7 @@ func TestValidateRecordViolations(t *testing.T) {
 			name:     "payload missing field of its type",
 			typ:      "plan_graph",
 			mutate:   func(r map[string]any) { delete(object(r, "payload"), "plan_id") },
-			pointers: []string{"/payload"},
+			pointers: []string{"/payload/plan_id"},
 			contains: "plan_id",
 		},
 		{
@@ -364,7 +364,7 @@ func TestValidateRecordViolations(t *testing.T) {
 			}
 			vs := violations(t, schemas.ValidateRecord(doc))
 			require.Equal(t, tt.pointers, pointers(vs), "violations: %v", vs)
-			require.Contains(t, vs[0].Message, tt.contains)
+			require.Contains(t, vs[0].Pointer+": "+vs[0].Message, tt.contains)
 		})
 	}
 }
@@ -387,12 +387,12 @@ func TestValidateRecordReportsEveryProblemOnce(t *testing.T) {
 	vs := violations(t, err)
 	require.Equal(t, []string{
 		"/confidence",
-		"/payload",
+		"/payload/subject",
 		"/payload/validity/conditions/os",
 		"/sensitivity",
 		"/updated_at",
 	}, pointers(vs), "violations: %v", vs)
-	require.Equal(t, "missing properties: 'subject'", vs[1].Message)
+	require.Equal(t, "is required", vs[1].Message)
 	for _, v := range vs {
 		for _, other := range []string{"episodic", "working", "competence", "plan_graph", "timeline", "thread_id"} {
 			require.NotContains(t, v.Message, other)
@@ -475,7 +475,7 @@ func TestValidatePayload(t *testing.T) {
 			t.Parallel()
 			vs := violations(t, schemas.ValidatePayload(tt.typ, []byte(tt.payload)))
 			require.Equal(t, tt.pointers, pointers(vs), "violations: %v", vs)
-			require.Contains(t, vs[0].Message, tt.contains)
+			require.Contains(t, vs[0].Pointer+": "+vs[0].Message, tt.contains)
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/engram-dev/engram/access"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/view"
 )
 
 // lookupKey resolves a key's hash to its principal: a configured key, or
@@ -25,11 +26,11 @@ func (s *Server) lookupKey(ctx context.Context, hash [sha256.Size]byte) (princip
 		return p, nil
 	}
 	if s.db == nil {
-		return principal{}, errUnauthorized
+		return principal{}, errUnknownKey
 	}
 	k, err := store.KeyByHash(ctx, s.db, hash[:])
 	if errors.Is(err, store.ErrNotFound) {
-		return principal{}, errUnauthorized
+		return principal{}, errUnknownKey
 	}
 	if err != nil {
 		return principal{}, err
@@ -67,95 +68,12 @@ func canSee(r *http.Request, rec memory.Record) error {
 // visible reports whether the request's key may read rec.
 func visible(r *http.Request, rec memory.Record) bool { return canSee(r, rec) == nil }
 
-// visibility is what a listing for the request's key selects in SQL; the
-// access rules, when some govern the key's reads, are checked record by
-// record after ([access.Hides]).
-func visibility(r *http.Request) *store.Visibility {
-	p := principalOf(r)
-	layers, own, ceiling, domains := p.access().Filter()
-	if len(layers) == len(memory.Types) && ceiling == memory.Hyper && len(domains) == 0 {
-		return nil // reads every record: the listing as it was before roles
-	}
-	return &store.Visibility{Layers: layers, Own: own, Agent: p.agent, MaxSensitivity: ceiling, Domains: domains}
-}
-
-// keepVisible keeps the records of recs the request's key may read, when
-// access rules govern its reads (the SQL filter has done the rest).
-func keepVisible(r *http.Request, recs []memory.Record) []memory.Record {
-	p := principalOf(r)
-	if !access.Hides(p.access(), p.rules) {
-		return recs
-	}
-	out := recs[:0]
-	for _, rec := range recs {
-		if visible(r, rec) {
-			out = append(out, rec)
-		}
-	}
-	return out
-}
-
 // ownRecord makes a record a key with an agent writes its agent's, when it
 // names no agent of its own.
 func ownRecord(r *http.Request, rec *memory.Record) {
 	if rec.AgentID == "" {
 		rec.AgentID = principalOf(r).agent
 	}
-}
-
-// seeRecord refuses a read about record id (its history, audit trail,
-// relations) when the request's key may not read the record as it is now.
-// A record that is gone (purged, or never the tenant's) is not found.
-func (s *Server) seeRecord(r *http.Request, id uuid.UUID) error {
-	rec, err := store.Get(r.Context(), s.db, principalOf(r).tenant, id)
-	if err != nil {
-		return err
-	}
-	return canSee(r, rec)
-}
-
-// seeAudit refuses the audit trail of record id to a key that may not read
-// the record. The trail outlives a purged record (it names no content):
-// a purged record's trail is for keys that read every record of the
-// tenant, whose role, clearance and domains restrict nothing — the
-// record's layer and classification are gone with it.
-func (s *Server) seeAudit(r *http.Request, id uuid.UUID) error {
-	err := s.seeRecord(r, id)
-	if !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	if visibility(r) == nil {
-		return nil // the store answers 404 when there is no trail either
-	}
-	if _, err := store.Audit(r.Context(), s.db, principalOf(r).tenant, id); err != nil {
-		return err // no trail: not found
-	}
-	return &access.DeniedError{Rule: "purged", Reason: access.ReasonRole,
-		Detail: "the record is purged: its audit trail is for keys that read every record of the tenant"}
-}
-
-// visibleEdges keeps the relations of record id whose other end the
-// request's key may read: a relation shows no key the id of a record it
-// may not read.
-func (s *Server) visibleEdges(r *http.Request, id uuid.UUID, edges []store.Edge) ([]store.Edge, error) {
-	out := edges[:0]
-	for _, e := range edges {
-		other := e.TargetID
-		if other == id {
-			other = e.SourceID
-		}
-		rec, err := store.Get(r.Context(), s.db, principalOf(r).tenant, other)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if visible(r, rec) {
-			out = append(out, e)
-		}
-	}
-	return out, nil
 }
 
 // seeThread refuses a thread the request's key may not read: a thread is
@@ -219,7 +137,7 @@ var revisionAccess = map[string]access.Op{
 // changed). A record not found is left to the write path's own answer.
 func (s *Server) mayRevise(r *http.Request, id uuid.UUID, op access.Op) error {
 	p := principalOf(r)
-	rec, err := store.Get(r.Context(), s.db, p.tenant, id)
+	rec, err := s.reader.Unflagged(r.Context(), view.System(p.tenant), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}

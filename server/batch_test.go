@@ -33,7 +33,7 @@ func TestBatchRecords(t *testing.T) {
 	require.NotNil(t, p.Operation)
 	require.Equal(t, 2, *p.Operation)
 	require.Contains(t, p.Detail, "nothing of the batch was written")
-	require.Equal(t, "/operations/2/record/payload", p.Errors[0].Pointer)
+	require.Equal(t, "/operations/2/record/payload/subject", p.Errors[0].Pointer)
 	for _, id := range []string{work.ID.String(), fact.ID.String()} {
 		res = e.do("GET", "/v1/records/"+id, acmeKey, nil)
 		var rec memory.Record

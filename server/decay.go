@@ -15,6 +15,7 @@ import (
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/view"
 )
 
 // DefaultHorizon is how far ahead a decay preview looks when not told.
@@ -115,7 +116,7 @@ func orEmpty(ids []uuid.UUID) []uuid.UUID {
 // restoreRecord serves POST /v1/records/{id}:restore.
 func (s *Server) restoreRecord(w http.ResponseWriter, r *http.Request, id uuid.UUID, ch revise.Change) error {
 	tenant := principalOf(r).tenant
-	cur, err := store.Get(r.Context(), s.db, tenant, id)
+	cur, err := s.reader.Unflagged(r.Context(), view.System(tenant), id)
 	if err != nil {
 		return err
 	}

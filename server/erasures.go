@@ -34,7 +34,7 @@ func (s *Server) startErasure(w http.ResponseWriter, r *http.Request) error {
 	var ve *schemas.ValidationError
 	if errors.As(err, &ve) {
 		p := problem(http.StatusBadRequest, "invalid-subject", "Invalid erasure request",
-			fmt.Sprintf("%d invalid identifier(s); see errors", len(ve.Violations)))
+			plural(len(ve.Violations), "invalid identifier")+"; see errors")
 		for _, v := range ve.Violations {
 			p.Errors = append(p.Errors, FieldError{Pointer: v.Pointer, Message: v.Message})
 		}

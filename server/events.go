@@ -30,6 +30,9 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
+	if string(bytes.TrimSpace(body)) == "null" {
+		return nullProblem("", "an object")
+	}
 	single := !bytes.HasPrefix(bytes.TrimSpace(body), []byte("["))
 	raws := []json.RawMessage{body}
 	if !single {
@@ -186,7 +189,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	max := s.ingest.MaxEventBytes()
-	for line := 1; ; {
+	// Every line counts, blank ones too, so that a line number is the one
+	// an editor shows.
+	for line := 1; ; line++ {
 		raw, err := readLine(in, max)
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, errLineTooLong) {
 			// The client went away or the connection broke: what was
@@ -210,7 +215,6 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 					it.cand = cand
 				}
 			}
-			line++
 			if !send(it) {
 				return nil
 			}
@@ -408,6 +412,9 @@ func (s *Server) explainPolicy(w http.ResponseWriter, r *http.Request) error {
 	var body json.RawMessage
 	if err := decodeJSON(r, &body); err != nil {
 		return err
+	}
+	if string(bytes.TrimSpace(body)) == "null" {
+		return nullProblem("", "an object")
 	}
 	x, err := s.ingest.Explain(body)
 	if err != nil {

@@ -139,7 +139,7 @@ func TestPostEventsAtomicAndIdempotent(t *testing.T) {
 	require.Contains(t, pointers, "/1/kind")
 	require.Contains(t, pointers, "/2/thread_id")
 	require.Contains(t, pointers, "/3/time")
-	require.Contains(t, pointers, "/4")
+	require.Contains(t, pointers, "/4/tool")
 	require.Equal(t, 2, e.count("SELECT count(*) FROM candidates"))
 
 	res = e.do("POST", "/v1/events", acmeKey, "{\"kind\": \"observation\", \"agent_id\": \"a\", \"thread_id\": \"t\", \"text\": \"\xff\"}")
@@ -345,4 +345,64 @@ func TestExplainThreadsAndDeadLetters(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.status)
 	require.JSONEq(t, `{"candidates": []}`, string(res.body))
 	require.Equal(t, http.StatusBadRequest, e.do("GET", "/v1/candidates?status=zombie", acmeKey, nil).status)
+}
+
+// A stream's lines are numbered as an editor numbers them, blank lines
+// too, and a line that is not JSON is answered in words: the character,
+// its byte and where it stands, never the decoder's text.
+func TestStreamNumbersEveryLineAndSaysWhyALineIsNotJSON(t *testing.T) {
+	t.Parallel()
+	e := setupIngest(t, "", ingest.Config{})
+	ev := func(text string) string {
+		b, _ := json.Marshal(event("observation", "s1", map[string]any{"text": text}))
+		return string(b)
+	}
+	body := strings.Join([]string{
+		ev("one"),       // 1
+		"",              // 2
+		"hello world",   // 3
+		"   ",           // 4
+		"",              // 5
+		ev("six"),       // 6
+		`{"kind": tru}`, // 7
+		`{"kind":"observation"} {"kind":"observation"}`, // 8
+		`{"kind": "observation", "text": "cut`,          // 9
+		`{"kind" "observation"}`,                        // 10
+	}, "\n") + "\n"
+	req, err := http.NewRequest("POST", e.url+"/v1/events:stream", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+acmeKey)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	got := map[int]string{}
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		var a struct {
+			Line  int             `json:"line"`
+			ID    string          `json:"id"`
+			Error *server.Problem `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &a))
+		if a.Error != nil {
+			got[a.Line] = a.Error.Detail
+		} else {
+			got[a.Line] = "ok"
+		}
+	}
+	require.Equal(t, map[int]string{
+		1:  "ok",
+		3:  `not JSON: unexpected 'h' at byte 1, where a value should start (an event is a JSON object: {"kind": …})`,
+		6:  "ok",
+		7:  "not JSON: unexpected '}' at byte 13, in a literal (true, false or null)",
+		8:  "more than one JSON value: an event is one JSON object (one a line in a stream)",
+		9:  "the JSON ends in the middle of a value",
+		10: "not JSON: unexpected '\"' at byte 9, after a key, where ':' should be",
+	}, got)
+	for _, d := range got {
+		require.NotContains(t, d, "invalid character")
+		require.NotContains(t, d, "world")
+	}
 }

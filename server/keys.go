@@ -100,7 +100,7 @@ func checkKeyRequest(req *api.KeyRequest) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", fmt.Sprintf("%d invalid field(s); see errors", len(bad)))
+	p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", plural(len(bad), "invalid field")+"; see errors")
 	p.Errors = bad
 	return p
 }
@@ -146,5 +146,14 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.logger.InfoContext(r.Context(), "key revoked", "key", k.Name, "by", principalOf(r).name)
 	writeJSON(w, http.StatusOK, k)
+	return nil
+}
+
+// whoami serves GET /v1/whoami: the caller's key's name, tenant, role and
+// agent — its own attributes, nothing about any other key. The OpenWOP
+// adapter binds the memoryRefs it issues to the tenant it reads here.
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
+	p := principalOf(r)
+	writeJSON(w, http.StatusOK, api.Whoami{Key: p.name, Tenant: p.tenant, Role: string(p.role), AgentID: p.agent})
 	return nil
 }

@@ -35,6 +35,7 @@ func (s *Server) mcpHandler() http.Handler {
 			s.writeProblem(w, r, err)
 			return
 		}
+		noteTenant(r, p)
 		if !slices.Contains(tenantRoles, p.role) {
 			s.writeProblem(w, r, forbidden(tenantRoles))
 			return

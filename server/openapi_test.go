@@ -367,6 +367,9 @@ func TestOpenAPIDescribesTheAnswerTypes(t *testing.T) {
 		"EvalCurves":     reflect.TypeFor[eval.Curves](),
 		"EvalAgentCurve": reflect.TypeFor[eval.AgentCurve](),
 		"EvalPoint":      reflect.TypeFor[eval.Point](),
+		// Whom a key speaks for, and the OpenWOP discovery document.
+		"Whoami":              reflect.TypeFor[api.Whoami](),
+		"OpenWOPCapabilities": reflect.TypeFor[openwop.Capabilities](),
 	} {
 		raw, ok := d.Components.Schemas[name]
 		require.True(t, ok, "components.schemas has no %s", name)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +37,14 @@ type FieldError = api.FieldError
 
 const problemPrefix = "urn:engram:problem:"
 
+// plural is n things in words: "1 invalid field", "2 invalid fields".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
+}
+
 func problem(status int, kind, title, detail string) *Problem {
 	return &Problem{Type: problemPrefix + kind, Title: title, Status: status, Detail: detail}
 }
@@ -49,6 +59,12 @@ func badParam(name, format string, args ...any) *Problem {
 var (
 	errUnauthorized = problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
 		"send an API key as Authorization: Bearer <key>")
+	// errUnknownKey answers a key that is sent but matches no live key:
+	// apart from a missing one, so that a stale key says so. It never
+	// quotes the key.
+	errUnknownKey = problem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
+		"the API key sent is unknown or revoked; the keys engramd generates when none are configured "+
+			"change on each start (use the ones it printed last, or configure lasting ones: ENGRAM_API_KEYS)")
 	errRouteNotFound = problem(http.StatusNotFound, "not-found", "Not found", "no such endpoint")
 	errMethod        = problem(http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "see the Allow header")
 	// errInvalidUTF8 is the problem an event that is not UTF-8 gets too.
@@ -118,7 +134,7 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		return p
 	case errors.As(err, &ve):
 		p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed",
-			fmt.Sprintf("%d invalid field(s); see errors", len(ve.Violations)))
+			plural(len(ve.Violations), "invalid field")+"; see errors")
 		for _, v := range ve.Violations {
 			p.Errors = append(p.Errors, FieldError{Pointer: v.Pointer, Message: v.Message})
 		}
@@ -158,6 +174,19 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		return badParam("cursor", "is not a cursor this server issued")
 	case sealProblem(err) != nil:
 		return sealProblem(err)
+	case pg.Unavailable(err):
+		// No primary takes statements: the database is unreachable, or a
+		// failover is under way (the daemon's pool reconnects to the new
+		// primary by database_url's hosts and target_session_attrs).
+		// Nothing of a write that fails here was committed, and staging
+		// and revisions are safe to send again (write-path RFC §12.1.6:
+		// idempotency), so the client is told when to.
+		s.logger.WarnContext(r.Context(), "database unavailable", slog.String("method", r.Method),
+			slog.String("path", redactPath(s.policy().Redactor(), r.URL.Path)))
+		p := problem(http.StatusServiceUnavailable, "database-unavailable", "Database unavailable",
+			"no primary database answers right now (a failover or a restart); send the request again after Retry-After")
+		p.RetryAfter = unavailableRetry
+		return p
 	case transient(err):
 		// PostgreSQL aborted the request's transaction to break a
 		// deadlock or a serialization conflict with another: nothing was
@@ -168,6 +197,15 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 			"the request conflicted with another one at the same moment and was undone; send it again")
 		p.RetryAfter = time.Second
 		return p
+	case timedOut(err):
+		// A statement outlasted the database's statement or lock timeout
+		// (database.*): its transaction was undone.
+		s.logger.WarnContext(r.Context(), "request timed out in the database", slog.String("method", r.Method),
+			slog.String("path", redactPath(s.policy().Redactor(), r.URL.Path)))
+		p := problem(http.StatusServiceUnavailable, "timeout", "Try again",
+			"the database did not finish the request within its timeout (a lock held by another, or a statement too long); nothing was written; send it again")
+		p.RetryAfter = time.Second
+		return p
 	}
 	// A path and an error may quote what the client sent.
 	red := s.policy().Redactor()
@@ -176,6 +214,16 @@ func (s *Server) problemOf(r *http.Request, err error) *Problem {
 		slog.String("path", redactPath(red, r.URL.Path)), slog.String("error", msg))
 	return problem(http.StatusInternalServerError, "internal", "Internal error", "the request failed; the server log has details")
 }
+
+// timedOut reports whether err is a statement ended by a timeout.
+func timedOut(err error) bool {
+	code, _ := pg.Code(err)
+	return code == pg.LockNotAvailable || code == pg.QueryCanceled
+}
+
+// unavailableRetry is the Retry-After of a 503 for want of a primary: about
+// how long a failover manager takes to promote a replica.
+const unavailableRetry = 2 * time.Second
 
 // transient reports whether err is PostgreSQL breaking a deadlock or a
 // serialization conflict: the request may pass when sent again.
@@ -218,16 +266,61 @@ func decodeStrict(doc []byte, v any, pointer string) error {
 		}
 		return err
 	}
+	if want := nullTarget(doc, v); want != "" {
+		// json.Unmarshal takes null for "no value" and leaves v as it
+		// was: a body of null would be a request with every field absent.
+		return nullProblem(pointer, want)
+	}
 	if err := schemas.Decode(doc, v); err != nil {
 		return decodeProblem(err, pointer)
 	}
 	return nil
 }
 
+// nullProblem refuses a null at pointer where want (an object, an array)
+// belongs. The body's root is "/", the pointer a body of the wrong type
+// gets too.
+func nullProblem(pointer, want string) *Problem {
+	where := "the body"
+	if pointer == "" {
+		pointer = "/"
+	} else {
+		where = strings.TrimPrefix(pointer, "/")
+	}
+	p := problem(http.StatusUnprocessableEntity, "validation-failed", "Validation failed", where+" must be "+want+", not null")
+	p.Errors = []FieldError{{Pointer: pointer, Message: "must be " + want + ", not null"}}
+	return p
+}
+
+// nullTarget is what v, a pointer, takes when doc is the JSON null and v
+// a request (an object, an array); empty otherwise. A raw value
+// (json.RawMessage, any) takes null as it is: its reader decides.
+func nullTarget(doc []byte, v any) string {
+	if string(bytes.TrimSpace(doc)) != "null" {
+		return ""
+	}
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return ""
+	}
+	switch t = t.Elem(); {
+	case t == reflect.TypeFor[json.RawMessage]():
+		return ""
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:
+		return "an object"
+	case t.Kind() == reflect.Slice:
+		return "an array"
+	}
+	return ""
+}
+
 // decodeRecord decodes a new record, nested at pointer in the body. Fields
 // it leaves out take their defaults: zero is a value, absence is not.
 func decodeRecord(raw json.RawMessage, pointer string) (memory.Record, error) {
 	rec := memory.Record{Confidence: memory.DefaultConfidence, Salience: memory.DefaultSalience}
+	if pointer == "" && string(bytes.TrimSpace(raw)) == "null" {
+		return rec, nullProblem(pointer, "an object")
+	}
 	if len(raw) == 0 || string(raw) == "null" {
 		return rec, fieldProblem(pointer, "is required")
 	}

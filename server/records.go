@@ -86,31 +86,18 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tenant := principalOf(r).tenant
 	var rec memory.Record
 	if asOf != nil {
-		rec, err = store.GetAsOf(r.Context(), s.db, tenant, id, *asOf)
+		rec, err = s.reader.RecordAsOf(r.Context(), viewerOf(r), id, *asOf)
 	} else {
-		rec, err = store.Get(r.Context(), s.db, tenant, id)
-	}
-	if err == nil {
-		err = s.open(r.Context(), tenant, &rec)
+		rec, err = s.reader.Record(r.Context(), viewerOf(r), id)
 	}
 	if err != nil {
-		return err
-	}
-	if err := canSee(r, rec); err != nil {
 		return err
 	}
 	if asOf == nil {
 		// The version is the entity tag PATCH's If-Match takes.
 		w.Header().Set("ETag", `"`+strconv.Itoa(rec.Version)+`"`)
-		// Flags are current state, with no history: a past read has none.
-		recs := []memory.Record{rec}
-		if err := store.AttachFlags(r.Context(), s.db, tenant, recs); err != nil {
-			return err
-		}
-		rec = recs[0]
 	}
 	if rfc {
 		doc, err := rec.RFC()
@@ -233,23 +220,9 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		return badParam("flag", "cannot be combined with as_of: flags are current state, with no history")
 	}
 	f.AsOf = asOf
-	f.Visible = visibility(r)
-	tenant := principalOf(r).tenant
-	page, err := store.List(r.Context(), s.db, tenant, f)
-	if err == nil {
-		err = s.writer.Sealer().OpenRecords(r.Context(), tenant, page.Records)
-	}
+	page, err := s.reader.Records(r.Context(), viewerOf(r), f)
 	if err != nil {
 		return err
-	}
-	page.Records = keepVisible(r, page.Records)
-	if asOf == nil {
-		if err := store.AttachFlags(r.Context(), s.db, tenant, page.Records); err != nil {
-			return err
-		}
-	}
-	if page.Records == nil {
-		page.Records = []memory.Record{}
 	}
 	writeJSON(w, http.StatusOK, page)
 	return nil
@@ -517,15 +490,7 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.seeRecord(r, id); err != nil {
-		return err
-	}
-	versions, err := store.History(r.Context(), s.db, principalOf(r).tenant, id)
-	for i := range versions {
-		if err == nil {
-			err = s.open(r.Context(), principalOf(r).tenant, &versions[i].Record)
-		}
-	}
+	versions, err := s.reader.History(r.Context(), viewerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -538,10 +503,7 @@ func (s *Server) recordAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.seeAudit(r, id); err != nil {
-		return err
-	}
-	entries, err := store.Audit(r.Context(), s.db, principalOf(r).tenant, id)
+	entries, err := s.reader.Audit(r.Context(), viewerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -554,18 +516,9 @@ func (s *Server) recordRelations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.seeRecord(r, id); err != nil {
-		return err
-	}
-	edges, err := store.Relations(r.Context(), s.db, principalOf(r).tenant, id)
+	edges, err := s.reader.Relations(r.Context(), viewerOf(r), id)
 	if err != nil {
 		return err
-	}
-	if edges, err = s.visibleEdges(r, id, edges); err != nil {
-		return err
-	}
-	if edges == nil {
-		edges = []store.Edge{}
 	}
 	writeJSON(w, http.StatusOK, api.RecordRelations{Relations: edges})
 	return nil
@@ -579,11 +532,19 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
 	if err := access.Decide(p.access(), access.OpWrite, t, p.rules).Err(); err != nil {
 		return err
 	}
+	mediaType, text, err := artifactMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
+	}
 	body, err := readAll(r)
 	if err != nil {
 		return err
 	}
-	a, err := s.writer.PutArtifact(r.Context(), principalOf(r).tenant, r.Header.Get("Content-Type"), body)
+	body, err = s.redactArtifact(body, mediaType, text)
+	if err != nil {
+		return err
+	}
+	a, err := s.writer.PutArtifact(r.Context(), p.tenant, mediaType, body)
 	if err != nil {
 		return err
 	}
@@ -593,8 +554,12 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
-	a, content, err := store.GetArtifact(r.Context(), s.db, principalOf(r).tenant, r.PathValue("sha256"))
+	tenant := principalOf(r).tenant
+	a, content, err := store.GetArtifact(r.Context(), s.db, tenant, r.PathValue("sha256"))
 	if err != nil {
+		return err
+	}
+	if content, err = s.writer.OpenArtifact(r.Context(), tenant, a, content); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", a.MediaType)

@@ -25,10 +25,14 @@ func (s *Server) retrieveMemory(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := principalOf(r)
-	res, err := s.retrieve.RetrieveFor(r.Context(), p.tenant, req, retrieve.Reader{
+	reader := retrieve.Reader{
 		Ceiling: p.access().Ceiling(),
 		Visible: func(rec memory.Record) bool { return visible(r, rec) },
-	})
+	}
+	if s.reads != nil {
+		reader.DB = s.reads.For(readerOf(p))
+	}
+	res, err := s.retrieve.RetrieveFor(r.Context(), p.tenant, req, reader)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/view"
 )
 
 // OpenAPI is the API's OpenAPI 3.1 document, served at /v1/openapi.json.
@@ -66,6 +67,9 @@ type Key struct {
 type Config struct {
 	// DB is where records are read from.
 	DB pg.DBTX
+	// Reads sends retrieval to replicas within the staleness budget; nil
+	// retrieves on DB.
+	Reads ReadRouter
 	// Writer is the write path every write goes through; nil means one
 	// over DB with the default configuration.
 	Writer *revise.Writer
@@ -73,6 +77,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Ready reports whether the server can serve (the database answers).
 	Ready func(ctx context.Context) error
+	// Background is the context the server's background work (erasures)
+	// runs on, without its cancellation; nil means context.Background().
+	Background context.Context
 	// MaxBodyBytes caps a request body; 0 means 4 MiB.
 	MaxBodyBytes int64
 	// Registry receives the server's metrics; nil means a new one.
@@ -104,12 +111,20 @@ type Config struct {
 	// Console configures the operator console: the evaluation report its
 	// Learning page draws (see [console.Config]).
 	Console console.Config
+	// RequestLogLevel is the level of the request log, a line a request
+	// with its method, path (redacted, without its query), status,
+	// duration and tenant, never a key or a body; the zero value is info.
+	RequestLogLevel slog.Level
+	// NoRequestLog turns the request log off.
+	NoRequestLog bool
 }
 
 // Server serves the engram API.
 type Server struct {
-	db       pg.DBTX
-	writer   *revise.Writer
+	db     pg.DBTX
+	writer *revise.Writer
+	// reader is the read door: every read of records goes through it.
+	reader   *view.Reader
 	keys     map[[sha256.Size]byte]principal
 	logger   *slog.Logger
 	ready    func(context.Context) error
@@ -120,8 +135,11 @@ type Server struct {
 	decay    *decay.Decayer
 	jobs     *jobs.Scheduler
 	retrieve *retrieve.Retriever
+	reads    ReadRouter
 	now      func() time.Time
 	handler  http.Handler
+	// requestLog is the request log's level; nil when it is off.
+	requestLog *slog.Level
 	// gatherer reads back the metrics of Config.Registry, and started is
 	// when the server was made: GET /v1/stats/writes.
 	gatherer prometheus.Gatherer
@@ -163,15 +181,25 @@ func New(cfg Config) *Server {
 		decay:    cfg.Decay,
 		jobs:     cfg.Jobs,
 		retrieve: cfg.Retrieve,
+		reads:    cfg.Reads,
 		now:      cfg.Now,
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.background, s.stopBackground = context.WithCancel(context.Background())
+	if !cfg.NoRequestLog {
+		level := cfg.RequestLogLevel
+		s.requestLog = &level
+	}
+	bg := context.Background()
+	if cfg.Background != nil {
+		bg = context.WithoutCancel(cfg.Background)
+	}
+	s.background, s.stopBackground = context.WithCancel(bg)
 	if s.writer == nil {
 		s.writer = revise.New(cfg.DB, revise.Config{Now: cfg.Now})
 	}
+	s.reader = view.New(cfg.DB, s.writer.Sealer())
 	if s.policy == nil {
 		p := policy.Default()
 		s.policy = func() *policy.Policy { return p }
@@ -292,6 +320,8 @@ func (s *Server) routes() []route {
 		// read their tenant's, an operator's the tenant it names; and the
 		// tenants an operator may name.
 		{"GET /v1/stats/health", s.healthStats, anyRole, false},
+		// Whom a key speaks for: its own attributes, read by any key.
+		{"GET /v1/whoami", s.whoami, anyRole, false},
 		{"GET /v1/tenants", s.listTenants, operatorRoles, false},
 		// The review queue (write-path RFC §12.6): a tenant's keys review
 		// its drafts, until reviewers get a role of their own.
@@ -358,15 +388,17 @@ type principalKey struct{}
 func (s *Server) authenticated(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
+		token = strings.TrimSpace(token)
+		if !ok || token == "" {
 			s.writeProblem(w, r, errUnauthorized)
 			return
 		}
-		p, err := s.lookupKey(r.Context(), sha256.Sum256([]byte(strings.TrimSpace(token))))
+		p, err := s.lookupKey(r.Context(), sha256.Sum256([]byte(token)))
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
+		noteTenant(r, p)
 		p.session = sessionOf(r)
 		p.rules = s.policy().AccessRules()
 		if !slices.Contains(rt.roles, p.role) {
@@ -391,13 +423,41 @@ func (s *Server) authenticated(rt route) http.Handler {
 		}
 		if err != nil {
 			s.writeProblem(w, r, err)
+			return
+		}
+		if s.reads != nil && r.Method != http.MethodGet && r.Method != http.MethodHead && rt.pattern != retrievePattern {
+			// The key's next reads see what it just wrote (write-path
+			// RFC §12.9.2, causal): a replica that lacks it is passed over.
+			s.reads.Wrote(readerOf(p))
 		}
 	})
 }
 
+// retrievePattern is the one POST that writes nothing a reader reads back
+// (its retrieval log is the operator's).
+const retrievePattern = "POST /v1/retrieve"
+
+// ReadRouter chooses where a read goes (a streaming replica within the
+// staleness budget that has the reader's last write, or the primary) and
+// learns of each reader's writes: replicas.Router.
+type ReadRouter interface {
+	For(reader string) pg.DBTX
+	Wrote(reader string)
+}
+
+// readerOf names the reader whose writes its reads must see: its key.
+func readerOf(p principal) string { return p.tenant + "/" + p.name }
+
 func principalOf(r *http.Request) principal {
 	p, _ := r.Context().Value(principalKey{}).(principal)
 	return p
+}
+
+// viewerOf is who reads memory for the request: its key, under the access
+// rules in force when it arrived.
+func viewerOf(r *http.Request) view.Viewer {
+	p := principalOf(r)
+	return view.As(p.access(), p.rules)
 }
 
 // change is the audit identity of a request: the key's name, and the agent
@@ -463,7 +523,21 @@ func (w *statusRecorder) WriteHeader(code int) {
 // stream and read its body while answering it.
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// observe logs each request (never its body) and records its duration.
+// requestNote is what the request log learns of a request on its way:
+// the tenant its key is for, once authenticated.
+type requestNote struct{ tenant string }
+
+type requestNoteKey struct{}
+
+// noteTenant tells the request log the tenant of the request's key.
+func noteTenant(r *http.Request, p principal) {
+	if n, ok := r.Context().Value(requestNoteKey{}).(*requestNote); ok {
+		n.tenant = p.tenant
+	}
+}
+
+// observe logs each request (never its key, query or body) and records
+// its duration.
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -471,6 +545,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if asOf, err := time.Parse(time.RFC3339Nano, r.URL.Query().Get("as_of")); err == nil {
 			rec.at = asOf
 		}
+		note := &requestNote{}
+		r = r.WithContext(context.WithValue(r.Context(), requestNoteKey{}, note))
 		next.ServeHTTP(rec, r)
 		route := r.Pattern
 		if route == "" || route == "/" {
@@ -478,9 +554,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		d := time.Since(start)
 		s.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(d.Seconds())
-		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "request",
-			slog.String("method", r.Method), slog.String("route", route),
-			slog.Int("status", rec.status), slog.Duration("duration", d))
+		if s.requestLog != nil {
+			s.logger.LogAttrs(r.Context(), *s.requestLog, "request",
+				slog.String("method", r.Method), slog.String("path", redactPath(s.policy().Redactor(), r.URL.Path)),
+				slog.Int("status", rec.status), slog.Duration("duration", d), slog.String("tenant", note.tenant))
+		}
 	})
 }
 

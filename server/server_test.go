@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
@@ -203,6 +205,38 @@ func TestWalkThrough(t *testing.T) {
 	require.Len(t, rels.Relations, 2, "forked_from out, supersedes in")
 }
 
+// A stale or unknown key gets a 401 that says so, apart from a missing
+// key's, and never quotes the key; a revoked key the same.
+func TestUnknownKeyIsNotAMissingKey(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for _, h := range [][]string{nil, {"Authorization", "Bearer "}, {"Authorization", "Basic eDp5"}} {
+		res := e.do("GET", "/v1/records", "", nil, h...)
+		require.Equal(t, http.StatusUnauthorized, res.status)
+		require.Contains(t, res.problem(t).Detail, "send an API key as Authorization: Bearer <key>", h)
+	}
+	const stale = "ek_0123456789abcdef-stale"
+	res := e.do("GET", "/v1/records", stale, nil)
+	require.Equal(t, http.StatusUnauthorized, res.status)
+	require.Contains(t, res.header.Get("WWW-Authenticate"), "Bearer")
+	p := res.problem(t)
+	require.Equal(t, "urn:engram:problem:unauthorized", p.Type)
+	require.Contains(t, p.Detail, "unknown or revoked")
+	require.NotContains(t, string(res.body), "0123456789abcdef")
+
+	res = e.do("POST", "/v1/keys", opsKey, map[string]any{"name": "soon-revoked", "tenant": "acme", "role": "executor", "agent_id": "agent-1"})
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	var made struct {
+		Secret string `json:"secret"`
+	}
+	res.decode(t, &made)
+	require.Equal(t, http.StatusOK, e.do("POST", "/v1/keys/soon-revoked:revoke", opsKey, nil).status)
+	res = e.do("GET", "/v1/records", made.Secret, nil)
+	require.Equal(t, http.StatusUnauthorized, res.status)
+	require.Contains(t, res.problem(t).Detail, "unknown or revoked")
+	require.NotContains(t, string(res.body), made.Secret)
+}
+
 func TestAuthenticationAndTenants(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -386,4 +420,87 @@ func TestAppendAndEvidenceAreValidated(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, r.status)
 	require.Equal(t, "/evidence/0/kind", r.problem(t).Errors[0].Pointer)
 	require.Equal(t, 2, e.count("SELECT count(*) FROM audit_log"), "nothing audited for the refused requests")
+}
+
+// The request log: a line a request with its method, path, status,
+// duration and tenant, never its key, query or body; off when configured
+// so.
+func TestRequestLog(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t)
+	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "acme"))
+	serve := func(cfg server.Config) (string, *syncBuffer) {
+		logs := &syncBuffer{}
+		cfg.DB, cfg.Keys = db.Pool, testKeys
+		cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		srv := httptest.NewServer(server.New(cfg))
+		t.Cleanup(srv.Close)
+		return srv.URL, logs
+	}
+	url, logs := serve(server.Config{})
+	e := &env{t: t, url: url, db: db}
+	const secret = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+	require.Equal(t, http.StatusCreated, e.do("POST", "/v1/records?note="+secret, acmeKey, factBody(secret, nil)).status)
+	require.Equal(t, http.StatusUnauthorized, e.do("GET", "/v1/records", "stale-key-0123456789", nil).status)
+	require.Equal(t, http.StatusOK, e.do("GET", "/healthz", "", nil).status)
+
+	type line struct {
+		Level, Msg, Method, Path, Tenant string
+		Status                           int
+		Duration                         *float64
+	}
+	var lines []line
+	for l := range strings.Lines(logs.String()) {
+		var v line
+		require.NoError(t, json.Unmarshal([]byte(l), &v))
+		if v.Msg == "request" {
+			require.Equal(t, "INFO", v.Level)
+			require.NotNil(t, v.Duration, l)
+			v.Duration = nil
+			lines = append(lines, v)
+		}
+	}
+	require.Equal(t, []line{
+		{Level: "INFO", Msg: "request", Method: "POST", Path: "/v1/records", Tenant: "acme", Status: 201},
+		{Level: "INFO", Msg: "request", Method: "GET", Path: "/v1/records", Status: 401},
+		{Level: "INFO", Msg: "request", Method: "GET", Path: "/healthz", Status: 200},
+	}, lines)
+	for _, s := range []string{secret, acmeKey, opsKey, "stale-key-0123456789"} {
+		require.NotContains(t, logs.String(), s)
+	}
+
+	url, logs = serve(server.Config{NoRequestLog: true})
+	e = &env{t: t, url: url, db: db}
+	require.Equal(t, http.StatusOK, e.do("GET", "/v1/records", acmeKey, nil).status)
+	require.NotContains(t, logs.String(), `"msg":"request"`)
+}
+
+// A body that leaves out every field is told about each of them, not
+// only the first: a record's type and payload, an event's kind, agent and
+// thread, a payload's own fields, each at its own pointer.
+func TestEveryMissingFieldIsReported(t *testing.T) {
+	t.Parallel()
+	e := setupIngest(t, "", ingest.Config{})
+	for _, tc := range []struct {
+		path, body, detail string
+		want               []server.FieldError
+	}{
+		{"/v1/records", `{}`, "2 invalid fields; see errors", []server.FieldError{
+			{Pointer: "/payload", Message: "is required"},
+			{Pointer: "/type", Message: `value must be one of "episodic", "working", "semantic", "competence", "plan_graph"`}}},
+		{"/v1/records", `{"type": "semantic", "confidence": 3, "payload": {"kind": "semantic"}}`, "5 invalid fields; see errors", []server.FieldError{
+			{Pointer: "/confidence", Message: "must be <= 1"},
+			{Pointer: "/payload/object", Message: "is required"}, {Pointer: "/payload/predicate", Message: "is required"},
+			{Pointer: "/payload/subject", Message: "is required"}, {Pointer: "/payload/validity", Message: "is required"}}},
+		{"/v1/records", `{"type": "semantic", "payload": {"kind": "semantic", "subject": "u", "predicate": "p", "object": "o"}}`, "1 invalid field; see errors", []server.FieldError{
+			{Pointer: "/payload/validity", Message: "is required"}}},
+		{"/v1/events", `{}`, "3 invalid fields", []server.FieldError{
+			{Pointer: "/agent_id", Message: "is required"}, {Pointer: "/kind", Message: "is required"}, {Pointer: "/thread_id", Message: "is required"}}},
+	} {
+		res := e.do("POST", tc.path, acmeKey, tc.body)
+		require.Equal(t, http.StatusUnprocessableEntity, res.status, string(res.body))
+		p := res.problem(t)
+		require.Equal(t, tc.detail, p.Detail, tc.body)
+		require.Equal(t, tc.want, p.Errors, tc.body)
+	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/skill"
-	"github.com/engram-dev/engram/store"
 )
 
 // recordSkill serves GET /v1/records/{id}/skill.md: a learned procedure as
@@ -20,15 +19,8 @@ func (s *Server) recordSkill(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tenant := principalOf(r).tenant
-	rec, err := store.Get(r.Context(), s.db, tenant, id)
-	if err == nil {
-		err = s.open(r.Context(), tenant, &rec)
-	}
+	rec, err := s.reader.Unflagged(r.Context(), viewerOf(r), id)
 	if err != nil {
-		return err
-	}
-	if err := canSee(r, rec); err != nil {
 		return err
 	}
 	name, md, err := skill.Render(rec)

@@ -199,7 +199,7 @@ UPDATE candidates c
 SET status = u.status, decision = u.decision, record_ids = u.record_ids::uuid[], processed_at = now(), last_error = NULL
 FROM unnest($1::text[], $2::uuid[], $3::text[], $4::jsonb[], $5::text[]) AS u(tenant_id, id, status, decision, record_ids)
 CROSS JOIN LATERAL (SELECT x.ctid AS row FROM candidates x WHERE x.tenant_id = u.tenant_id AND x.id = u.id LIMIT 1) AS x
-WHERE c.ctid = x.row AND c.status = 'pending'`
+WHERE c.ctid = x.row AND c.tenant_id = u.tenant_id AND c.status = 'pending'`
 
 // Settle marks claimed candidates classified, in the transaction that wrote
 // their records: a candidate is classified exactly once.

@@ -103,12 +103,13 @@ func TestConcurrentUpdatesLoseNothing(t *testing.T) {
 	t.Logf("%d conflicts retried", total)
 }
 
-// Writers racing to create contradicting versions of one conditional fact:
-// one wins. The others are refused by the contradiction gate when they
-// see the winner, or by the partial unique index when they do not yet.
+// Writers racing to create contradicting versions of one conditional fact,
+// under the review policy: one wins. The others are refused by the
+// contradiction gate when they see the winner, or by the partial unique
+// index when they do not yet.
 func TestConcurrentCreatesOfOneFact(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, revise.Config{Gates: revise.Gates{Contradiction: revise.ContradictionConfig{Policy: revise.PolicyReview}}})
 	const writers = 8
 	var wg sync.WaitGroup
 	errs := make([]error, writers)

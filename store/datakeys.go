@@ -183,16 +183,17 @@ SELECT
 	(SELECT count(*) FROM records WHERE tenant_id = $1 AND payload ? 'sealed' AND (payload #>> '{sealed,key}')::int <> $2),
 	(SELECT count(*) FROM record_versions WHERE tenant_id = $1 AND snapshot -> 'payload' ? 'sealed' AND (snapshot #>> '{payload,sealed,key}')::int <> $2),
 	(SELECT count(*) FROM episode_entries WHERE tenant_id = $1 AND entry ? 'sealed' AND (entry #>> '{sealed,key}')::int <> $2),
-	(SELECT count(*) FROM candidates WHERE tenant_id = $1 AND event ? 'sealed' AND (event #>> '{sealed,key}')::int <> $2)`
+	(SELECT count(*) FROM candidates WHERE tenant_id = $1 AND event ? 'sealed' AND (event #>> '{sealed,key}')::int <> $2),
+	(SELECT count(*) FROM artifacts WHERE tenant_id = $1 AND sealed AND (convert_from(content, 'UTF8')::jsonb #>> '{sealed,key}')::int <> $2)`
 
 // CountToReseal counts a tenant's values sealed under a data key other
 // than version, in every table that holds them.
 func CountToReseal(ctx context.Context, db pg.DBTX, tenant string, version int) (int64, error) {
-	var a, b, c, d int64
-	if err := db.QueryRow(ctx, countToResealSQL, tenant, version).Scan(&a, &b, &c, &d); err != nil {
+	var a, b, c, d, e int64
+	if err := db.QueryRow(ctx, countToResealSQL, tenant, version).Scan(&a, &b, &c, &d, &e); err != nil {
 		return 0, fmt.Errorf("count values to re-seal: %w", err)
 	}
-	return a + b + c + d, nil
+	return a + b + c + d + e, nil
 }
 
 // Re-sealing changes ciphertext only, never a version: the triggers that
@@ -241,6 +242,57 @@ func Reseal(ctx context.Context, db pg.DBTX, table ResealTable, tenant string, r
 	}
 	if _, err := db.Exec(ctx, `SET LOCAL engram.reseal = 'off'`); err != nil {
 		return fmt.Errorf("re-seal %s: %w", table, err)
+	}
+	return nil
+}
+
+// SealedArtifact is a sealed artifact that re-sealing reads and rewrites:
+// its digest and its content (a sealed value).
+type SealedArtifact struct {
+	SHA256  []byte
+	Content []byte
+}
+
+const artifactsToResealSQL = `
+SELECT sha256, content FROM artifacts
+WHERE tenant_id = $1 AND sealed AND (convert_from(content, 'UTF8')::jsonb #>> '{sealed,key}')::int <> $2
+ORDER BY sha256 LIMIT $3 FOR UPDATE`
+
+// ArtifactsToReseal locks up to limit of a tenant's artifacts sealed under
+// a data key other than version, in digest order.
+func ArtifactsToReseal(ctx context.Context, db pg.DBTX, tenant string, version, limit int) ([]SealedArtifact, error) {
+	rows, err := db.Query(ctx, artifactsToResealSQL, tenant, version, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read artifacts to re-seal: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SealedArtifact, error) {
+		var a SealedArtifact
+		err := row.Scan(&a.SHA256, &a.Content)
+		return a, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read artifacts to re-seal: %w", err)
+	}
+	return out, nil
+}
+
+const resealArtifactsSQL = `
+UPDATE artifacts a SET content = u.content
+FROM unnest($2::bytea[], $3::bytea[]) AS u(sha256, content)
+WHERE a.tenant_id = $1 AND a.sha256 = u.sha256 AND a.sealed`
+
+// ResealArtifacts rewrites the content of sealed artifacts (read by
+// [ArtifactsToReseal] in the same transaction) in one statement.
+func ResealArtifacts(ctx context.Context, db pg.DBTX, tenant string, arts []SealedArtifact) error {
+	if len(arts) == 0 {
+		return nil
+	}
+	shas, contents := make([][]byte, len(arts)), make([][]byte, len(arts))
+	for i, a := range arts {
+		shas[i], contents[i] = a.SHA256, a.Content
+	}
+	if _, err := db.Exec(ctx, resealArtifactsSQL, tenant, shas, contents); err != nil {
+		return fmt.Errorf("re-seal artifacts: %w", err)
 	}
 	return nil
 }

@@ -225,10 +225,12 @@ func rowTraces(ctx context.Context, db pg.DBTX, what, sql string, args ...any) (
 type ArtifactTrace struct {
 	SHA256  []byte
 	Content []byte
+	// Sealed: Content is a sealed value.
+	Sealed bool
 }
 
 const artifactTracesSQL = `
-SELECT sha256, content FROM artifacts WHERE tenant_id = $1 AND sha256 > $2 ORDER BY sha256 LIMIT $3`
+SELECT sha256, content, sealed FROM artifacts WHERE tenant_id = $1 AND sha256 > $2 ORDER BY sha256 LIMIT $3`
 
 // ArtifactTraces reads up to limit of a tenant's artifacts after the
 // digest after.
@@ -239,7 +241,7 @@ func ArtifactTraces(ctx context.Context, db pg.DBTX, tenant string, after []byte
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ArtifactTrace, error) {
 		var t ArtifactTrace
-		err := row.Scan(&t.SHA256, &t.Content)
+		err := row.Scan(&t.SHA256, &t.Content, &t.Sealed)
 		return t, err
 	})
 	if err != nil {

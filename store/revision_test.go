@@ -25,11 +25,12 @@ func revisionOf(t *testing.T, r memory.Record) memory.Revision {
 
 func TestOneActiveFactPerConditionSet(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	// Under the review policy, the write path's contradiction gate refuses
+	// a contradicting fact no more credible than the one in force, naming
+	// it (under the default evidence policy, both would be contested).
+	b := setup(t, revise.Config{Gates: revise.Gates{Contradiction: revise.ContradictionConfig{Policy: revise.PolicyReview}}})
 	first := b.create(t, fact("user", "prefers_language", "go", nil))
 
-	// The write path's contradiction gate refuses a contradicting fact no
-	// more credible than the one in force, naming it.
 	_, err := b.w.Create(b.ctx, b.tenant, fact("user", "prefers_language", "python", nil), b.ch)
 	var re *revise.RejectedError
 	require.ErrorAs(t, err, &re)

@@ -166,7 +166,7 @@ func TestVisibilityNamesItsOwner(t *testing.T) {
 	_, err := b.w.Create(b.ctx, b.tenant, r, b.ch)
 	var ve *schemas.ValidationError
 	require.ErrorAs(t, err, &ve)
-	require.Equal(t, []schemas.Violation{{Pointer: "", Message: "missing properties: 'agent_id'"}}, ve.Violations)
+	require.Equal(t, []schemas.Violation{{Pointer: "/agent_id", Message: "is required"}}, ve.Violations)
 	r.Visibility = "everyone"
 	_, err = b.w.Create(b.ctx, b.tenant, r, b.ch)
 	require.ErrorAs(t, err, &ve)

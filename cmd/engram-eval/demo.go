@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -18,8 +19,15 @@ import (
 )
 
 // DefaultDatabaseURL is the database `make run` uses, which the demo
-// shares: what it learns stays there under a tenant of its own.
+// shares: what it learns stays there in a schema of its own
+// ([DefaultDemoSchema]), under a tenant of its own.
 const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/engram?sslmode=disable"
+
+// DefaultDemoSchema is the demo's schema. Its own schema gives the demo's
+// engramd job leadership of its own (leadership is held per database and
+// schema): sharing make run's, the demo waited for make run's daemon to
+// consolidate every 30 s while its own one-second schedule never ran.
+const DefaultDemoSchema = "engram_demo"
 
 // DemoWorld is the short world of `make demo`: six problems, a minute or
 // so of episodes, no drift, no deployment phase.
@@ -33,6 +41,7 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	fs, wf := newFlags("demo", stderr, DemoWorld)
 	dbURL := fs.String("database-url", cmp.Or(getenv("DATABASE_URL"), DefaultDatabaseURL), "PostgreSQL database (DATABASE_URL), as make run uses")
 	listen := fs.String("listen", "", "engramd's listen address (default: a free local port)")
+	schema := fs.String("schema", DefaultDemoSchema, "the schema of the database the demo keeps its memory in, apart from make run's")
 	stay := fs.Bool("stay", isTerminal(os.Stdin), "keep engramd running at the end, until Ctrl-C (default: when run from a terminal)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -43,9 +52,10 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	tenant := "demo-" + time.Now().UTC().Format("20060102-150405")
-	fmt.Fprintf(stdout, "Starting engramd (consolidation %s) for tenant %s…\n", wf.schedule, tenant)
-	d, err := eval.StartDaemon(ctx, eval.DaemonConfig{Bin: bin, DatabaseURL: *dbURL, Consolidate: wf.schedule,
-		Tenant: tenant, Listen: *listen})
+	fmt.Fprintf(stdout, "Starting engramd (consolidation %s) for tenant %s, in schema %s of the database:\n"+
+		"a schema of its own, so a make run up on the same database changes nothing…\n", wf.schedule, tenant, *schema)
+	d, err := eval.StartDaemon(ctx, eval.DaemonConfig{Bin: bin, DatabaseURL: *dbURL, Schema: *schema, Keep: true, Reuse: true,
+		Consolidate: wf.schedule, Tenant: tenant, Listen: *listen})
 	if err != nil {
 		return err
 	}
@@ -82,11 +92,45 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		"  bin/engram recall \"%[3]s\" --signal \"%[3]s\"   what engram answers an agent meeting this error\n\n",
 		d.Client.BaseURL, d.Client.Key, shellQuote(firstError(world)))
 	if !*stay {
+		fmt.Fprintf(stdout, "This engramd stops with the demo; its memory stays in schema %s. To serve it again for those\n"+
+			"commands (in another shell; the demo's --stay keeps it up instead):\n\n"+
+			"  DATABASE_URL='%s' ENGRAM_LISTEN=%s ENGRAM_API_KEYS='%s:%s' %s run\n\n",
+			*schema, printableURL(d.URL), strings.TrimPrefix(d.Client.BaseURL, "http://"), tenant, d.Client.Key, binForShell(bin))
+		if printableURL(d.URL) != d.URL {
+			fmt.Fprintf(stdout, "(with your database password in place of xxxxx)\n\n")
+		}
 		return nil
 	}
-	fmt.Fprintln(stdout, "engramd keeps running for that; Ctrl-C stops it. (Its data stays in the database, under tenant "+tenant+".)")
+	fmt.Fprintf(stdout, "engramd keeps running for that; Ctrl-C stops it. (Its memory stays in schema %s, under tenant %s.)\n", *schema, tenant)
 	d.Wait(ctx)
 	return nil
+}
+
+// printableURL is a database URL as a command may show it: its password,
+// if it has one, masked (the reader puts theirs back).
+func printableURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); !ok {
+		return s
+	}
+	return u.Redacted()
+}
+
+// binForShell is the engramd binary as a command names it: relative to
+// the working directory when it is below it (bin/engramd).
+func binForShell(bin string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, bin); err == nil && !strings.HasPrefix(rel, "..") {
+			if !strings.Contains(rel, "/") {
+				rel = "./" + rel
+			}
+			return rel
+		}
+	}
+	return bin
 }
 
 // firstError is the error of the first episode of the stream that meets

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/eval"
@@ -132,4 +134,86 @@ func TestUsageErrors(t *testing.T) {
 		require.Error(t, err, args)
 		require.Contains(t, err.Error()+stderr.String(), want, args)
 	}
+}
+
+// `make demo` with `make run` up on the same database: the running daemon
+// leads the jobs there (here with an hourly consolidation, so that a demo
+// waiting on its passes would never learn), and the demo still learns, on
+// passes of its own, and says where its memory stays. Its closing
+// commands work after it exits: the engramd it prints serves what it
+// learned with the keys it printed.
+func TestDemoWithRunUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs engramd processes")
+	}
+	ctx := context.Background()
+	db := pgtest.NewSchema(t)
+	up, err := eval.StartDaemon(ctx, eval.DaemonConfig{Bin: engramd, DatabaseURL: db.URL, Consolidate: "@every 1h", Tenant: "default"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = up.Stop(context.Background()) })
+	require.Eventually(t, func() bool {
+		ov, err := up.Ops.Jobs(ctx)
+		return err == nil && ov.Leader
+	}, time.Minute, 50*time.Millisecond, "make run's daemon leads")
+
+	schema := db.Name + "_demo"
+	t.Cleanup(func() { _ = execSQL(pgtest.URL(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	err = run(ctx, []string{"demo", "--engramd", engramd, "--stay=false", "--schema", schema},
+		getenv(map[string]string{"DATABASE_URL": db.URL}), &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	t.Logf("the demo took %s with make run's daemon up", time.Since(start).Round(time.Second))
+	got := stdout.String()
+	require.Contains(t, got, "A learned procedure: ")
+	require.Contains(t, got, "schema "+schema)
+	require.Contains(t, got, "make run")
+
+	// The closing commands, after the demo's engramd has exited.
+	var env []string
+	for line := range strings.Lines(got) {
+		if fields := strings.Fields(line); len(fields) > 0 && strings.HasPrefix(fields[0], "DATABASE_URL=") {
+			for _, f := range fields {
+				if k, v, ok := strings.Cut(f, "="); ok && (strings.HasPrefix(k, "ENGRAM_") || k == "DATABASE_URL") {
+					env = append(env, k+"="+strings.Trim(v, "'"))
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, env, "the demo says how to serve its memory again:\n%s", got)
+	var exports map[string]string
+	for line := range strings.Lines(got) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "export "); ok {
+			exports = map[string]string{}
+			for _, f := range strings.Fields(rest) {
+				k, v, _ := strings.Cut(f, "=")
+				exports[k] = v
+			}
+		}
+	}
+	require.NotEmpty(t, exports["ENGRAM_API_KEY"], got)
+	again := exec.Command(engramd, "run")
+	again.Env = append(os.Environ(), env...)
+	require.NoError(t, again.Start())
+	t.Cleanup(func() { _ = again.Process.Kill(); _ = again.Wait() })
+	c := &eval.Client{BaseURL: exports["ENGRAM_URL"], Key: exports["ENGRAM_API_KEY"]}
+	var procs int
+	require.Eventually(t, func() bool {
+		recs, err := c.Records(ctx, url.Values{"type": {"competence"}})
+		procs = len(recs)
+		return err == nil
+	}, time.Minute, 100*time.Millisecond, "the engramd the demo printed serves its memory")
+	require.Positive(t, procs)
+}
+
+// execSQL runs a statement on a connection of its own.
+func execSQL(dbURL, stmt string) error {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, stmt)
+	return err
 }

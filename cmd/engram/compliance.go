@@ -33,8 +33,8 @@ func (c *cli) complianceTables(b []byte) error {
 	if rep.RunID != 0 {
 		run = fmt.Sprintf(" by run %d", rep.RunID)
 	}
-	fmt.Fprintf(c.stdout, "Compliance report of %s%s: %d records past retention, %d violations\n\n",
-		stamp(rep.GeneratedAt), run, rep.PastRetention, len(rep.Violations))
+	fmt.Fprintf(c.stdout, "Compliance report of %s%s: %s past retention, %s\n\n",
+		stamp(rep.GeneratedAt), run, count(int(rep.PastRetention), "record"), count(len(rep.Violations), "violation"))
 
 	w := c.tabwriter()
 	row(w, "CLASS", "MAX AGE", "ACTION", "CUTOFF", "PAST RETENTION", "RETRIEVABLE")

@@ -48,7 +48,7 @@ func TestComplianceCommand(t *testing.T) {
 	require.NoError(t, err)
 
 	out := e.ok("compliance")
-	require.Regexp(t, `^Compliance report of \S+ \S+ by run 42: 1 records past retention, 2 violations\n\nCLASS\s+MAX AGE\s+ACTION\s+CUTOFF\s+PAST RETENTION\s+RETRIEVABLE\n`, out)
+	require.Regexp(t, `^Compliance report of \S+ \S+ by run 42: 1 record past retention, 2 violations\n\nCLASS\s+MAX AGE\s+ACTION\s+CUTOFF\s+PAST RETENTION\s+RETRIEVABLE\n`, out)
 	require.Regexp(t, `\npii\s+90d\s+hard_delete\s+\S+ \S+\s+1\s+1\n`, out)
 	require.Regexp(t, `\npublic\s+none\s+soft_delete\s+-\s+0\s+0\n`, out)
 	require.Regexp(t, `\nacme\s+pii\s+1\s+1\s+`, out)

@@ -10,7 +10,8 @@ import (
 // of package api: it does not link pgx, nor any of engram's packages beyond
 // client, api and memory — and loadgen, `engram bench ingest`'s load, which
 // is an API client too — and mcpserver, `engram mcp`'s server, which calls the
-// API through client, with skill, which names a procedure's SKILL.md.
+// API through client, with skill, which names a procedure's SKILL.md — and
+// internal/version, which names the build (engram --version).
 func TestImportsNoDatabase(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
@@ -28,8 +29,8 @@ func TestImportsNoDatabase(t *testing.T) {
 			dep != "github.com/engram-dev/engram/api" && dep != "github.com/engram-dev/engram/memory" &&
 			dep != "github.com/engram-dev/engram/client" &&
 			dep != "github.com/engram-dev/engram/mcpserver" && dep != "github.com/engram-dev/engram/skill" &&
-			dep != "github.com/engram-dev/engram/internal/loadgen":
-			t.Errorf("the CLI depends on %s; it may use only client, api, memory, loadgen, and mcpserver and skill (engram mcp) of engram's packages", dep)
+			dep != "github.com/engram-dev/engram/internal/loadgen" && dep != "github.com/engram-dev/engram/internal/version":
+			t.Errorf("the CLI depends on %s; it may use only client, api, memory, loadgen, version, and mcpserver and skill (engram mcp) of engram's packages", dep)
 		}
 	}
 }

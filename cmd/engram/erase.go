@@ -129,9 +129,9 @@ func (c *cli) orCertificate(b []byte) error {
 		if !v.Verified {
 			verdict = "NOT verified: the subject remains"
 		}
-		row(w, "verification", fmt.Sprintf("%s (%d tables, %d columns scanned at %s)", verdict, v.Tables, v.Columns, stamp(v.At)))
+		row(w, "verification", fmt.Sprintf("%s (%s, %s scanned at %s)", verdict, count(v.Tables, "table"), count(v.Columns, "column"), stamp(v.At)))
 		for _, r := range v.Remaining {
-			row(w, "  remaining", fmt.Sprintf("%s.%s: %d rows", r.Table, r.Column, r.Rows))
+			row(w, "  remaining", fmt.Sprintf("%s.%s: %s", r.Table, r.Column, count(int(r.Rows), "row")))
 		}
 	}
 	return w.Flush()

@@ -50,7 +50,7 @@ func keysRotateMaster(c *cli, ctx context.Context, args []string) error {
 		if err := json.Unmarshal(b, &res); err != nil {
 			return fmt.Errorf("decode rotation: %w", err)
 		}
-		fmt.Fprintf(c.stdout, "re-wrapped %d data key(s) under master key %s; the old master key may now be removed from the configuration\n", res.Rewrapped, res.MasterKey)
+		fmt.Fprintf(c.stdout, "re-wrapped %s under master key %s; the old master key may now be removed from the configuration\n", count(res.Rewrapped, "data key"), res.MasterKey)
 		return nil
 	})
 }

@@ -139,7 +139,7 @@ func (c *cli) printRecord(b []byte) error {
 		}
 	}
 	if perf := p.Performance; perf != nil {
-		fmt.Fprintf(out, "Record: %d successes, %d failures, success rate %s", perf.Successes, perf.Failures, successRate(perf))
+		fmt.Fprintf(out, "Record: %s, %s, success rate %s", count(perf.Successes, "success", "successes"), count(perf.Failures, "failure"), successRate(perf))
 		if perf.LastSuccessAt != nil {
 			fmt.Fprintf(out, ", last success %s", stamp(*perf.LastSuccessAt))
 		}
@@ -148,7 +148,7 @@ func (c *cli) printRecord(b []byte) error {
 		}
 		fmt.Fprintln(out)
 	}
-	fmt.Fprintf(out, "Evidence: %d sources\n", len(r.Provenance.Sources))
+	fmt.Fprintf(out, "Evidence: %s\n", count(len(r.Provenance.Sources), "source"))
 	_, err := fmt.Fprint(c.stdout, out.String())
 	return err
 }

@@ -52,7 +52,7 @@ func TestProceduresCommand(t *testing.T) {
 		"Steps:\n  1. run shell rm -rf {path}/cache\n     variables: {path}\n     check: exit code 0\n  2. run make build\n     check: output starts with: build ok\n",
 		"Known failures:\n  - run make clean did not fix it",
 		"Otherwise try:\n  - run shell ccache --clear\n",
-		"Record: 3 successes, 1 failures, success rate 0.67 (3/4)\n",
+		"Record: 3 successes, 1 failure, success rate 0.67 (3/4)\n",
 		"Evidence: 2 sources\n",
 	} {
 		require.Contains(t, got, want)

@@ -163,5 +163,52 @@ func (c *cli) reviewsDecide(ctx context.Context, op string, args []string) error
 		}
 		body = api.RejectRequest{Reason: *reason, Justification: *justification}
 	}
-	return c.send(ctx, "POST", reviewPath(pos[0], ":"+op), body)
+	b, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	return c.call(ctx, "POST", reviewPath(pos[0], ":"+op), nil, b, c.printDecision)
+}
+
+// printDecision prints a decided review in a few lines, like the other
+// commands' tables: the decision, who made it and why, and the record it
+// left (--json prints the API's answer, the whole review).
+func (c *cli) printDecision(b []byte) error {
+	if c.json {
+		return c.write(b)
+	}
+	var r api.Review
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("decode review: %w", err)
+	}
+	status := r.Status
+	if r.RejectionReason != "" {
+		status += ": " + r.RejectionReason
+	}
+	w := c.tabwriter()
+	row(w, "review", r.ID.String())
+	row(w, "status", status)
+	decided := "-"
+	if r.DecidedAt != nil {
+		decided = stamp(*r.DecidedAt)
+	}
+	row(w, "decided", decided+" by "+cmpOr(r.DecidedBy, "-"))
+	row(w, "justification", cmpOr(r.Justification, "-"))
+	if rec := r.Record; rec != nil {
+		row(w, "record", fmt.Sprintf("%s %s, %s, version %d: %s", rec.ID, rec.Type, rec.Status, rec.Version, summarize(rec.Type, rec.Payload)))
+	} else {
+		row(w, "record", r.RecordID.String())
+	}
+	if r.Proposal != nil {
+		row(w, "supersedes", r.Proposal.Supersedes.String())
+	}
+	return w.Flush()
+}
+
+// cmpOr is s, or def when s is empty.
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -62,10 +62,17 @@ func TestReviewsCommands(t *testing.T) {
 	r = e.run("", "reviews", "reject", ids[1], "--justification", "no")
 	require.Equal(t, 2, exitCode(r.err), "a rejection needs a reason")
 
-	decode(t, e.ok("reviews", "approve", ids[0], "--justification", "the user said so"), &got)
+	// A decision prints a few lines, like the other commands' tables;
+	// --json the whole review.
+	out := e.ok("reviews", "approve", ids[0], "--justification", "the user said so")
+	require.Regexp(t, `^review\s+`+ids[0]+`\nstatus\s+approved\ndecided\s+\S+ \S+ by key:test\njustification\s+the user said so\n`+
+		`record\s+\S+ semantic, active, version \d+: user prefers_editor = helix\n$`, out)
+	require.LessOrEqual(t, strings.Count(out, "\n"), 6)
+	decode(t, e.ok("reviews", "get", ids[0], "--json"), &got)
 	require.Equal(t, "approved", got.Status)
 	require.Equal(t, memory.Active, got.Record.Status)
-	decode(t, e.ok("--actor", "alice", "reviews", "reject", ids[1], "--reason", "factual_error", "--justification", "the user uses vim"), &got)
+	out = e.ok("--actor", "alice", "reviews", "reject", ids[1], "--reason", "factual_error", "--justification", "the user uses vim", "--json")
+	decode(t, out, &got)
 	require.Equal(t, "rejected", got.Status)
 	require.Equal(t, "alice via key:test", got.DecidedBy)
 	require.Equal(t, "factual_error", got.RejectionReason)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/client"
+	"github.com/engram-dev/engram/internal/version"
 )
 
 // DefaultURL is engramd's default listen address.
@@ -24,6 +26,7 @@ const usage = `engram is the command-line client of engramd, the engram memory d
 Usage:
   engram COMMAND [ARGUMENTS] [FLAGS]
   engram help
+  engram --version
 
 Read:
   records get ID [--as-of TIME] [--form rfc]
@@ -125,7 +128,8 @@ Review (the approval gate's queue of drafts; a tenant's key):
       --cursor C       the page after the one that printed C
       --all            every page, following the cursor
   reviews get ID                          a review with its draft record
-  reviews approve ID --justification J    make the draft active (and carry out its proposal)
+  reviews approve ID --justification J    make the draft active (and carry out its proposal); prints the
+                                          decision and the record it left (--json: the whole review)
   reviews reject ID --reason R --justification J
                                           retract the draft; R is factual_error, policy_violation,
                                           duplicate, insufficient_evidence, contradiction or other
@@ -249,12 +253,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if c.url == "" {
 		c.url = DefaultURL
 	}
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		fmt.Fprintln(stdout, "engram", version.String())
+		return nil
+	}
 	err := c.run(ctx, args)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
 	if err != nil {
+		err = c.unreachable(err, getenv("ENGRAM_URL"))
 		report(stderr, err)
 	}
 	return err
@@ -419,6 +428,25 @@ func (c *cli) client() (*client.Client, error) {
 		URL: c.url, Key: c.key, Actor: c.actor, FencingToken: fence,
 		HTTPClient: &http.Client{Timeout: time.Minute}, UserAgent: "engram-cli",
 	})
+}
+
+// unreachable explains an error connecting to engramd: which URL was
+// tried and where it came from (ENGRAM_URL, --url or the default), since
+// a shell that never exported ENGRAM_URL tries the default. Other errors
+// are returned as they are.
+func (c *cli) unreachable(err error, fromEnv string) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		return err
+	}
+	from := "--url"
+	switch {
+	case fromEnv == "" && c.url == DefaultURL:
+		from = "the default; set ENGRAM_URL or pass --url for another"
+	case c.url == fromEnv:
+		from = "ENGRAM_URL"
+	}
+	return fmt.Errorf("no engramd answers at %s (%s): is it running? (%w)", c.url, from, op.Err)
 }
 
 // report writes err for a person: an API problem with its details, a usage

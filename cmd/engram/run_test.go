@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +111,12 @@ func fact(object string, conds map[string]any) map[string]any {
 	}
 	return map[string]any{"type": "semantic", "confidence": 0.9, "payload": map[string]any{
 		"kind": "semantic", "subject": "user", "predicate": "prefers_language", "object": object, "validity": validity}}
+}
+
+// stated is rec with one source of evidence of kind.
+func stated(rec map[string]any, kind string) map[string]any {
+	rec["provenance"] = map[string]any{"sources": []any{map[string]any{"kind": kind, "ref": kind + "://1"}}}
+	return rec
 }
 
 func working(thread string, tags ...string) map[string]any {
@@ -311,14 +320,14 @@ func TestAPIErrors(t *testing.T) {
 	require.Empty(t, r.stdout)
 	require.Contains(t, r.stderr, "engram: Validation failed (HTTP 422): ")
 	require.Contains(t, r.stderr, "\n  /confidence: ")
-	require.Contains(t, r.stderr, "\n  /payload: missing properties: 'subject'\n")
+	require.Contains(t, r.stderr, "\n  /payload/subject: is required\n")
 
 	// The same fact again is absorbed: the answer is the record in force.
-	id := e.create(fact("go", nil))
+	id := e.create(stated(fact("go", nil), "human"))
 	require.Equal(t, id, e.create(fact("go", nil)))
-	// A contradicting one, no more credible, is refused by the write
-	// path's contradiction gate, naming the fact in force.
-	r = e.run("", "records", "create", "-f", e.file("other.json", fact("python", nil)))
+	// A contradicting one on clearly weaker evidence is refused by the
+	// write path's contradiction gate, naming the fact in force.
+	r = e.run("", "records", "create", "-f", e.file("other.json", stated(fact("python", nil), "observation")))
 	require.Error(t, r.err)
 	require.Contains(t, r.stderr, "engram: Write rejected (HTTP 422): contradicts 1 live fact(s)")
 	require.Contains(t, r.stderr, "\n  records: "+id+"\n")
@@ -358,7 +367,7 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 
 	r := e.run("", "records", "list")
 	require.Error(t, r.err)
-	require.Contains(t, r.stderr, "engram: call engramd: ")
+	require.Contains(t, r.stderr, "engram: no engramd answers at http://127.0.0.1:1 (ENGRAM_URL): is it running?")
 
 	r = e.run("", "--url", e.url, "records", "list")
 	require.Error(t, r.err)
@@ -423,4 +432,42 @@ func Example_listTable() {
 	// 0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8c  semantic  active  2        low          0.80      user prefers_language = go [project_kind=backend]
 	// 0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8d  working   active  5        medium       1.00      deploy-42: blocked
 	// 0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8e  episodic  active  1        low          0.35      3 events, failure
+}
+
+// A daemon that does not answer is named with the URL the CLI tried and
+// where that URL came from, so that an unexported ENGRAM_URL shows.
+func TestUnreachableNamesTheURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"ENGRAM_URL": closed, "ENGRAM_API_KEY": testKey}, nil, "no engramd answers at " + closed + " (ENGRAM_URL): is it running?"},
+		{map[string]string{"ENGRAM_API_KEY": testKey}, []string{"--url", closed}, "no engramd answers at " + closed + " (--url)"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(t.Context(), append([]string{"records", "list"}, tc.args...), func(k string) string { return tc.env[k] },
+			strings.NewReader(""), &stdout, &stderr)
+		require.Error(t, err)
+		require.Equal(t, 1, exitCode(err))
+		require.Contains(t, stderr.String(), tc.want)
+		require.Contains(t, stderr.String(), "connection refused")
+	}
+	c := &cli{url: DefaultURL}
+	err = c.unreachable(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}, "")
+	require.EqualError(t, err, "no engramd answers at "+DefaultURL+" (the default; set ENGRAM_URL or pass --url for another): is it running? (connect: connection refused)")
+}
+
+// engram --version names the build, whatever else the line holds.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}, {"-version"}} {
+		var stdout, stderr bytes.Buffer
+		require.NoError(t, run(t.Context(), args, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr), stderr.String())
+		require.True(t, strings.HasPrefix(stdout.String(), "engram devel ("), stdout.String())
+		require.Contains(t, stdout.String(), runtime.Version())
+	}
 }

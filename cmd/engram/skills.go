@@ -94,7 +94,7 @@ func skillsCommand(c *cli, ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(c.stderr, "[%d/%d] %s\n", i+1, len(chosen), name)
 	}
-	fmt.Fprintf(c.stdout, "exported %d skills to %s", len(chosen), dir)
+	fmt.Fprintf(c.stdout, "exported %s to %s", count(len(chosen), "skill"), dir)
 	if skipped := len(recs) - len(chosen); skipped > 0 {
 		fmt.Fprintf(c.stdout, " (%d below success rate %.2f left out)", skipped, rate)
 	}

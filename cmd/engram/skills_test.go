@@ -301,7 +301,7 @@ func TestSkillsExport(t *testing.T) {
 	dir2 := filepath.Join(t.TempDir(), "best")
 	r = e.run("", "skills", "export", dir2, "--min-success-rate", "0.78")
 	require.NoError(t, r.err, r.stderr)
-	require.Equal(t, "exported 1 skills to "+dir2+" (1 below success rate 0.78 left out)\n", r.stdout)
+	require.Equal(t, "exported 1 skill to "+dir2+" (1 below success rate 0.78 left out)\n", r.stdout)
 	entries, err = os.ReadDir(dir2)
 	require.NoError(t, err)
 	require.Len(t, entries, 1)

@@ -40,9 +40,9 @@ func setupMetrics(t *testing.T) *env {
 func TestStatsWritesCommand(t *testing.T) {
 	t.Parallel()
 	e := setupMetrics(t)
-	e.create(fact("go", nil))
+	e.create(stated(fact("go", nil), "human"))
 	e.create(fact("go", nil)) // absorbed: the same fact again
-	r := e.run("", "records", "create", "-f", e.file("rust.json", fact("rust", nil)))
+	r := e.run("", "records", "create", "-f", e.file("rust.json", stated(fact("rust", nil), "observation")))
 	require.Equal(t, 1, exitCode(r.err))
 	require.Contains(t, r.stderr, "Write rejected (HTTP 422)")
 	e.create(working("t1"))

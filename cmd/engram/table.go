@@ -15,6 +15,18 @@ import (
 	"github.com/engram-dev/engram/memory"
 )
 
+// count is n things in words: "1 skill", "2 skills"; many is the plural
+// form, when it is not one+"s" ("1 success", "2 successes").
+func count(n int, one string, many ...string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if len(many) > 0 {
+		return strconv.Itoa(n) + " " + many[0]
+	}
+	return strconv.Itoa(n) + " " + one + "s"
+}
+
 // summaryWidth bounds the summary column, in characters.
 const summaryWidth = 72
 

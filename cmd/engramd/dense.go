@@ -23,7 +23,8 @@ func migrateDenseIndex(ctx context.Context, cfg config.Config, logger *slog.Logg
 	if err != nil {
 		return err
 	}
-	pool, err := pg.NewPool(ctx, cfg.DatabaseURL, nil)
+	// On the direct connection: the build holds a session lock.
+	pool, err := pg.NewPool(ctx, cfg.Database.LockDSN(cfg.DatabaseURL), nil)
 	if err != nil {
 		return err
 	}

@@ -243,7 +243,7 @@ func TestEncryptionAtRest(t *testing.T) {
 	// the new key alone reads everything.
 	e.start(k2, k1)
 	out := e.engram("keys", "rotate-master")
-	require.Contains(t, out, "re-wrapped 1 data key(s) under master key "+mustKey(t, k2).ID, out)
+	require.Contains(t, out, "re-wrapped 1 data key under master key "+mustKey(t, k2).ID, out)
 	e.start(k2)
 	readAll()
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,11 +67,30 @@ var engramdBinary = sync.OnceValues(func() (string, error) {
 	}
 	binDir = dir
 	bin := filepath.Join(dir, "engramd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	// Linked with a version, as a release is (TestVersion).
+	if out, err := exec.Command("go", "build", "-ldflags=-X "+versionVar+"="+testVersion, "-o", bin, ".").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return bin, nil
 })
+
+// The version the test binary is linked with, and the variable it sets.
+const (
+	versionVar  = "github.com/engram-dev/engram/internal/version.Version"
+	testVersion = "v0.0.0-test"
+)
+
+// engramd --version names the build: the version linked in, else
+// "devel", with the Go version.
+func TestVersion(t *testing.T) {
+	out, err := exec.Command(buildEngramd(t), "--version").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.True(t, strings.HasPrefix(string(out), "engramd "+testVersion+" ("), string(out))
+	require.Contains(t, string(out), runtime.Version())
+	var stdout bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"version"}, func(string) string { return "" }, &stdout))
+	require.True(t, strings.HasPrefix(stdout.String(), "engramd devel ("), stdout.String())
+}
 
 // binDir holds the engramd binary once built, removed by TestMain.
 var binDir string
@@ -83,9 +104,11 @@ func freeAddr(t testing.TB) string {
 	return addr
 }
 
-func startDaemon(t *testing.T, bin, dbURL, addr string) *daemon {
+// startDaemon starts engramd on dbURL at addr, with env added to its
+// environment, and waits until it is ready.
+func startDaemon(t *testing.T, bin, dbURL, addr string, env ...string) *daemon {
 	t.Helper()
-	return startDaemonWith(t, bin, "DATABASE_URL="+dbURL, "ENGRAM_LISTEN="+addr, "ENGRAM_API_KEYS=curator@acme:"+testKey)
+	return startDaemonWith(t, bin, append([]string{"DATABASE_URL=" + dbURL, "ENGRAM_LISTEN=" + addr, "ENGRAM_API_KEYS=curator@acme:" + testKey}, env...)...)
 }
 
 // startDaemonWith starts engramd with env (which must set DATABASE_URL and

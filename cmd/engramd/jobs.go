@@ -82,7 +82,11 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 	dec := decay.New(pool, writer, settings, decay.WithLogger(logger), decay.WithRegistry(reg),
 		decay.WithRetraction(cfg.Consolidate.Lifecycle.Rule()))
 	esc := revise.NewEscalator(writer, revise.EscalatorConfig{Registry: reg})
-	sched := jobs.New(jobs.Config{Pool: pool, Logger: logger, Registry: reg})
+	lockConn, err := pgxpool.ParseConfig(cfg.Database.LockDSN(cfg.DatabaseURL))
+	if err != nil {
+		return nil, fmt.Errorf("database.lock_url: %w", err)
+	}
+	sched := jobs.New(jobs.Config{Pool: pool, Logger: logger, Registry: reg, LockConn: lockConn.ConnConfig})
 	model, err := newExtractor(cfg, reg, logger)
 	if err != nil {
 		return nil, err

@@ -24,8 +24,10 @@ import (
 
 	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/internal/version"
 	"github.com/engram-dev/engram/migrations"
 	"github.com/engram-dev/engram/openintent"
+	"github.com/engram-dev/engram/openwop"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
@@ -36,6 +38,7 @@ const usage = `engramd is the engram memory daemon.
 Usage:
   engramd run [--migrate] [flags]   serve the API (migrating the database first with --migrate)
   engramd migrate [flags]           apply pending database migrations and exit
+  engramd --version                 which build this is
 
 Flags (each also settable in the YAML file and as ENGRAM_* environment variables):
   --config FILE              YAML configuration (ENGRAM_CONFIG)
@@ -48,6 +51,7 @@ Flags (each also settable in the YAML file and as ENGRAM_* environment variables
   --log-format FORMAT        text or json (ENGRAM_LOG_FORMAT)
   --max-clock-skew D         how far ahead of this clock a record's times may be (ENGRAM_MAX_CLOCK_SKEW, default 5m)
   --strict                   refuse to start with unsigned provenance stamps or no encryption at rest (ENGRAM_STRICT)
+  --log-requests LEVEL       a line a request at info (default) or debug, or off (ENGRAM_LOG_REQUESTS)
 API keys: ENGRAM_API_KEYS=[role@]tenant:key[,…] or api_keys in the file; a key
   with no role is an orchestrator with clearance medium (curator@tenant:key
   for a person's key); *:key is an operator key (the jobs, across every tenant).
@@ -58,6 +62,10 @@ API keys: ENGRAM_API_KEYS=[role@]tenant:key[,…] or api_keys in the file; a key
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	if args[0] == "version" || args[0] == "--version" || args[0] == "-version" {
+		fmt.Fprintln(stdout, "engramd", version.String())
 		return nil
 	}
 	cmd, args := args[0], args[1:]
@@ -94,11 +102,13 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// openSQL opens the database for migrations. The URL is parsed as the
-// pool parses it, so that the pool's own parameters (pool_max_conns) are
-// not sent to the server as settings it does not know.
+// openSQL opens the database for migrations, on the direct connection
+// (database.lock_url when set: goose's lock is a session's, which a pooler
+// in transaction mode would lose). The URL is parsed as the pool parses
+// it, so that the pool's own parameters (pool_max_conns) are not sent to
+// the server as settings it does not know.
 func openSQL(cfg config.Config) (*sql.DB, error) {
-	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	pc, err := pgxpool.ParseConfig(cfg.Database.LockDSN(cfg.DatabaseURL))
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
@@ -128,6 +138,12 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if err != nil {
 		return err
 	}
+	// A database migrated by a newer engramd is refused before anything
+	// reads it: this build's statements may not fit its schema.
+	if err := migrations.Newer(ctx, db); err != nil {
+		db.Close()
+		return err
+	}
 	pending, err := migrations.Pending(ctx, db)
 	db.Close()
 	if err != nil {
@@ -137,11 +153,27 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		return errors.New("the database has pending migrations: run `engramd migrate` or `engramd run --migrate`")
 	}
 
-	pool, err := pg.NewPool(ctx, cfg.DatabaseURL, nil)
+	// Every connection bounds its statements, lock waits and idle
+	// transactions, and PostgreSQL ends the statements of a daemon gone
+	// (database.*): API requests run under the pool's statement timeout,
+	// ingestion batches, jobs and erasures under their own.
+	pool, err := newPool(ctx, cfg, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	ingestCtx := pg.WithStatementTimeout(ctx, cfg.Database.IngestStatementTimeout)
+	jobCtx := pg.WithStatementTimeout(ctx, cfg.Database.JobStatementTimeout)
+	checkIterativeScan(ctx, cfg, pool, logger)
+	// The session-level locks' own pool, past any pooler: the dense index
+	// build holds one while it builds.
+	lockPool := pool
+	if cfg.Database.LockURL != "" {
+		if lockPool, err = pg.NewPool(ctx, cfg.Database.LockURL, func(c *pgxpool.Config) { c.MaxConns = 2 }); err != nil {
+			return fmt.Errorf("database.lock_url: %w", err)
+		}
+		defer lockPool.Close()
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerPoolMetrics(reg, pool)
@@ -175,7 +207,7 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		}
 	}
 
-	ing, worker, err := startPlanes(ctx, cfg, pool, writer, logger, reg)
+	ing, worker, err := startPlanes(ingestCtx, cfg, pool, writer, logger, reg)
 	if err != nil {
 		return err
 	}
@@ -189,19 +221,26 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if ret.backfiller != nil {
 		ret.backfiller.YieldTo(worker.Busy, 0)
 	}
-	// Cut off when serve returns, and awaited before the pool closes.
-	denseCtx, stopDense := context.WithCancel(ctx)
-	waitDense := startDenseIndex(denseCtx, pool, ret.embedder, logger)
+	// Cut off when serve returns, and awaited before the pool closes;
+	// building an index takes as long as it takes.
+	denseCtx, stopDense := context.WithCancel(pg.WithStatementTimeout(ctx, 0))
+	waitDense := startDenseIndex(denseCtx, lockPool, ret.embedder, logger)
 	defer func() { stopDense(); waitDense() }()
-	per, err := startPeriodic(ctx, cfg, load, pool, writer, settings, ret, reg, logger)
+	per, err := startPeriodic(jobCtx, cfg, load, pool, writer, settings, ret, reg, logger)
 	if err != nil {
 		return err
 	}
 	// Stopped after the HTTP server, before the pool closes: a run cut off
 	// saves its cursor and the next run resumes from it.
 	defer per.stop(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	reads, err := startReplicas(ctx, cfg, pool, reg, logger)
+	if err != nil {
+		return err
+	}
+	defer reads.stop()
 	srv := server.New(server.Config{
 		DB:           pool,
+		Reads:        reads.router,
 		Writer:       writer,
 		Keys:         keys,
 		Logger:       logger,
@@ -215,8 +254,12 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 		Retrieve:     ret.retriever,
 		OpenIntent: openintent.Config{EpisodicCapacity: cfg.OpenIntent.EpisodicCapacity,
 			WorkingCapacity: cfg.OpenIntent.WorkingCapacity},
-		OpenWOP: cfg.OpenWOP,
-		Console: cfg.Console,
+		OpenWOP:    openwopConfig(cfg),
+		Console:    cfg.Console,
+		Background: jobCtx,
+		// The request log: info unless configured debug or off.
+		RequestLogLevel: map[string]slog.Level{"debug": slog.LevelDebug}[cfg.LogRequests],
+		NoRequestLog:    cfg.LogRequests == "off",
 	})
 	httpServer := &http.Server{
 		Handler:           srv,
@@ -266,7 +309,9 @@ func insecure(cfg config.Config, encrypted bool) []string {
 	if len(cfg.WritePath.Provenance.Keys) == 0 {
 		// Unsigned stamps cannot show that a record's provenance is the
 		// one the write path stamped (write-path RFC §12.4.2).
-		out = append(out, "no provenance signing key: provenance stamps are stored UNSIGNED and cannot be verified; set write_path.provenance.keys or ENGRAM_PROVENANCE_KEYS=id:secret")
+		// OpenWOP memoryRefs are signed with the same keys: without one, with
+		// a secret of this process only.
+		out = append(out, "no provenance signing key: provenance stamps are stored UNSIGNED and cannot be verified, and OpenWOP memoryRefs stop resolving when engramd restarts and on other daemons; set write_path.provenance.keys or ENGRAM_PROVENANCE_KEYS=id:secret")
 	}
 	if !encrypted {
 		out = append(out, "encryption at rest is OFF: no master key, so sensitive payloads are stored in the clear; set encryption.master_keys, encryption.master_key_file or ENGRAM_MASTER_KEY")
@@ -377,4 +422,21 @@ func serveProfiler(ctx context.Context, addr string, logger *slog.Logger) (stop 
 	go func() { _ = srv.Serve(ln) }()
 	logger.Warn("the Go profiler is served: keep its address private", slog.String("addr", ln.Addr().String()))
 	return func() { _ = srv.Close() }, nil
+}
+
+// openwopConfig is the OpenWOP adapter's configuration: its section, and
+// the provenance signing keys as the secrets its memoryRefs are signed
+// with, the active one first (it signs; the others still resolve the refs
+// they signed).
+func openwopConfig(cfg config.Config) openwop.Config {
+	c := cfg.OpenWOP
+	p := cfg.WritePath.Provenance
+	for _, k := range p.Keys {
+		if k.ID == p.Active {
+			c.RefKeys = append([]string{k.Secret}, c.RefKeys...)
+		} else {
+			c.RefKeys = append(c.RefKeys, k.Secret)
+		}
+	}
+	return c
 }

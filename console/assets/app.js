@@ -61,7 +61,20 @@ async function signIn(key) {
 async function route() {
   if (!state.who) return;
   const [, name = "health", ...rest] = (location.hash || "#/health").split("/");
-  const page = pages.find((p) => p.path === name && p.who(state.who)) || pages[0];
+  const known = pages.find((p) => p.path === name);
+  if (known && !known.who(state.who)) {
+    // A page this key may not see says so, rather than showing another.
+    const el = h("section", { class: "page", "data-page": known.path, "data-denied": "true" },
+      h("h1", {}, known.title),
+      h("p", { role: "alert" }, state.who.operator
+        ? `${known.title} shows one tenant's memory: this is an operator's key, which reads health and jobs across tenants. Sign in with a tenant's key to see ${known.title.toLowerCase()}.`
+        : `${known.title} needs another role: this key may not read it.`));
+    $("page").replaceChildren(el);
+    document.title = `${known.title} · engram console`;
+    el.dataset.ready = "true";
+    return;
+  }
+  const page = known || pages[0];
   for (const a of document.querySelectorAll("[data-nav]")) {
     a.toggleAttribute("aria-current", a.dataset.nav === page.path);
     if (a.dataset.nav === page.path) a.setAttribute("aria-current", "page");

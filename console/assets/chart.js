@@ -55,15 +55,27 @@ export function fmt(v, format) {
   return Number.isInteger(v) ? String(v) : v.toFixed(3);
 }
 
+// scale is the y axis of values: its top and its tick step. Counts (every
+// value a whole number) tick at whole numbers: a chart of 3 records has
+// ticks 0, 1, 2, 3, never 0.75.
+function scale(series, format) {
+  if (format === "percent") return { max: 1, step: 0.25 };
+  const values = series.flatMap((s) => s.values.filter((v) => v != null));
+  const top = Math.max(0, ...values);
+  if (!values.every(Number.isInteger)) { const max = niceMax(top); return { max, step: max / 4 }; }
+  const step = Math.max(1, niceMax(top / 4));
+  return { max: Math.max(step, Math.ceil(top / step) * step), step };
+}
+
 // frame draws the axes and the y grid of a chart whose y runs from 0 to
-// max, and returns the svg and its y scale.
-function frame(id, title, max, format) {
+// max, a line every step, and returns the svg and its y scale.
+function frame(id, title, { max, step }, format) {
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "group", "aria-label": title, class: "plot" });
   const y = (v) => PAD.t + (H - PAD.t - PAD.b) * (1 - v / max);
-  for (let i = 0; i <= 4; i++) {
-    const v = (max * i) / 4;
+  for (let i = 0; i * step <= max * 1.000001; i++) {
+    const v = i * step;
     svg.append(el("line", { x1: PAD.l, x2: W - PAD.r, y1: y(v), y2: y(v), class: "grid" }));
-    svg.append(el("text", { x: PAD.l - 6, y: y(v) + 4, class: "tick", "text-anchor": "end" }, fmt(v, format === "percent" ? "percent" : undefined)));
+    svg.append(el("text", { x: PAD.l - 6, y: y(v) + 4, class: "tick", "data-tick": "y", "text-anchor": "end" }, fmt(v, format === "percent" ? "percent" : undefined)));
   }
   return { svg, y };
 }
@@ -120,8 +132,8 @@ export function lineChart({ id = `chart-${++uid}`, title, labels, series, format
     f.append(table(id, xTitle, labels, series, format));
     return f;
   }
-  const max = format === "percent" ? 1 : niceMax(Math.max(...series.flatMap((s) => s.values.filter((v) => v != null))));
-  const { svg, y } = frame(id, title, max, format);
+  const sc = scale(series, format);
+  const { svg, y } = frame(id, title, sc, format);
   const x = (i) => PAD.l + (labels.length < 2 ? (W - PAD.l - PAD.r) / 2 : ((W - PAD.l - PAD.r) * i) / (labels.length - 1));
   series.forEach((s, si) => {
     const c = color(s.name, si);
@@ -153,8 +165,8 @@ export function barChart({ id = `chart-${++uid}`, title, labels, series, format,
     f.append(table(id, xTitle, labels, series, format));
     return f;
   }
-  const max = format === "percent" ? 1 : niceMax(Math.max(...series.flatMap((s) => s.values.filter((v) => v != null))));
-  const { svg, y } = frame(id, title, max, format);
+  const sc = scale(series, format);
+  const { svg, y } = frame(id, title, sc, format);
   const band = (W - PAD.l - PAD.r) / Math.max(1, labels.length);
   const bw = Math.max(1, (band * 0.8) / series.length);
   const x = (i) => PAD.l + band * i + band / 2;

@@ -7,13 +7,28 @@ import { get } from "./api.js";
 import { barChart, fmt, h, histogramLabels, lineChart } from "./chart.js";
 
 const TYPES = ["episodic", "working", "semantic", "competence", "plan_graph"];
+const HOUR = 36e5;
+const DAY = 864e5;
+// Each range is whole buckets of UTC time ending with the current one, so
+// that a bucket labelled 12-06 is the day 12-06 (UTC) and today's data is
+// under today's date.
 const RANGES = {
-  "24h": { ms: 864e5, bucket: "hour", label: "Last 24 hours (hourly)" },
-  "7d": { ms: 7 * 864e5, bucket: "day", label: "Last 7 days (daily)" },
-  "30d": { ms: 30 * 864e5, bucket: "day", label: "Last 30 days (daily)" },
-  "180d": { ms: 180 * 864e5, bucket: "week", label: "Last 180 days (weekly)" },
+  "24h": { n: 24, unit: HOUR, bucket: "hour", label: "Last 24 hours (hourly, UTC)" },
+  "7d": { n: 7, unit: DAY, bucket: "day", label: "Last 7 days (daily, UTC)" },
+  "30d": { n: 30, unit: DAY, bucket: "day", label: "Last 30 days (daily, UTC)" },
+  "180d": { n: 26, unit: 7 * DAY, bucket: "week", label: "Last 26 weeks (weekly, UTC)" },
 };
-const prefs = { range: "7d", tenant: "" };
+// chosen is whether the person picked the range; until they do, a tenant
+// whose memory is all from today is shown by the hour (day one).
+const prefs = { range: "7d", tenant: "", chosen: false };
+
+// span is the range's from and to: from the start of the bucket n-1
+// buckets before the current one, to now.
+function span(r, now) {
+  const day = Math.floor(now / DAY) * DAY;
+  const current = r.unit === HOUR ? Math.floor(now / HOUR) * HOUR : day;
+  return { from: new Date(current - (r.n - 1) * r.unit), to: new Date(now) };
+}
 
 function label(iso, bucket) {
   const d = new Date(iso);
@@ -31,25 +46,44 @@ export async function render(el, { who }) {
     controls.append(h("label", { for: "health-tenant" }, "Tenant"), sel);
   }
   const range = h("select", { id: "health-range", name: "range" }, Object.entries(RANGES).map(([k, r]) => h("option", { value: k, selected: k === prefs.range }, r.label)));
-  range.addEventListener("change", () => { prefs.range = range.value; load(); });
+  range.addEventListener("change", () => { prefs.range = range.value; prefs.chosen = true; load(); });
   controls.append(h("label", { for: "health-range" }, "Range"), range);
   const body = h("div", { id: "health-body" });
   el.append(controls, body);
 
+  // seq numbers the loads: only the latest one's answer is shown, so that
+  // switching tenant or range quickly never leaves an older answer up.
+  let seq = 0;
+  const fetchStats = (name, now) => {
+    const r = RANGES[name];
+    const { from, to } = span(r, now);
+    return get("/v1/stats/health", { tenant: who.operator ? prefs.tenant : undefined, bucket: r.bucket,
+      from: from.toISOString(), to: to.toISOString() });
+  };
   async function load() {
+    const mine = ++seq;
     body.dataset.loading = "true";
     if (who.operator && !prefs.tenant) {
       body.replaceChildren(h("p", { class: "empty" }, "No tenant yet: the database holds none."));
       delete body.dataset.loading;
       return;
     }
-    const r = RANGES[prefs.range];
     const now = Date.now();
-    const st = await get("/v1/stats/health", { tenant: who.operator ? prefs.tenant : undefined, bucket: r.bucket,
-      from: new Date(now - r.ms).toISOString(), to: new Date(now).toISOString() });
+    let name = prefs.range;
+    let st = await fetchStats(name, now);
+    let note = null;
+    if (!prefs.chosen && name !== "24h" && onlyToday(st)) {
+      // Day one: a week of days would show one point at its end.
+      name = "24h";
+      st = await fetchStats(name, now);
+      note = h("p", { class: "note", id: "health-range-note" }, "Everything this tenant holds is from today: shown by the hour. Pick a range to see days.");
+    }
     const writes = who.operator ? await get("/v1/stats/writes") : null;
-    body.replaceChildren(...view(st, writes));
+    if (mine !== seq) return;
+    range.value = name;
+    body.replaceChildren(...(note ? [note] : []), ...view(st, writes));
     body.dataset.tenant = st.tenant;
+    body.dataset.range = name;
     if (!who.operator && !who.tenant) {
       who.tenant = st.tenant;
       sessionStorage.setItem("engram.tenant", st.tenant);
@@ -59,6 +93,13 @@ export async function render(el, { who }) {
     delete body.dataset.loading;
   }
   await load();
+}
+
+// onlyToday is whether the tenant held no record before the range's last
+// bucket (today) and holds some now.
+function onlyToday(st) {
+  const held = st.series.map((b) => Object.values(b.records || {}).reduce((a, n) => a + n, 0));
+  return held.length > 1 && held[held.length - 1] > 0 && held[held.length - 2] === 0;
 }
 
 function view(st, writes) {

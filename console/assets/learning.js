@@ -24,16 +24,27 @@ export async function render(el, ctx) {
   el.append(evaluation(curves));
 }
 
+// RATE_NOTE states the one success rate engram uses everywhere: retrieval
+// ranks by it, engram procedures and SKILL.md print it.
+const RATE_NOTE = "Success rate is smoothed, (successes + 1) / (uses + 2), as retrieval ranks by it and engram procedures shows it: 3 of 3 is 0.80, so a few uses never read as certain.";
+
+// state is a record's lifecycle word as the CLI prints it: probation for an
+// active procedure still on trial, else its status.
+export const state = (r) => (r.status === "active" && (r.tags || []).includes("probation") ? "probation" : r.status);
+
+// rateText is a success rate as engram procedures prints it: 0.80 (3/3).
+const rateText = (p) => (p.rate === null ? "–" : `${p.rate.toFixed(2)} (${p.s}/${p.s + p.f})`);
+
 function learned(page) {
-  return h("table", { class: "rows" }, h("caption", {}, "Learned procedures and plans"),
-    h("thead", {}, h("tr", {}, ["Learned", "Type", "Status", "Successes", "Failures", "Success rate", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
+  return h("div", {}, h("table", { class: "rows" }, h("caption", {}, "Learned procedures and plans"),
+    h("thead", {}, h("tr", {}, ["Learned", "Type", "State", "Successes", "Failures", "Success rate", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, page.records.map((r) => {
       const p = perf(r);
-      return h("tr", { "data-id": r.id, "data-type": r.type, "data-status": r.status },
-        h("td", {}, h("a", { href: href(r.id) }, summary(r))), h("td", {}, r.type), h("td", {}, r.status),
-        h("td", { class: "num" }, p.s), h("td", { class: "num" }, p.f), h("td", { class: "num", "data-rate": p.rate ?? "" }, p.rate === null ? "–" : `${(p.rate * 100).toFixed(0)}%`),
+      return h("tr", { "data-id": r.id, "data-type": r.type, "data-status": r.status, "data-state": state(r) },
+        h("td", {}, h("a", { href: href(r.id) }, summary(r))), h("td", {}, r.type), h("td", {}, state(r)),
+        h("td", { class: "num" }, p.s), h("td", { class: "num" }, p.f), h("td", { class: "num", "data-rate": p.rate ?? "" }, rateText(p)),
         h("td", {}, when(r.updated_at)));
-    })));
+    }))), h("p", { class: "note", id: "rate-note" }, RATE_NOTE));
 }
 
 // evalCurves fetches the last evaluation's curves: null when there is
@@ -70,7 +81,7 @@ function evaluation(c) {
   sec.append(lineChart({ id: "eval-curve", title: `Success rate per window of ${c.window} episodes (seed ${c.seed})`, format: "percent",
     xTitle: "Episodes", labels, series,
     note: `x: a window of ${c.x}s; y: its ${c.y}, the share of its episodes that succeeded` + (phases.length ? `; ${phases.join("; ")}.` : ".") }),
-  h("p", { class: "note", "data-made": c.made }, `Made ${when(c.made)} UTC by `, h("code", {}, c.command), "."));
+  h("p", { class: "note", "data-made": c.made }, `Made ${when(c.made)} by `, h("code", {}, c.command), "."));
   return sec;
 }
 
@@ -80,14 +91,14 @@ function perf(r) {
   const pf = p.performance || {};
   const m = p.metrics || {};
   const s = pf.successes ?? m.successes ?? 0, f = pf.failures ?? m.failures ?? 0;
-  return { s, f, rate: s + f ? s / (s + f) : null };
+  return { s, f, rate: s + f ? (s + 1) / (s + f + 2) : null };
 }
 
 async function detail(el, id) {
   const [r, hist, rel] = await Promise.all([get(`/v1/records/${id}`), get(`/v1/records/${id}/history`), get(`/v1/records/${id}/relations`)]);
   el.dataset.id = r.id;
   el.append(h("p", {}, h("a", { href: "#/learning" }, "← Learning")),
-    h("h1", {}, summary(r), h("span", { class: `badge ${r.status}`, "data-status": r.status }, r.status)),
+    h("h1", {}, summary(r), h("span", { class: `badge ${r.status}`, "data-status": r.status, "data-state": state(r) }, state(r))),
     h("p", {}, h("a", { href: recordHref(r.id) }, "Record page"), ` · ${r.type} · version ${r.version}`));
 
   // Success rate over time: one point per version whose counts changed.
@@ -101,7 +112,7 @@ async function detail(el, id) {
     pts.push({ x: `v${v.version}`, y: p.rate, at: when(v.recorded_at) });
   }
   el.append(lineChart({ id: "success-rate", title: "Success rate over time", format: "percent", xTitle: "Version",
-    note: pts.length ? `One point per version that changed its counts, ${pts[0].at} to ${pts[pts.length - 1].at} UTC.` : undefined,
+    note: (pts.length ? `One point per version that changed its counts, ${pts[0].at} to ${pts[pts.length - 1].at}. ` : "") + RATE_NOTE,
     labels: pts.map((p) => p.x), series: [{ name: "success_rate", label: "success rate", values: pts.map((p) => p.y) }] }));
 
   el.append(h("h2", {}, "What it says"), payloadView(r));

@@ -14,7 +14,12 @@ export const href = (id) => `#/records/${id}`;
 // short is an id for people: its last 8 hex digits (a UUIDv7 begins with
 // its time, which records written together share).
 export const short = (id) => id.slice(-8);
-export const when = (iso) => (iso ? iso.slice(0, 19).replace("T", " ") : "–");
+// when is a time as the CLI prints it, in UTC and saying so: 2026-11-23
+// 17:19:46Z.
+export const when = (iso) => {
+  const t = iso ? Date.parse(iso) : NaN;
+  return Number.isNaN(t) ? "–" : new Date(t).toISOString().slice(0, 19).replace("T", " ") + "Z";
+};
 
 export async function render(el, ctx) {
   if (ctx.params[0]) return recordPage(el, ctx.params[0]);

@@ -7,6 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -39,8 +43,8 @@ func NewPool(ctx context.Context, url string, configure func(*pgxpool.Config)) (
 	// rows pass the query's filters (tenant, type, sensitivity), so a small
 	// tenant in a large database still gets its full top-k. Retrieval
 	// orders the candidates again itself, so relaxed order is enough.
-	if _, ok := cfg.ConnConfig.RuntimeParams["hnsw.iterative_scan"]; !ok {
-		cfg.ConnConfig.RuntimeParams["hnsw.iterative_scan"] = "relaxed_order"
+	if _, ok := cfg.ConnConfig.RuntimeParams[IterativeScanParam]; !ok {
+		cfg.ConnConfig.RuntimeParams[IterativeScanParam] = "relaxed_order"
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		refuseLossyFloats(conn.TypeMap())
@@ -61,6 +65,28 @@ func NewPool(ctx context.Context, url string, configure func(*pgxpool.Config)) (
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	return pool, nil
+}
+
+// IterativeScanParam is the startup parameter NewPool sets for pgvector's
+// iterative HNSW scans.
+const IterativeScanParam = "hnsw.iterative_scan"
+
+// ForTransactionPooler adjusts cfg, parsed from url, for a pooler in
+// transaction mode (PgBouncer's pool_mode = transaction), which hands each
+// transaction whichever server connection is free: nothing may outlive a
+// transaction on a pooled connection. pgx's default mode prepares every
+// statement under a name on the connection, which the next transaction may
+// not have; cache_describe sends each statement unnamed, in one round trip
+// once its description is cached, unless url chose a
+// default_query_exec_mode itself. A pooler refuses startup parameters it
+// does not know, so NewPool's hnsw.iterative_scan goes: set it on the
+// database instead (ALTER DATABASE … SET hnsw.iterative_scan =
+// relaxed_order; docs/operations.md).
+func ForTransactionPooler(cfg *pgxpool.Config, url string) {
+	if !strings.Contains(url, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
+	delete(cfg.ConnConfig.RuntimeParams, IterativeScanParam)
 }
 
 // WithTx runs fn in a transaction on db, committing when fn returns nil and
@@ -91,6 +117,32 @@ func Code(err error) (code, constraint string) {
 	return "", ""
 }
 
+// Unavailable reports whether err says that no primary could take the
+// statement: the server could not be reached or went away (a failover, a
+// restart), is starting or stopping, or is a standby now (a demoted
+// primary answers read_only_sql_transaction). The request may pass once a
+// primary is back: engramd answers 503 with Retry-After, never 500.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch code, _ := Code(err); {
+	case strings.HasPrefix(code, "08"), // connection exception
+		code == "57P01", code == "57P02", code == "57P03", // admin or crash shutdown, cannot connect now
+		code == "25006", // read-only SQL transaction: a standby
+		code == "53300": // too many connections
+		return true
+	case code != "":
+		return false
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "closed pool")
+}
+
 // SQLSTATE codes the store turns into typed errors.
 const (
 	UniqueViolation      = "23505"
@@ -100,4 +152,8 @@ const (
 	SerializationFailure = "40001"
 	DeadlockDetected     = "40P01"
 	ProgramLimitExceeded = "54000"
+	// LockNotAvailable is a lock wait past lock_timeout; QueryCanceled a
+	// statement past statement_timeout (or cancelled by its client).
+	LockNotAvailable = "55P03"
+	QueryCanceled    = "57014"
 )

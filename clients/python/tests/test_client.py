@@ -142,7 +142,8 @@ class ClientTest(unittest.TestCase):
             self.c.create_record({"type": "semantic", "confidence": 2, "payload": {"kind": "semantic"}})
         e = cm.exception
         self.assertEqual(e.status, 422)
-        self.assertEqual(sorted(f.pointer for f in e.errors), ["/confidence", "/payload"])
+        self.assertEqual(sorted(f.pointer for f in e.errors),
+                         ["/confidence", "/payload/object", "/payload/predicate", "/payload/subject", "/payload/validity"])
         self.assertNoKey(e)
         with self.assertRaises(EngramError) as cm:
             self.c.get_record(str(uuid.uuid4()))

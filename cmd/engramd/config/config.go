@@ -21,6 +21,7 @@ import (
 	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/embedding"
+	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/openwop"
@@ -36,8 +37,21 @@ const (
 	DefaultShutdownTimeout = 15 * time.Second
 	DefaultLogLevel        = "info"
 	DefaultLogFormat       = "text"
+	DefaultLogRequests     = "info"
 	// DefaultTenant is the tenant of the key generated when none is configured.
 	DefaultTenant = "default"
+
+	// The defaults of [Database]: an API request's statements are short,
+	// an ingestion batch's take up to a thousand events, a job's scan a
+	// tenant's memory; none waits long for a lock or keeps a transaction
+	// idle; a daemon gone mid-statement is noticed within seconds.
+	DefaultStatementTimeout         = 30 * time.Second
+	DefaultIngestStatementTimeout   = 2 * time.Minute
+	DefaultJobStatementTimeout      = 15 * time.Minute
+	DefaultLockTimeout              = 30 * time.Second
+	DefaultIdleInTransactionTimeout = time.Minute
+	DefaultClientCheckInterval      = 5 * time.Second
+	DefaultKeepAlive                = 30 * time.Second
 )
 
 // Config is everything engramd reads at start-up. Each field's yaml name,
@@ -53,6 +67,10 @@ type Config struct {
 	// DatabaseURL is the PostgreSQL connection URL. yaml database_url,
 	// DATABASE_URL or ENGRAM_DATABASE_URL, --database-url.
 	DatabaseURL string `yaml:"database_url"`
+	// Database is how engramd reaches PostgreSQL — replicas, a pooler, a
+	// direct connection for locks — and what its statements may hold
+	// there (see [Database]). yaml database.
+	Database Database `yaml:"database"`
 	// MaxPayloadBytes caps a record's encoded payload. yaml
 	// max_payload_bytes, ENGRAM_MAX_PAYLOAD_BYTES, --max-payload-bytes.
 	MaxPayloadBytes int `yaml:"max_payload_bytes"`
@@ -80,6 +98,11 @@ type Config struct {
 	// LogFormat is text or json. yaml log_format, ENGRAM_LOG_FORMAT,
 	// --log-format.
 	LogFormat string `yaml:"log_format"`
+	// LogRequests is the request log: a line a request (method, path,
+	// status, duration, tenant; never a key or a body) at info (the
+	// default) or debug, or off. yaml log_requests, ENGRAM_LOG_REQUESTS,
+	// --log-requests.
+	LogRequests string `yaml:"log_requests"`
 	// PolicyFile is the operator policy (classification rules, secrets):
 	// yaml policy_file, ENGRAM_POLICY_FILE, --policy-file. Reloaded on
 	// SIGHUP. Empty means the built-in classifier alone.
@@ -142,6 +165,121 @@ type Config struct {
 	// [console.Config]). yaml console, ENGRAM_CONSOLE_EVAL_REPORT,
 	// --console-eval-report.
 	Console console.Config `yaml:"console"`
+}
+
+// Database is how engramd reaches PostgreSQL past one server (yaml
+// database.*; docs/operations.md), and what its connections may hold
+// there. database_url stays the primary's: give it every host of a
+// failover pair with target_session_attrs=read-write, and a failover is
+// followed by reconnecting. The bounds make a daemon killed, stuck or cut
+// off by the network leave no statement running, no lock held and no
+// transaction open for long (substrate RFC §15.5); zero turns a bound off.
+type Database struct {
+	// ReadURL are streaming replicas (one URL, or a list) that serve
+	// retrieval and read-only listing within StalenessBudget; empty: the
+	// primary serves every read. ENGRAM_READ_URL, URLs separated by
+	// spaces.
+	ReadURL URLs `yaml:"read_url"`
+	// LockURL is a direct connection to the primary, past any pooler, for
+	// the session-level locks: job leadership and runs, migrations, the
+	// dense index build. Empty: database_url. ENGRAM_LOCK_URL.
+	LockURL string `yaml:"lock_url"`
+	// Pooler is what is between engramd and PostgreSQL on database_url:
+	// none (the default), session (PgBouncer's session mode: as none), or
+	// transaction (PgBouncer's transaction mode: no named prepared
+	// statements, pgx's cache_describe mode unless the URL sets
+	// default_query_exec_mode, and no startup parameters a pooler
+	// refuses). ENGRAM_DATABASE_POOLER.
+	Pooler string `yaml:"pooler"`
+	// StalenessBudget is how far behind the primary a replica may be and
+	// still serve a read (write-path RFC §12.9.6, δ_stale); past it the
+	// read goes to the primary. Default 2s. ENGRAM_STALENESS_BUDGET.
+	StalenessBudget time.Duration `yaml:"staleness_budget"`
+	// StatementTimeout bounds a statement of an API request.
+	StatementTimeout time.Duration `yaml:"statement_timeout"`
+	// IngestStatementTimeout bounds a statement of the policy plane's
+	// ingestion batches.
+	IngestStatementTimeout time.Duration `yaml:"ingest_statement_timeout"`
+	// JobStatementTimeout bounds a statement of a periodic job
+	// (consolidation, decay, retention, embeddings) or an erasure.
+	JobStatementTimeout time.Duration `yaml:"job_statement_timeout"`
+	// LockTimeout bounds a wait for a lock.
+	LockTimeout time.Duration `yaml:"lock_timeout"`
+	// IdleInTransactionTimeout ends a session whose open transaction has
+	// waited this long for its next statement.
+	IdleInTransactionTimeout time.Duration `yaml:"idle_in_transaction_timeout"`
+	// ClientCheckInterval is how often PostgreSQL checks that engramd is
+	// still connected while a statement runs, and cancels the statement
+	// when it is not (client_connection_check_interval).
+	ClientCheckInterval time.Duration `yaml:"client_check_interval"`
+	// KeepAlive is the idle time before TCP keepalives probe a silent
+	// peer, both ways.
+	KeepAlive time.Duration `yaml:"keepalive"`
+}
+
+// Session is the connections' session settings.
+func (d Database) Session() pg.Session {
+	return pg.Session{ApplicationName: "engramd", StatementTimeout: d.StatementTimeout, LockTimeout: d.LockTimeout,
+		IdleInTransactionTimeout: d.IdleInTransactionTimeout, ClientCheckInterval: d.ClientCheckInterval, KeepAlive: d.KeepAlive}
+}
+
+// Validate names the first bad field.
+func (d Database) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"statement_timeout", d.StatementTimeout}, {"ingest_statement_timeout", d.IngestStatementTimeout},
+		{"job_statement_timeout", d.JobStatementTimeout}, {"lock_timeout", d.LockTimeout},
+		{"idle_in_transaction_timeout", d.IdleInTransactionTimeout}, {"client_check_interval", d.ClientCheckInterval},
+		{"keepalive", d.KeepAlive},
+	} {
+		switch {
+		case f.v < 0:
+			return fmt.Errorf("database.%s: must not be negative (0 is off)", f.name)
+		case f.v > 0 && f.v < time.Millisecond:
+			return fmt.Errorf("database.%s: %s is under a millisecond", f.name, f.v)
+		}
+	}
+	if d.KeepAlive > 0 && d.KeepAlive < time.Second {
+		return fmt.Errorf("database.keepalive: %s is under a second", d.KeepAlive)
+	}
+	return nil
+}
+
+// Poolers (yaml database.pooler).
+const (
+	PoolerNone        = "none"
+	PoolerSession     = "session"
+	PoolerTransaction = "transaction"
+)
+
+// DefaultStalenessBudget is database.staleness_budget's default.
+const DefaultStalenessBudget = 2 * time.Second
+
+// LockDSN is the URL of the direct connection for session-level locks.
+func (d Database) LockDSN(primary string) string {
+	if d.LockURL != "" {
+		return d.LockURL
+	}
+	return primary
+}
+
+// URLs is one URL or a list of them (yaml: a string or a sequence).
+type URLs []string
+
+// UnmarshalYAML takes a string or a sequence of strings.
+func (u *URLs) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*u = strings.Fields(n.Value)
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return err
+	}
+	*u = list
+	return nil
 }
 
 // OpenIntent sizes OpenIntent memory (yaml openintent.*); zero is the
@@ -229,13 +367,20 @@ const operatorTenant = "*"
 // Default returns the configuration with every default set.
 func Default() Config {
 	return Config{
-		Listen:          DefaultListen,
-		DatabaseURL:     DefaultDatabaseURL,
+		Listen:      DefaultListen,
+		DatabaseURL: DefaultDatabaseURL,
+		Database: Database{
+			StatementTimeout: DefaultStatementTimeout, IngestStatementTimeout: DefaultIngestStatementTimeout,
+			JobStatementTimeout: DefaultJobStatementTimeout, LockTimeout: DefaultLockTimeout,
+			IdleInTransactionTimeout: DefaultIdleInTransactionTimeout, ClientCheckInterval: DefaultClientCheckInterval,
+			KeepAlive: DefaultKeepAlive, Pooler: PoolerNone, StalenessBudget: DefaultStalenessBudget,
+		},
 		MaxPayloadBytes: revise.DefaultMaxPayloadBytes,
 		MaxClockSkew:    revise.DefaultMaxClockSkew,
 		ShutdownTimeout: DefaultShutdownTimeout,
 		LogLevel:        DefaultLogLevel,
 		LogFormat:       DefaultLogFormat,
+		LogRequests:     DefaultLogRequests,
 		Ingest: Ingest{
 			AgentRate: 5000, AgentBurst: 10000, MaxBacklog: 1_000_000, MaxSkew: 5 * time.Minute,
 			Partitions: 2, BatchSize: 1000, MaxAttempts: 5,
@@ -279,6 +424,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	shutdown := fs.Duration("shutdown-timeout", 0, "graceful shutdown deadline")
 	level := fs.String("log-level", "", "debug, info, warn or error")
 	format := fs.String("log-format", "", "text or json")
+	logRequests := fs.String("log-requests", "", "the request log's level: info, debug or off")
 	policyFile := fs.String("policy-file", "", "operator policy YAML")
 	evalReport := fs.String("console-eval-report", "", "curve.json of an evaluation, drawn on the console's Learning page")
 	skew := fs.Duration("max-clock-skew", 0, "how far ahead of the server's clock a record's times may be")
@@ -316,6 +462,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	setIf(&c.DatabaseURL, *dbURL)
 	setIf(&c.LogLevel, *level)
 	setIf(&c.LogFormat, *format)
+	setIf(&c.LogRequests, *logRequests)
 	setIf(&c.PolicyFile, *policyFile)
 	setIf(&c.Console.EvalReport, *evalReport)
 	if *maxPayload != 0 {
@@ -338,8 +485,21 @@ func (c *Config) fromEnv(getenv func(string) string) error {
 	setIf(&c.PprofListen, getenv("ENGRAM_PPROF_LISTEN"))
 	setIf(&c.DatabaseURL, getenv("DATABASE_URL"))
 	setIf(&c.DatabaseURL, getenv("ENGRAM_DATABASE_URL"))
+	if v := getenv("ENGRAM_READ_URL"); v != "" {
+		c.Database.ReadURL = strings.Fields(v)
+	}
+	setIf(&c.Database.LockURL, getenv("ENGRAM_LOCK_URL"))
+	setIf(&c.Database.Pooler, getenv("ENGRAM_DATABASE_POOLER"))
+	if v := getenv("ENGRAM_STALENESS_BUDGET"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("ENGRAM_STALENESS_BUDGET: %w", err)
+		}
+		c.Database.StalenessBudget = d
+	}
 	setIf(&c.LogLevel, getenv("ENGRAM_LOG_LEVEL"))
 	setIf(&c.LogFormat, getenv("ENGRAM_LOG_FORMAT"))
+	setIf(&c.LogRequests, getenv("ENGRAM_LOG_REQUESTS"))
 	setIf(&c.PolicyFile, getenv("ENGRAM_POLICY_FILE"))
 	setIf(&c.Console.EvalReport, getenv("ENGRAM_CONSOLE_EVAL_REPORT"))
 	setIf(&c.Embedding.OpenAI.APIKey, getenv("ENGRAM_EMBEDDING_API_KEY"))
@@ -433,6 +593,22 @@ func (c Config) Validate() error {
 		// ingestion allows up to ingest.max_skew ahead.
 		return fmt.Errorf("max_clock_skew: %s is less than ingest.max_skew (%s): events ingestion accepts would make records the write path refuses", c.MaxClockSkew, c.Ingest.MaxSkew)
 	}
+	switch c.Database.Pooler {
+	case PoolerNone, PoolerSession, PoolerTransaction:
+	default:
+		return fmt.Errorf("database.pooler: %q is not none, session or transaction", c.Database.Pooler)
+	}
+	if c.Database.Pooler == PoolerTransaction && c.Database.LockURL == "" {
+		return errors.New("database.lock_url: a transaction pooler loses session locks between transactions: give the primary's direct URL for job leadership, migrations and index builds")
+	}
+	if c.Database.StalenessBudget <= 0 {
+		return errors.New("database.staleness_budget: must be positive")
+	}
+	for i, u := range c.Database.ReadURL {
+		if u == "" {
+			return fmt.Errorf("database.read_url[%d]: must not be empty", i)
+		}
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -442,6 +618,11 @@ func (c Config) Validate() error {
 	case "text", "json":
 	default:
 		return fmt.Errorf("log_format: %q is not text or json", c.LogFormat)
+	}
+	switch c.LogRequests {
+	case "info", "debug", "off":
+	default:
+		return fmt.Errorf("log_requests: %q is not info, debug or off", c.LogRequests)
 	}
 	switch in := c.Ingest; {
 	case in.AgentRate < 0:
@@ -458,6 +639,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ingest.batch_size: %d is outside 1..10000", in.BatchSize)
 	case in.MaxAttempts < 1:
 		return errors.New("ingest.max_attempts: must be at least 1")
+	}
+	if err := c.Database.Validate(); err != nil {
+		return err
 	}
 	if err := c.Decay.Validate(); err != nil {
 		return err

@@ -61,6 +61,7 @@ func TestValidateNamesTheBadField(t *testing.T) {
 		"ENGRAM_MAX_PAYLOAD": {env: map[string]string{"ENGRAM_MAX_PAYLOAD_BYTES": "lots"}},
 		"log_level":          {args: []string{"--log-level", "chatty"}},
 		"log_format":         {file: "log_format: xml\n"},
+		"log_requests":       {env: map[string]string{"ENGRAM_LOG_REQUESTS": "loud"}},
 		"api_keys[0].key":    {file: "api_keys: [{tenant: acme, key: short}]\n"},
 		"api_keys[0].tenant": {file: "api_keys: [{tenant: Acme!, key: long-enough-key-0123}]\n"},
 		"ENGRAM_API_KEYS":    {env: map[string]string{"ENGRAM_API_KEYS": "no-colon"}},

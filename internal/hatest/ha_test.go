@@ -1,0 +1,373 @@
+//go:build ha
+
+package hatest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	keyA     = "ha-key-a-0123456789"
+	keyB     = "ha-key-b-0123456789"
+	operator = "ha-operator-0123456789"
+)
+
+func env(t *testing.T, name string) string {
+	v := os.Getenv(name)
+	if v == "" {
+		t.Skipf("%s is not set: run make test-ha", name)
+	}
+	return v
+}
+
+// daemon is one engramd process.
+type daemon struct {
+	addr string
+	cmd  *exec.Cmd
+	log  *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// migrate applies the migrations on the direct URL.
+func migrate(t *testing.T, url string) {
+	out, err := exec.Command(env(t, "ENGRAM_HA_BIN"), "migrate", "--database-url", url).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+// start runs engramd with extra environment and waits until it is ready.
+func start(t *testing.T, extra ...string) *daemon {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	d := &daemon{addr: addr, log: &syncBuffer{}}
+	d.cmd = exec.Command(env(t, "ENGRAM_HA_BIN"), "run")
+	d.cmd.Env = append(os.Environ(), "ENGRAM_LISTEN="+addr, "ENGRAM_API_KEYS=acme:"+keyA+",acme:"+keyB+",*:"+operator,
+		"ENGRAM_LOG_LEVEL=info")
+	d.cmd.Env = append(d.cmd.Env, extra...)
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	require.NoError(t, d.cmd.Start())
+	t.Cleanup(func() {
+		_ = d.cmd.Process.Kill()
+		_ = d.cmd.Wait()
+		if t.Failed() {
+			t.Logf("engramd %s log:\n%s", addr, d.log.String())
+		}
+	})
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return d
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "engramd not ready:\n%s", d.log.String())
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// call sends a request and returns its status and body; status 0 is a
+// transport error.
+func (d *daemon) call(method, path, key, body string) (int, string) {
+	req, _ := http.NewRequest(method, "http://"+d.addr+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode == http.StatusServiceUnavailable && res.Header.Get("Retry-After") == "" {
+		return -503, string(b) // a 503 without Retry-After is a failure too
+	}
+	return res.StatusCode, string(b)
+}
+
+// metric reads the sum of a metric's samples whose labels contain match.
+func (d *daemon) metric(t *testing.T, name, match string) float64 {
+	res, err := client.Get("http://" + d.addr + "/metrics")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	sum := 0.0
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) || !strings.Contains(line, match) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil && (line[len(name)] == ' ' || line[len(name)] == '{') {
+			sum += v
+		}
+	}
+	return sum
+}
+
+func fact(subject, object string) string {
+	return fmt.Sprintf(`{"type": "semantic", "payload": {"kind": "semantic", "subject": %q, "predicate": "is", "object": %q, "validity": {"mode": "global"}}}`, subject, object)
+}
+
+func retrieveBody(text string) string {
+	return fmt.Sprintf(`{"task": {"text": %q}, "trust": {"clearance": "hyper"}}`, text)
+}
+
+// TestHA runs the scenarios in order: the pooler and the replica first,
+// while the topology is whole, then the failover, which leaves the replica
+// the primary.
+func TestHA(t *testing.T) {
+	primary, replica, bouncer := env(t, "ENGRAM_HA_PRIMARY"), env(t, "ENGRAM_HA_REPLICA"), env(t, "ENGRAM_HA_BOUNCER")
+	migrate(t, primary)
+	t.Run("pooler", func(t *testing.T) { pooler(t, primary, bouncer) })
+	t.Run("replica lag", func(t *testing.T) { replicaLag(t, primary, replica) })
+	t.Run("failover", func(t *testing.T) { failover(t, primary, replica) })
+}
+
+// pooler: two engramd behind PgBouncer in transaction mode, their locks on
+// the direct URL: writes, listing, streaming, retrieval on both, and one
+// leader.
+func pooler(t *testing.T, primary, bouncer string) {
+	ds := []*daemon{}
+	for range 2 {
+		ds = append(ds, start(t, "DATABASE_URL="+bouncer, "ENGRAM_DATABASE_POOLER=transaction", "ENGRAM_LOCK_URL="+primary))
+	}
+	for i, d := range ds {
+		status, body := d.call("POST", "/v1/records", keyA, fact(fmt.Sprintf("pooled-%d", i), fmt.Sprintf("bouncerword%d", i)))
+		require.Equal(t, http.StatusCreated, status, body)
+	}
+	for i, d := range ds {
+		// Each reads what the other wrote, many times over, so that
+		// statements land on every server connection of the pool.
+		for range 20 {
+			status, body := d.call("POST", "/v1/retrieve", keyA, retrieveBody(fmt.Sprintf("bouncerword%d", 1-i)))
+			require.Equal(t, http.StatusOK, status, body)
+			require.Contains(t, body, fmt.Sprintf("pooled-%d", 1-i))
+		}
+		status, body := d.call("GET", "/v1/records?type=semantic", keyA, "")
+		require.Equal(t, http.StatusOK, status, body)
+		events := `{"kind": "observation", "agent_id": "a", "thread_id": "p` + strconv.Itoa(i) + `", "text": "through the pooler"}` + "\n"
+		status, body = d.call("POST", "/v1/events:stream", keyA, strings.Repeat(events, 50))
+		require.Equal(t, http.StatusOK, status, body)
+		require.NotContains(t, body, `"error"`)
+	}
+	// Leadership: exactly one of the two, once one has taken it.
+	deadline := time.Now().Add(time.Minute)
+	var leaders float64
+	for time.Now().Before(deadline) {
+		leaders = ds[0].metric(t, "engram_job_leader", "") + ds[1].metric(t, "engram_job_leader", "")
+		if leaders >= 1 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Equal(t, 1.0, leaders, "exactly one leader")
+	status, body := ds[0].call("GET", "/v1/jobs", operator, "")
+	require.Equal(t, http.StatusOK, status, body)
+	t.Logf("figure: pooler (transaction mode): 2 daemons, 40 retrievals, 100 streamed events, 2 writes: all answered; leaders: %.0f", leaders)
+}
+
+// replicaLag: replay paused on the replica; retrieval goes to the primary
+// once the replica is past the budget, and a key's own fresh write is
+// found at once, whatever the replica holds.
+func replicaLag(t *testing.T, primary, replica string) {
+	ctx := context.Background()
+	d := start(t, "DATABASE_URL="+primary, "ENGRAM_READ_URL="+replica, "ENGRAM_STALENESS_BUDGET=1s")
+	rep, err := pgx.Connect(ctx, replica)
+	require.NoError(t, err)
+	defer rep.Close(ctx)
+	_, err = rep.Exec(ctx, "SELECT pg_wal_replay_pause()")
+	require.NoError(t, err)
+	defer func() { _, _ = rep.Exec(ctx, "SELECT pg_wal_replay_resume()") }()
+
+	// The primary's synchronous commit waits for the replica to write the
+	// WAL, not to replay it: writes go on while replay is paused.
+	found, n := 0, 20
+	for i := range n {
+		word := fmt.Sprintf("ownwrite%dx", i)
+		status, body := d.call("POST", "/v1/records", keyA, fact(fmt.Sprintf("lag-%d", i), word))
+		require.Equal(t, http.StatusCreated, status, body)
+		status, body = d.call("POST", "/v1/retrieve", keyA, retrieveBody(word))
+		require.Equal(t, http.StatusOK, status, body)
+		if strings.Contains(body, fmt.Sprintf("lag-%d", i)) {
+			found++
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, n, found, "an agent's own fresh write is always found")
+	// Another key's retrievals, while the replica is past the budget.
+	for range 10 {
+		status, body := d.call("POST", "/v1/retrieve", keyB, retrieveBody("ownwrite0x"))
+		require.Equal(t, http.StatusOK, status, body)
+		require.Contains(t, body, "lag-0", "past the budget, the primary answers: the write is found")
+	}
+	lag := d.metric(t, "engram_replica_lag_seconds", "")
+	fresh := d.metric(t, "engram_replica_reads_total", `target="replica"`)
+	stale := d.metric(t, "engram_replica_reads_total", `reason="stale"`)
+	own := d.metric(t, "engram_replica_reads_total", `reason="own_write"`)
+	require.Greater(t, lag, 1.0, "replay paused: the lag grows past the budget")
+	t.Logf("figure: replica lag with replay paused: %.1f s (budget 1 s); retrievals: %.0f on the replica, %.0f on the primary for staleness, %.0f on the primary for the reader's own write; own writes found %d/%d",
+		lag, fresh, stale, own, found, n)
+
+	_, err = rep.Exec(ctx, "SELECT pg_wal_replay_resume()")
+	require.NoError(t, err)
+	deadline := time.Now().Add(30 * time.Second)
+	for d.metric(t, "engram_replica_lag_seconds", "") > 1 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	before := d.metric(t, "engram_replica_reads_total", `target="replica"`)
+	for range 5 {
+		status, body := d.call("POST", "/v1/retrieve", keyB, retrieveBody("ownwrite1x"))
+		require.Equal(t, http.StatusOK, status, body)
+		require.Contains(t, body, "lag-1")
+	}
+	t.Logf("figure: replay resumed: lag %.2f s; %.0f of 5 retrievals on the replica",
+		d.metric(t, "engram_replica_lag_seconds", ""), d.metric(t, "engram_replica_reads_total", `target="replica"`)-before)
+}
+
+var idRE = regexp.MustCompile(`"id"\s*:\s*"([0-9a-f-]{36})"`)
+
+// failover: writes and retrievals under load while the primary stops hard
+// and the replica is promoted (pg_ctl promote, as a failover manager
+// would); engramd follows by its multi-host URL.
+func failover(t *testing.T, primary, replica string) {
+	ctx := context.Background()
+	multi := strings.Replace(primary, strings.Split(strings.TrimPrefix(primary, "postgres://postgres@"), "/")[0],
+		strings.Split(strings.TrimPrefix(primary, "postgres://postgres@"), "/")[0]+","+strings.Split(strings.TrimPrefix(replica, "postgres://postgres@"), "/")[0], 1)
+	multi += "&target_session_attrs=read-write&connect_timeout=2"
+	d := start(t, "DATABASE_URL="+multi)
+
+	const writeRate, readRate = 100, 20
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var acked []string
+	var firstAfter time.Time
+	var stoppedAt time.Time
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	record := func(code int) {
+		mu.Lock()
+		codes[code]++
+		mu.Unlock()
+	}
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(time.Second * 4 / writeRate)
+			defer tick.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				status, body := d.call("POST", "/v1/records", keyA, fact(fmt.Sprintf("fo-%d-%d", w, i), "failoverword"))
+				record(status)
+				if status == http.StatusCreated {
+					m := idRE.FindStringSubmatch(body)
+					mu.Lock()
+					acked = append(acked, m[1])
+					if !stoppedAt.IsZero() && firstAfter.IsZero() {
+						firstAfter = time.Now()
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(time.Second / readRate)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			status, _ := d.call("POST", "/v1/retrieve", keyB, retrieveBody("failoverword"))
+			record(status)
+		}
+	}()
+
+	time.Sleep(3 * time.Second)
+	dir, bin := env(t, "ENGRAM_HA_DIR"), env(t, "PGBIN")
+	asPG := func(args ...string) {
+		cmd := exec.Command(bin+"/"+args[0], args[1:]...)
+		if os.Getuid() == 0 {
+			cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", bin + "/" + args[0]}, args[1:]...)...)
+		}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	mu.Lock()
+	stoppedAt = time.Now()
+	mu.Unlock()
+	asPG("pg_ctl", "-D", dir+"/primary", "-m", "immediate", "stop")
+	downFor := 2 * time.Second // as a failover manager's detection would take
+	time.Sleep(downFor)
+	asPG("pg_ctl", "-D", dir+"/replica", "-w", "promote")
+	// The new primary has no synchronous standby: it must not wait for one.
+	conn, err := pgx.Connect(ctx, replica)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = ''")
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
+	require.NoError(t, err)
+	promotedAt := time.Now()
+	time.Sleep(5 * time.Second)
+	close(stop)
+	wg.Wait()
+
+	// Every acknowledged write is on the new primary, once.
+	var found, dups int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM records WHERE id = ANY($1::uuid[])`, acked).Scan(&found))
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT payload->>'subject' FROM records
+		WHERE payload->>'subject' LIKE 'fo-%' GROUP BY 1 HAVING count(*) > 1) d`).Scan(&dups))
+	conn.Close(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotZero(t, firstAfter, "no write succeeded after the failover: %v", codes)
+	t.Logf("figure: failover: %d writes acknowledged, lost %d, duplicated %d; answers by status %v; primary stopped %.1f s before promotion; first acknowledged write %.2f s after the stop (%.2f s after promotion)",
+		len(acked), len(acked)-found, dups, codes, downFor.Seconds(), firstAfter.Sub(stoppedAt).Seconds(), firstAfter.Sub(promotedAt).Seconds())
+	require.Equal(t, len(acked), found, "acknowledged writes lost")
+	require.Zero(t, dups, "duplicated")
+	require.Zero(t, codes[http.StatusInternalServerError], "500s while no primary answered")
+	require.Zero(t, codes[-503], "503 without Retry-After")
+	_ = json.Valid
+}

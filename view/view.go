@@ -1,0 +1,258 @@
+// Package view is the read door (ARCHITECTURE.md, "Two doors"): every read
+// of memory records goes through it, as every write goes through package
+// revise. A read names who reads — a key's principal and the operator's
+// access rules, or the system (a job) — and gets records back already
+// opened (sealed payloads decrypted, substrate RFC §15.9), filtered by what
+// the reader may see (write-path RFC §12.8.5) and flagged
+// (derived_from_quarantined, 003 §12.11.5). No caller assembles that
+// pipeline by hand, so none can forget a step of it.
+//
+// Package store's reading statements for records (Get, GetAsOf, List,
+// History, Audit, Relations, AttachFlags) are called only here and in the
+// write path; a test holds that (door_test.go).
+package view
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/engram-dev/engram/access"
+	"github.com/engram-dev/engram/internal/pg"
+	"github.com/engram-dev/engram/memory"
+	"github.com/engram-dev/engram/seal"
+	"github.com/engram-dev/engram/store"
+)
+
+// Reader reads memory for a [Viewer]. Its zero value is not usable; make
+// one with [New].
+type Reader struct {
+	db     pg.DBTX
+	sealer *seal.Sealer
+}
+
+// New returns a reader of db that opens sealed payloads with sealer (nil:
+// nothing is sealed).
+func New(db pg.DBTX, sealer *seal.Sealer) *Reader {
+	return &Reader{db: db, sealer: sealer}
+}
+
+// In returns a reader of the same memory inside a transaction: what the
+// transaction wrote, as it will be if it commits.
+func (r *Reader) In(tx pg.DBTX) *Reader {
+	return &Reader{db: tx, sealer: r.sealer}
+}
+
+// Viewer is who reads: a tenant, and the key reading it with the access
+// rules in force, or no key — the system's own reads (consolidation,
+// decay), which see every record of the tenant.
+type Viewer struct {
+	Tenant    string
+	Principal *access.Principal
+	Rules     []access.Rule
+}
+
+// System is the system's viewer of tenant.
+func System(tenant string) Viewer { return Viewer{Tenant: tenant} }
+
+// As is the viewer of key p under the access rules in force.
+func As(p access.Principal, rules []access.Rule) Viewer {
+	return Viewer{Tenant: p.Tenant, Principal: &p, Rules: rules}
+}
+
+// may refuses, with a [*access.DeniedError], a record v may not read.
+func (v Viewer) may(rec memory.Record) error {
+	if v.Principal == nil {
+		return nil
+	}
+	return access.Visible(*v.Principal, access.TargetOf(rec), v.Rules).Err()
+}
+
+// visibility is what a listing for v selects in SQL, nil when it reads
+// every record of the tenant.
+func (v Viewer) visibility() *store.Visibility {
+	if v.Principal == nil {
+		return nil
+	}
+	layers, own, ceiling, domains := v.Principal.Filter()
+	if len(layers) == len(memory.Types) && ceiling == memory.Hyper && len(domains) == 0 {
+		return nil
+	}
+	return &store.Visibility{Layers: layers, Own: own, Agent: v.Principal.Agent, MaxSensitivity: ceiling, Domains: domains}
+}
+
+// Record is a record as it is now, opened and flagged; a record v may not
+// read is refused with a [*access.DeniedError] naming the rule, one that
+// is not the tenant's is [store.ErrNotFound].
+func (r *Reader) Record(ctx context.Context, v Viewer, id uuid.UUID) (memory.Record, error) {
+	rec, err := r.current(ctx, v, id)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	recs := []memory.Record{rec}
+	if err := store.AttachFlags(ctx, r.db, v.Tenant, recs); err != nil {
+		return memory.Record{}, err
+	}
+	return recs[0], nil
+}
+
+// RecordAsOf is a record as it was at at, opened; flags are current state
+// with no history, so a past read has none.
+func (r *Reader) RecordAsOf(ctx context.Context, v Viewer, id uuid.UUID, at time.Time) (memory.Record, error) {
+	rec, err := store.GetAsOf(ctx, r.db, v.Tenant, id, at)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	if err := r.open(ctx, v.Tenant, &rec); err != nil {
+		return memory.Record{}, err
+	}
+	return rec, v.may(rec)
+}
+
+// Unflagged is a record as it is now, opened, without its flags: for a
+// caller that reads a record to revise it.
+func (r *Reader) Unflagged(ctx context.Context, v Viewer, id uuid.UUID) (memory.Record, error) {
+	return r.current(ctx, v, id)
+}
+
+func (r *Reader) current(ctx context.Context, v Viewer, id uuid.UUID) (memory.Record, error) {
+	rec, err := store.Get(ctx, r.db, v.Tenant, id)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	if err := r.open(ctx, v.Tenant, &rec); err != nil {
+		return memory.Record{}, err
+	}
+	return rec, v.may(rec)
+}
+
+// Records is a page of the records f selects that v may read, opened, and
+// flagged unless it is a past read (f.AsOf). The page's cursor is the
+// store's: a page may hold fewer records than its limit when access rules
+// hide some of it.
+func (r *Reader) Records(ctx context.Context, v Viewer, f store.Filter) (store.Page, error) {
+	f.Visible = v.visibility()
+	page, err := store.List(ctx, r.db, v.Tenant, f)
+	if err != nil {
+		return store.Page{}, err
+	}
+	if err := r.openAll(ctx, v.Tenant, page.Records); err != nil {
+		return store.Page{}, err
+	}
+	if v.Principal != nil && access.Hides(*v.Principal, v.Rules) {
+		kept := page.Records[:0]
+		for _, rec := range page.Records {
+			if v.may(rec) == nil {
+				kept = append(kept, rec)
+			}
+		}
+		page.Records = kept
+	}
+	if f.AsOf == nil {
+		if err := store.AttachFlags(ctx, r.db, v.Tenant, page.Records); err != nil {
+			return store.Page{}, err
+		}
+	}
+	if page.Records == nil {
+		page.Records = []memory.Record{}
+	}
+	return page, nil
+}
+
+// History is every version of a record v may read as it is now, each
+// opened.
+func (r *Reader) History(ctx context.Context, v Viewer, id uuid.UUID) ([]store.Version, error) {
+	if err := r.see(ctx, v, id); err != nil {
+		return nil, err
+	}
+	versions, err := store.History(ctx, r.db, v.Tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	for i := range versions {
+		if err := r.open(ctx, v.Tenant, &versions[i].Record); err != nil {
+			return nil, err
+		}
+	}
+	return versions, nil
+}
+
+// Audit is the audit trail of a record v may read. The trail outlives a
+// purged record (it names no content): a purged record's trail is for
+// viewers that read every record of the tenant, whose role, clearance and
+// domains restrict nothing — the record's layer and classification are
+// gone with it.
+func (r *Reader) Audit(ctx context.Context, v Viewer, id uuid.UUID) ([]store.AuditEntry, error) {
+	switch err := r.see(ctx, v, id); {
+	case err == nil:
+	case errors.Is(err, store.ErrNotFound) && v.visibility() == nil:
+		// Purged, or never the tenant's: the store answers not found when
+		// there is no trail either.
+	case errors.Is(err, store.ErrNotFound):
+		if _, err := store.Audit(ctx, r.db, v.Tenant, id); err != nil {
+			return nil, err // no trail either: not found
+		}
+		return nil, &access.DeniedError{Rule: "purged", Reason: access.ReasonRole,
+			Detail: "the record is purged: its audit trail is for keys that read every record of the tenant"}
+	default:
+		return nil, err
+	}
+	return store.Audit(ctx, r.db, v.Tenant, id)
+}
+
+// Relations are the relations of a record v may read whose other end v
+// may read too: a relation shows no one the id of a record they may not
+// read.
+func (r *Reader) Relations(ctx context.Context, v Viewer, id uuid.UUID) ([]store.Edge, error) {
+	if err := r.see(ctx, v, id); err != nil {
+		return nil, err
+	}
+	edges, err := store.Relations(ctx, r.db, v.Tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	out := []store.Edge{}
+	for _, e := range edges {
+		other := e.TargetID
+		if other == id {
+			other = e.SourceID
+		}
+		rec, err := store.Get(ctx, r.db, v.Tenant, other)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if v.may(rec) == nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// see refuses a read about record id (its history, audit trail,
+// relations) when v may not read the record as it is now.
+func (r *Reader) see(ctx context.Context, v Viewer, id uuid.UUID) error {
+	rec, err := store.Get(ctx, r.db, v.Tenant, id)
+	if err != nil {
+		return err
+	}
+	return v.may(rec)
+}
+
+func (r *Reader) open(ctx context.Context, tenant string, rec *memory.Record) error {
+	if r.sealer == nil {
+		return nil
+	}
+	return r.sealer.OpenRecord(ctx, tenant, rec)
+}
+
+func (r *Reader) openAll(ctx context.Context, tenant string, recs []memory.Record) error {
+	if r.sealer == nil {
+		return nil
+	}
+	return r.sealer.OpenRecords(ctx, tenant, recs)
+}
