@@ -87,13 +87,13 @@ func TestPythonClientInstallsOffline(t *testing.T) {
 	require.Equal(t, []string{"0.1.0", "RetrieveResult"}, lines[1:])
 }
 
-// The README shows the Python client's example as the file the tests run,
-// word for word.
-func TestPythonClientExampleInReadme(t *testing.T) {
+// The clients' page shows the Python client's example as the file the
+// tests run, word for word.
+func TestPythonClientExampleInDocs(t *testing.T) {
 	example, err := os.ReadFile(filepath.Join(pythonClient, "examples", "quickstart.py"))
 	require.NoError(t, err)
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "clients.md"))
 	require.NoError(t, err)
-	require.Contains(t, string(readme), "```python\n"+string(example)+"```\n",
-		"README.md's Python client section must show clients/python/examples/quickstart.py as it is")
+	require.Contains(t, string(page), "```python\n"+string(example)+"```\n",
+		"docs/clients.md's Python client section must show clients/python/examples/quickstart.py as it is")
 }

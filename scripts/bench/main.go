@@ -6,12 +6,12 @@
 //	go run ./scripts/bench [--size quick|full] [--events N] [--records N] [--scale N,N,…]
 //		[--decay-records N] [--episodes N] [--triggers N] [--dense-records N] [--dense-dims N]
 //		[--only ingest,retrieve,dense,decay,consolidate]
-//		[--out docs/bench/report.md] [--readme README.md]
+//		[--out docs/bench/report.md] [--readme docs/performance.md]
 //
 // Each suite is `go test -run='^$' -bench=… ./pkg/` with its sizes in
 // ENGRAM_BENCH_* variables: its progress streams to the terminal as it
 // goes, and the command it ran is printed, so any figure can be reproduced
-// on its own. With --readme, the block between the README's
+// on its own. With --readme, the block between the page's
 // "<!-- bench:begin -->" and "<!-- bench:end -->" markers is replaced by
 // the table.
 package main
