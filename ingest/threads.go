@@ -90,7 +90,10 @@ func closeThread(ctx context.Context, tx *revise.Tx, tenant string, t store.Thre
 			summary := strings.TrimSpace(p.State + ": " + p.ContextSummary)
 			entry := memory.TimelineEntry{T: now.UTC().Truncate(time.Microsecond), EventKind: "working_memory",
 				Ref: fmt.Sprintf("record://%s?version=%d", wm.ID, wm.Version), Summary: strings.TrimSuffix(summary, ":")}
-			if err := tx.AppendTimelines(ctx, tenant, []revise.TimelineAppend{{EpisodeID: t.EpisodeID, Entries: []memory.TimelineEntry{entry}}}, ch); err != nil {
+			// The entry carries the working memory's words: it is sealed as
+			// the working memory is, at its sensitivity (substrate RFC §15.9).
+			app := revise.TimelineAppend{EpisodeID: t.EpisodeID, Entries: []memory.TimelineEntry{entry}, Sensitivity: wm.Sensitivity}
+			if err := tx.AppendTimelines(ctx, tenant, []revise.TimelineAppend{app}, ch); err != nil {
 				return err
 			}
 			if _, err := tx.Delete(ctx, tenant, wm.ID, ch); err != nil {
