@@ -311,19 +311,9 @@ func healthScore(feedback, writes map[string]int64, t store.HealthTotals) api.He
 			func(v float64) float64 { return max(0, 1-v/0.04) },
 			"retrievals whose feedback names a record used in a failure, over retrievals given feedback; target < 0.01",
 			"no feedback in the range"),
-		part("write_acceptance", weightAcceptance, acceptance(writes),
-			// Target range 0.4–0.8 (§12.12.3): inside is optimal, and the
-			// score falls with the distance from it.
-			func(v float64) float64 {
-				switch {
-				case v < 0.4:
-					return max(0, 1-(0.4-v)/0.4)
-				case v > 0.8:
-					return max(0, 1-(v-0.8)/0.2)
-				}
-				return 1
-			},
-			"created and approved over created, absorbed and rejected; target 0.4–0.8", "no write in the range"),
+		part("write_acceptance", weightAcceptance, acceptance(writes), acceptanceScore,
+			"created and approved over created, absorbed and rejected; target 0.4–0.8, alert above 0.95 (too little filtering) or below 0.3 (too much), each scoring 0.5",
+			"no write in the range"),
 		part("operational", weightOperational, ratio(t.Pending-t.Overdue, t.Pending),
 			func(v float64) float64 { return v },
 			"pending reviews within their deadline", ""),
@@ -360,6 +350,23 @@ func healthScore(feedback, writes map[string]int64, t store.HealthTotals) api.He
 		}
 	}
 	return sc
+}
+
+// acceptanceScore normalises a write acceptance rate (write-path RFC
+// §12.12.3): 1 inside the target range 0.4–0.8, falling linearly outside
+// it to 0.5 at the spec's alert thresholds — above 0.95 "suggests
+// insufficient filtering", below 0.3 "over-restrictive policies" — as the
+// other parts score their alert threshold 0.5. Past an alert it keeps
+// falling at the same slope: 1 (every write taken) scores 1/3, 0.2 and
+// below 0.
+func acceptanceScore(v float64) float64 {
+	switch {
+	case v > 0.8:
+		return max(0, 1-0.5*(v-0.8)/0.15)
+	case v < 0.4:
+		return max(0, 1-0.5*(0.4-v)/0.1)
+	}
+	return 1
 }
 
 // part is a score part measured as value (nil: not measured), normalised

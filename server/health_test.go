@@ -140,3 +140,35 @@ func TestHealthStats(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, e.do("GET", "/v1/stats/health?bucket=hour&from=2000-01-01T00:00:00Z", acmeKey, nil).status)
 	require.Equal(t, http.StatusBadRequest, e.do("GET", "/v1/stats/health?from=2100-01-01T00:00:00Z", acmeKey, nil).status)
 }
+
+// A tenant whose every write was taken has a write acceptance of 1: past
+// the spec's alert threshold of 0.95 (too little filtering), which scores
+// 0.5, so it scores 1/3 — not 0, the score of a tenant whose every write
+// was turned away (write-path RFC §12.12.3).
+func TestHealthScoreAcceptanceAboveTarget(t *testing.T) {
+	t.Parallel()
+	e := setupHealth(t)
+	for _, obj := range []string{"go", "rust"} {
+		res := e.do("POST", "/v1/records", acmeKey, factBody(obj, map[string]any{"project": obj}))
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	}
+	from := time.Now().UTC().Add(-time.Hour).Truncate(time.Hour)
+	res := e.do("GET", "/v1/stats/health?bucket=hour&from="+from.Format(time.RFC3339), acmeKey, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var st api.HealthStats
+	res.decode(t, &st)
+	var war api.HealthPart
+	for _, p := range st.Score.Parts {
+		if p.Name == "write_acceptance" {
+			war = p
+		}
+	}
+	require.NotNil(t, war.Value, war.Detail)
+	require.InDelta(t, 1, *war.Value, 1e-9)
+	require.InDelta(t, 1.0/3, *war.Normalized, 1e-9, "every write taken is past the alert threshold, not the worst possible")
+	require.Contains(t, war.Detail, "0.95")
+	// Hallucination leakage 0 (1), operational 1, write acceptance 1/3;
+	// nothing else measured.
+	want := (0.20*1 + 0.10*1.0/3 + 0.10*1) / 0.40
+	require.InDelta(t, want, *st.Score.Score, 1e-9)
+}
