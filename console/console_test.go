@@ -444,9 +444,36 @@ func TestConsole(t *testing.T) {
 		require.Len(t, records["semantic"], len(hs.Series))
 		require.Equal(t, fmt.Sprint(last.Records[memory.Semantic]), records["semantic"][len(hs.Series)-1])
 		require.Equal(t, fmt.Sprint(last.Records[memory.Competence]), records["competence"][len(hs.Series)-1])
+		// The competence success rate is the procedure's own, as the
+		// Learning page and engram procedures show it: its uses by episode
+		// and by feedback, smoothed.
 		comp := p.table("competence")["competence"]
+		var rec memory.Record
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records/"+s.procedure.Records[0].ID.String(), curatorKey, nil, &rec))
+		var payload memory.CompetencePayload
+		require.NoError(t, json.Unmarshal(rec.Payload, &payload))
+		perf := payload.Performance
+		require.NotNil(t, perf)
 		require.NotNil(t, last.CompetenceSuccessRate)
-		require.Equal(t, fmt.Sprint(*last.CompetenceSuccessRate), comp[len(comp)-1], "3 of 4 uses worked")
+		require.Equal(t, []int64{int64(perf.Successes), int64(perf.Failures)}, []int64{last.CompetenceSuccesses, last.CompetenceFailures})
+		require.InDelta(t, memory.SuccessRate(perf.Successes, perf.Failures), *last.CompetenceSuccessRate, 1e-9)
+		require.Equal(t, fmt.Sprint(*last.CompetenceSuccessRate), comp[len(comp)-1])
+		require.Equal(t, fmt.Sprintf("%.2f", *last.CompetenceSuccessRate),
+			eval[string](p, `[...document.querySelectorAll('figure[data-chart=competence] table.data td')].pop().textContent`))
+		require.Contains(t, p.text(`figure[data-chart=competence]`), "(successes + 1) / (uses + 2)")
+		// Every write taken is past the alert threshold of write acceptance,
+		// scored as the API scores it, not 0.
+		var war api.HealthPart
+		for _, part := range hs.Score.Parts {
+			if part.Name == "write_acceptance" {
+				war = part
+			}
+		}
+		require.NotNil(t, war.Normalized)
+		require.Equal(t, fmt.Sprint(*war.Normalized), eval[string](p, `document.querySelector('section.score tr[data-part=write_acceptance]').dataset.normalized`))
+		if *war.Value == 1 {
+			require.InDelta(t, 1.0/3, *war.Normalized, 1e-9)
+		}
 		points := 0
 		for _, b := range hs.Series {
 			if b.CompetenceSuccessRate != nil {
@@ -540,7 +567,7 @@ func TestConsole(t *testing.T) {
 		// engram procedures prints it (0.67 (3/4)); one lifecycle word, the
 		// CLI's.
 		n := perf.Successes + perf.Failures
-		rate := float64(perf.Successes+1) / float64(n+2)
+		rate := memory.SuccessRate(perf.Successes, perf.Failures)
 		require.Equal(t, fmt.Sprint(rate), eval[string](p, fmt.Sprintf(`document.querySelector('%s td[data-rate]').dataset.rate`, row)))
 		require.Equal(t, fmt.Sprintf("%.2f (%d/%d)", rate, perf.Successes, n), p.text(row+` td[data-rate]`))
 		require.Contains(t, p.text(`#rate-note`), "(successes + 1) / (uses + 2)")

@@ -117,6 +117,7 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 		counts []store.HealthCount
 		totals store.HealthTotals
 		stored []store.Held
+		perf   []store.CompetenceUses
 	)
 	g, ctx := errgroup.WithContext(r.Context())
 	if _, pool := s.db.(*pgxpool.Pool); !pool {
@@ -132,6 +133,10 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 	})
 	g.Go(func() (err error) {
 		totals, err = store.ReadHealthTotals(ctx, s.db, tenant, from, to)
+		return err
+	})
+	g.Go(func() (err error) {
+		perf, err = store.CompetencePerformance(ctx, s.db, tenant, from, to, step)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -172,13 +177,7 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 		case store.HealthFeedback:
 			typ, outcome, _ := strings.Cut(c.Key, ":")
 			b.Feedback[outcome] += c.N
-			used := outcome == "used_success" || outcome == "used_failure"
-			switch {
-			case typ == string(memory.Competence) && outcome == "used_success":
-				b.CompetenceSuccesses += c.N
-			case typ == string(memory.Competence) && outcome == "used_failure":
-				b.CompetenceFailures += c.N
-			case typ == string(memory.PlanGraph) && used:
+			if typ == string(memory.PlanGraph) && (outcome == "used_success" || outcome == "used_failure") {
 				b.PlanReuse += c.N
 			}
 		case store.HealthAudit:
@@ -191,9 +190,22 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 
-	// Running sums: records held at each bucket's end, and the window's
-	// totals the score reads.
+	// Running sums: records held at each bucket's end, the live
+	// procedures' successes and failures then, and the window's totals the
+	// score reads.
 	held := before
+	var wins, losses int64
+	perfIn := make([][2]int64, n)
+	for _, c := range perf {
+		if c.Bucket.IsZero() {
+			wins, losses = wins+c.Successes, losses+c.Failures
+			continue
+		}
+		if i := int((c.Bucket.Sub(from) + step/2) / step); i >= 0 && i < n {
+			perfIn[i][0] += c.Successes
+			perfIn[i][1] += c.Failures
+		}
+	}
 	var fb, writes api.HealthBucket
 	fb.Feedback, writes.Writes = map[string]int64{}, map[string]int64{}
 	for i := range st.Series {
@@ -212,7 +224,12 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 		b.RevisionRate = ratio(b.Revisions, a["create"])
 		used := b.Feedback["used_success"] + b.Feedback["used_failure"]
 		b.Usefulness = ratio(used, used+b.Feedback["unused"])
-		b.CompetenceSuccessRate = ratio(b.CompetenceSuccesses, b.CompetenceSuccesses+b.CompetenceFailures)
+		wins, losses = wins+perfIn[i][0], losses+perfIn[i][1]
+		b.CompetenceSuccesses, b.CompetenceFailures = wins, losses
+		if wins+losses > 0 {
+			rate := memory.SuccessRate(wins, losses)
+			b.CompetenceSuccessRate = &rate
+		}
 		for k, v := range b.Feedback {
 			fb.Feedback[k] += v
 		}
