@@ -644,17 +644,30 @@ func TestConsole(t *testing.T) {
 		for typ, x := range now.Types {
 			require.Equal(t, fmt.Sprint(x.Records), p.text(fmt.Sprintf(`#decay-summary tr[data-type=%q] td`, typ)), typ)
 		}
+		// The editor holds the section as the configuration file has it, in
+		// YAML.
+		shown := eval[string](p, `document.getElementById('decay-proposed').value`)
+		require.Equal(t, now.CurrentYAML, shown)
+		require.Contains(t, shown, "  semantic:\n    curve: exponential\n    half_life: 90d\n")
+		// A mistake is named with its field and line, as engramd would name
+		// it when loading the file.
+		bad := strings.Replace(shown, "    half_life: 90d\n", "    half_life: ninety days\n", 1)
+		p.run(chromedp.SetValue(chromedp.CSS(`#decay-proposed`), bad), chromedp.Click(chromedp.CSS(`form.editor button`)))
+		line := strings.Count(bad[:strings.Index(bad, "ninety")], "\n") + 1
+		p.poll("the error", func() bool { return p.text(`form.editor .error`) != "" })
+		require.Equal(t, fmt.Sprintf(`/profiles/semantic/half_life "ninety days" is not a duration such as 90d or 36h (line %d)`, line), p.text(`form.editor .error`))
 		// Propose a semantic half-life of an hour: in 30 days a sweep would
 		// expire every fact, and the page says so beside the current profile.
+		doc := strings.Replace(shown, "    half_life: 90d\n", "    half_life: 1h # was 90d\n", 1)
 		var proposed map[string]any
 		require.NoError(t, json.Unmarshal(now.Current, &proposed))
 		proposed["profiles"].(map[string]any)["semantic"].(map[string]any)["half_life"] = "1h"
-		doc, err := json.MarshalIndent(proposed, "", "  ")
+		asJSON, err := json.Marshal(proposed)
 		require.NoError(t, err)
 		var want api.DecayPreview
-		require.Equal(t, http.StatusOK, d.call("POST", "/v1/decay/preview", curatorKey, api.DecayPreviewRequest{At: "+30d", Proposed: doc}, &want))
+		require.Equal(t, http.StatusOK, d.call("POST", "/v1/decay/preview", curatorKey, api.DecayPreviewRequest{At: "+30d", Proposed: asJSON}, &want))
 		require.Greater(t, want.Types[memory.Semantic].Proposed.PruneAt, want.Types[memory.Semantic].Current.PruneAt)
-		p.run(chromedp.SetValue(chromedp.CSS(`#decay-proposed`), string(doc)), chromedp.Click(chromedp.CSS(`form.editor button`)))
+		p.run(chromedp.SetValue(chromedp.CSS(`#decay-proposed`), doc), chromedp.Click(chromedp.CSS(`form.editor button`)))
 		row := `#decay-summary tr[data-type=semantic]`
 		p.poll("the proposed preview", func() bool {
 			return eval[string](p, `(document.querySelector('`+row+`') || {dataset: {}}).dataset.pruneProposed || ""`) == fmt.Sprint(want.Types[memory.Semantic].Proposed.PruneAt)
@@ -662,6 +675,7 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, fmt.Sprint(want.Types[memory.Semantic].Current.PruneAt), eval[string](p, `document.querySelector('`+row+`').dataset.pruneCurrent`))
 		at := p.table("decay-semantic-proposed")
 		require.Len(t, at, 2, "now and at the horizon")
+		require.Empty(t, p.text(`form.editor .error`))
 		p.screenshot("decay")
 	})
 
