@@ -67,6 +67,13 @@ type daemon struct {
 
 func startEngramd(t *testing.T) *daemon {
 	t.Helper()
+	return startEngramdOn(t, pgtest.NewSchema(t), "curator@acme:"+curatorKey+",curator@empty:"+emptyKey+",*:"+opsKey)
+}
+
+// startEngramdOn starts engramd over db's schema (migrated at start) with
+// the API keys keys (ENGRAM_API_KEYS).
+func startEngramdOn(t *testing.T, db *pgtest.Schema, keys string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "engramd")
 	out, err := exec.Command("go", "build", "-o", bin, "../cmd/engramd").CombinedOutput()
@@ -84,10 +91,9 @@ func startEngramd(t *testing.T) *daemon {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	db := pgtest.NewSchema(t)
 	cmd := exec.Command(bin, "run", "--migrate")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+db.URL, "ENGRAM_LISTEN="+addr, "ENGRAM_CONFIG="+conf,
-		"ENGRAM_API_KEYS=curator@acme:"+curatorKey+",curator@empty:"+emptyKey+",*:"+opsKey, "ENGRAM_LOG_LEVEL=warn")
+		"ENGRAM_API_KEYS="+keys, "ENGRAM_LOG_LEVEL=warn")
 	logs := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, logs
 	require.NoError(t, cmd.Start())
@@ -346,7 +352,8 @@ func (p *page) signIn(key string) {
 }
 
 // screenshot writes the page to docs/console/<name>.png when
-// ENGRAM_SCREENSHOTS is set (make screenshots).
+// ENGRAM_SCREENSHOTS is set (make screenshots); name may hold a folder
+// (empty/health).
 func (p *page) screenshot(name string) {
 	p.t.Helper()
 	dir := os.Getenv("ENGRAM_SCREENSHOTS")
@@ -357,8 +364,9 @@ func (p *page) screenshot(name string) {
 	defer cancel()
 	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(p.t, err)
-	require.NoError(p.t, os.MkdirAll(dir, 0o755))
-	require.NoError(p.t, os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644))
+	path := filepath.Join(dir, name+".png")
+	require.NoError(p.t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(p.t, os.WriteFile(path, buf, 0o644))
 }
 
 // table reads a chart's text alternative: series name to its values.
