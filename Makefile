@@ -42,8 +42,8 @@ test: db browser clients ## Run all tests (race detector) against TEST_DATABASE_
 test-ha: ## Build a primary, a synchronous replica and PgBouncer (transaction mode) on ports 5441/5442/6441, run the failover, replica-lag and pooler scenarios with their figures, tear down
 	bash scripts/ha.sh
 
-screenshots: db browser ## Screenshot each console page into docs/console/*.png, by the console's browser tests
-	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run '^TestConsole$$' ./console/
+screenshots: db browser ## Screenshot each console page into docs/console/ (and empty/, demo/, large/: three states), by the console's browser tests
+	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -timeout 20m -run '^TestConsole(Screenshots)?$$' ./console/
 
 # The console's Learning page draws the curves make eval writes (once it has,
 # no restart needed); ENGRAM_CONSOLE_EVAL_REPORT= turns that off.

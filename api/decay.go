@@ -13,7 +13,10 @@ type DecayPreviewRequest struct {
 	// time; absent, 30 days ahead.
 	At string `json:"at,omitempty"`
 	// Proposed is the decay section of an engramd configuration, over the
-	// defaults; absent, the configuration in force.
+	// defaults; absent, the configuration in force. The section may also
+	// be sent alone as the body, in YAML as the configuration file has it
+	// (Content-Type: application/yaml), with the horizon as the parameter
+	// at.
 	Proposed json.RawMessage `json:"proposed,omitempty"`
 }
 
@@ -30,9 +33,13 @@ type DecayPreview struct {
 	// every default filled in, as engramd's configuration file writes
 	// them (the decay package's Config): profiles, prune_threshold,
 	// purge_grace, batch_size.
-	Current  json.RawMessage                   `json:"current"`
-	Proposed json.RawMessage                   `json:"proposed"`
-	Types    map[memory.Type]*DecayTypePreview `json:"types"`
+	Current  json.RawMessage `json:"current"`
+	Proposed json.RawMessage `json:"proposed"`
+	// CurrentYAML and ProposedYAML are the same sections in YAML, as they
+	// go under decay: in the configuration file.
+	CurrentYAML  string                            `json:"current_yaml"`
+	ProposedYAML string                            `json:"proposed_yaml"`
+	Types        map[memory.Type]*DecayTypePreview `json:"types"`
 }
 
 // DecayTypePreview is one type's part of a [DecayPreview].

@@ -50,8 +50,13 @@ type HealthBucket struct {
 	// Usefulness is the share of records given feedback that were used
 	// (write-path RFC §12.12.4, retrieval precision).
 	Usefulness *float64 `json:"usefulness"`
-	// CompetenceSuccesses and CompetenceFailures count feedback on learned
-	// procedures used; CompetenceSuccessRate is the share that worked.
+	// CompetenceSuccesses and CompetenceFailures are the uses of the
+	// tenant's live (active or contested) procedures at the bucket's end,
+	// summed from each one's performance: every use, whether observed in
+	// a later episode or reported by feedback, as a procedure's own page
+	// and engram procedures count them. CompetenceSuccessRate is their
+	// success rate as engram states it everywhere, smoothed:
+	// (successes+1)/(uses+2); null while no live procedure has a use.
 	CompetenceSuccesses   int64    `json:"competence_successes"`
 	CompetenceFailures    int64    `json:"competence_failures"`
 	CompetenceSuccessRate *float64 `json:"competence_success_rate"`

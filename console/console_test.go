@@ -67,6 +67,13 @@ type daemon struct {
 
 func startEngramd(t *testing.T) *daemon {
 	t.Helper()
+	return startEngramdOn(t, pgtest.NewSchema(t), "curator@acme:"+curatorKey+",curator@empty:"+emptyKey+",*:"+opsKey)
+}
+
+// startEngramdOn starts engramd over db's schema (migrated at start) with
+// the API keys keys (ENGRAM_API_KEYS).
+func startEngramdOn(t *testing.T, db *pgtest.Schema, keys string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "engramd")
 	out, err := exec.Command("go", "build", "-o", bin, "../cmd/engramd").CombinedOutput()
@@ -84,10 +91,9 @@ func startEngramd(t *testing.T) *daemon {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	db := pgtest.NewSchema(t)
 	cmd := exec.Command(bin, "run", "--migrate")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+db.URL, "ENGRAM_LISTEN="+addr, "ENGRAM_CONFIG="+conf,
-		"ENGRAM_API_KEYS=curator@acme:"+curatorKey+",curator@empty:"+emptyKey+",*:"+opsKey, "ENGRAM_LOG_LEVEL=warn")
+		"ENGRAM_API_KEYS="+keys, "ENGRAM_LOG_LEVEL=warn")
 	logs := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, logs
 	require.NoError(t, cmd.Start())
@@ -346,7 +352,8 @@ func (p *page) signIn(key string) {
 }
 
 // screenshot writes the page to docs/console/<name>.png when
-// ENGRAM_SCREENSHOTS is set (make screenshots).
+// ENGRAM_SCREENSHOTS is set (make screenshots); name may hold a folder
+// (empty/health).
 func (p *page) screenshot(name string) {
 	p.t.Helper()
 	dir := os.Getenv("ENGRAM_SCREENSHOTS")
@@ -357,8 +364,9 @@ func (p *page) screenshot(name string) {
 	defer cancel()
 	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(p.t, err)
-	require.NoError(p.t, os.MkdirAll(dir, 0o755))
-	require.NoError(p.t, os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644))
+	path := filepath.Join(dir, name+".png")
+	require.NoError(p.t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(p.t, os.WriteFile(path, buf, 0o644))
 }
 
 // table reads a chart's text alternative: series name to its values.
@@ -444,9 +452,36 @@ func TestConsole(t *testing.T) {
 		require.Len(t, records["semantic"], len(hs.Series))
 		require.Equal(t, fmt.Sprint(last.Records[memory.Semantic]), records["semantic"][len(hs.Series)-1])
 		require.Equal(t, fmt.Sprint(last.Records[memory.Competence]), records["competence"][len(hs.Series)-1])
+		// The competence success rate is the procedure's own, as the
+		// Learning page and engram procedures show it: its uses by episode
+		// and by feedback, smoothed.
 		comp := p.table("competence")["competence"]
+		var rec memory.Record
+		require.Equal(t, http.StatusOK, d.call("GET", "/v1/records/"+s.procedure.Records[0].ID.String(), curatorKey, nil, &rec))
+		var payload memory.CompetencePayload
+		require.NoError(t, json.Unmarshal(rec.Payload, &payload))
+		perf := payload.Performance
+		require.NotNil(t, perf)
 		require.NotNil(t, last.CompetenceSuccessRate)
-		require.Equal(t, fmt.Sprint(*last.CompetenceSuccessRate), comp[len(comp)-1], "3 of 4 uses worked")
+		require.Equal(t, []int64{int64(perf.Successes), int64(perf.Failures)}, []int64{last.CompetenceSuccesses, last.CompetenceFailures})
+		require.InDelta(t, memory.SuccessRate(perf.Successes, perf.Failures), *last.CompetenceSuccessRate, 1e-9)
+		require.Equal(t, fmt.Sprint(*last.CompetenceSuccessRate), comp[len(comp)-1])
+		require.Equal(t, fmt.Sprintf("%.2f", *last.CompetenceSuccessRate),
+			eval[string](p, `[...document.querySelectorAll('figure[data-chart=competence] table.data td')].pop().textContent`))
+		require.Contains(t, p.text(`figure[data-chart=competence]`), "(successes + 1) / (uses + 2)")
+		// Every write taken is past the alert threshold of write acceptance,
+		// scored as the API scores it, not 0.
+		var war api.HealthPart
+		for _, part := range hs.Score.Parts {
+			if part.Name == "write_acceptance" {
+				war = part
+			}
+		}
+		require.NotNil(t, war.Normalized)
+		require.Equal(t, fmt.Sprint(*war.Normalized), eval[string](p, `document.querySelector('section.score tr[data-part=write_acceptance]').dataset.normalized`))
+		if *war.Value == 1 {
+			require.InDelta(t, 1.0/3, *war.Normalized, 1e-9)
+		}
 		points := 0
 		for _, b := range hs.Series {
 			if b.CompetenceSuccessRate != nil {
@@ -540,7 +575,7 @@ func TestConsole(t *testing.T) {
 		// engram procedures prints it (0.67 (3/4)); one lifecycle word, the
 		// CLI's.
 		n := perf.Successes + perf.Failures
-		rate := float64(perf.Successes+1) / float64(n+2)
+		rate := memory.SuccessRate(perf.Successes, perf.Failures)
 		require.Equal(t, fmt.Sprint(rate), eval[string](p, fmt.Sprintf(`document.querySelector('%s td[data-rate]').dataset.rate`, row)))
 		require.Equal(t, fmt.Sprintf("%.2f (%d/%d)", rate, perf.Successes, n), p.text(row+` td[data-rate]`))
 		require.Contains(t, p.text(`#rate-note`), "(successes + 1) / (uses + 2)")
@@ -617,17 +652,30 @@ func TestConsole(t *testing.T) {
 		for typ, x := range now.Types {
 			require.Equal(t, fmt.Sprint(x.Records), p.text(fmt.Sprintf(`#decay-summary tr[data-type=%q] td`, typ)), typ)
 		}
+		// The editor holds the section as the configuration file has it, in
+		// YAML.
+		shown := eval[string](p, `document.getElementById('decay-proposed').value`)
+		require.Equal(t, now.CurrentYAML, shown)
+		require.Contains(t, shown, "  semantic:\n    curve: exponential\n    half_life: 90d\n")
+		// A mistake is named with its field and line, as engramd would name
+		// it when loading the file.
+		bad := strings.Replace(shown, "    half_life: 90d\n", "    half_life: ninety days\n", 1)
+		p.run(chromedp.SetValue(chromedp.CSS(`#decay-proposed`), bad), chromedp.Click(chromedp.CSS(`form.editor button`)))
+		line := strings.Count(bad[:strings.Index(bad, "ninety")], "\n") + 1
+		p.poll("the error", func() bool { return p.text(`form.editor .error`) != "" })
+		require.Equal(t, fmt.Sprintf(`/profiles/semantic/half_life "ninety days" is not a duration such as 90d or 36h (line %d)`, line), p.text(`form.editor .error`))
 		// Propose a semantic half-life of an hour: in 30 days a sweep would
 		// expire every fact, and the page says so beside the current profile.
+		doc := strings.Replace(shown, "    half_life: 90d\n", "    half_life: 1h # was 90d\n", 1)
 		var proposed map[string]any
 		require.NoError(t, json.Unmarshal(now.Current, &proposed))
 		proposed["profiles"].(map[string]any)["semantic"].(map[string]any)["half_life"] = "1h"
-		doc, err := json.MarshalIndent(proposed, "", "  ")
+		asJSON, err := json.Marshal(proposed)
 		require.NoError(t, err)
 		var want api.DecayPreview
-		require.Equal(t, http.StatusOK, d.call("POST", "/v1/decay/preview", curatorKey, api.DecayPreviewRequest{At: "+30d", Proposed: doc}, &want))
+		require.Equal(t, http.StatusOK, d.call("POST", "/v1/decay/preview", curatorKey, api.DecayPreviewRequest{At: "+30d", Proposed: asJSON}, &want))
 		require.Greater(t, want.Types[memory.Semantic].Proposed.PruneAt, want.Types[memory.Semantic].Current.PruneAt)
-		p.run(chromedp.SetValue(chromedp.CSS(`#decay-proposed`), string(doc)), chromedp.Click(chromedp.CSS(`form.editor button`)))
+		p.run(chromedp.SetValue(chromedp.CSS(`#decay-proposed`), doc), chromedp.Click(chromedp.CSS(`form.editor button`)))
 		row := `#decay-summary tr[data-type=semantic]`
 		p.poll("the proposed preview", func() bool {
 			return eval[string](p, `(document.querySelector('`+row+`') || {dataset: {}}).dataset.pruneProposed || ""`) == fmt.Sprint(want.Types[memory.Semantic].Proposed.PruneAt)
@@ -635,6 +683,7 @@ func TestConsole(t *testing.T) {
 		require.Equal(t, fmt.Sprint(want.Types[memory.Semantic].Current.PruneAt), eval[string](p, `document.querySelector('`+row+`').dataset.pruneCurrent`))
 		at := p.table("decay-semantic-proposed")
 		require.Len(t, at, 2, "now and at the horizon")
+		require.Empty(t, p.text(`form.editor .error`))
 		p.screenshot("decay")
 	})
 

@@ -1,6 +1,7 @@
 package decay
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"math"
@@ -60,9 +61,9 @@ type Profile struct {
 	// Floor is the salience decay never takes a record below.
 	Floor float64 `json:"floor" yaml:"floor"`
 	// MaxAge, when set, expires a record not reinforced for that long.
-	MaxAge Duration `json:"max_age,omitempty" yaml:"max_age"`
+	MaxAge Duration `json:"max_age,omitempty" yaml:"max_age,omitempty"`
 	// Points are a custom curve's share of salience kept at each age.
-	Points []Point `json:"points,omitempty" yaml:"points"`
+	Points []Point `json:"points,omitempty" yaml:"points,omitempty"`
 	// ReinforcementGain is what a successful use adds, unless the record
 	// names its own gain.
 	ReinforcementGain float64 `json:"reinforcement_gain" yaml:"reinforcement_gain"`
@@ -361,12 +362,66 @@ func ParseConfig(doc []byte) (Config, error) {
 	if err := yaml.Unmarshal(doc, &n); err != nil {
 		return Config{}, errorAt("is not YAML or JSON: " + err.Error())
 	}
+	err := error(nil)
 	if len(n.Content) > 0 {
-		if err := c.UnmarshalYAML(&n); err != nil {
-			return Config{}, err
-		}
+		err = c.UnmarshalYAML(&n)
 	}
-	return c, c.Validate()
+	if err == nil {
+		err = c.Validate()
+	}
+	if ce, ok := err.(*ConfigError); ok {
+		ce.Line = lineOf(&n, ce.Path)
+	}
+	if err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// lineOf is the line of the node at path under n (a document), or of the
+// deepest of its parents there is (a missing field's mapping); 0 when
+// there is none.
+func lineOf(n *yaml.Node, path []string) int {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	line := 0
+	for _, key := range path {
+		if n.Kind == yaml.DocumentNode || n.Line == 0 {
+			return line
+		}
+		line = n.Line
+		var next *yaml.Node
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == key {
+					line, next = n.Content[i].Line, n.Content[i+1]
+				}
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(n.Content) {
+				next = n.Content[i]
+				line = next.Line
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+	}
+	return line
+}
+
+// YAML is c as engramd's configuration file writes its decay section.
+func (c Config) YAML() ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, fmt.Errorf("encode decay configuration: %w", err)
+	}
+	return b.Bytes(), enc.Close()
 }
 
 // Duration is a span of time written as a Go duration ("36h", "90m") or in

@@ -11,6 +11,10 @@ type ConfigError struct {
 	// "semantic", "half_life"}; list indexes are numbers.
 	Path    []string
 	Message string
+	// Line is the line of the YAML document the field is on, from 1; 0
+	// when unknown (a field that is missing, or an error of the whole
+	// document, whose message has its line).
+	Line int
 }
 
 func errorAt(msg string, path ...string) *ConfigError { return &ConfigError{Path: path, Message: msg} }

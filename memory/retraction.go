@@ -33,6 +33,15 @@ func (p Performance) Use(success bool, at time.Time) Performance {
 	return p
 }
 
+// SuccessRate is engram's one success rate of a procedure or plan, as
+// retrieval ranks by it and every surface prints it (engram procedures,
+// SKILL.md, the console, GET /v1/stats/health): Laplace-smoothed,
+// (successes+1)/(uses+2), so that a few uses never read as certain (3 of 3
+// is 0.80) and one lucky success (⅔) does not beat twenty (21/22).
+func SuccessRate[N int | int64](successes, failures N) float64 {
+	return float64(successes+1) / float64(successes+failures+2)
+}
+
 // MaxLearnedConfidence caps the confidence evidence alone gives a learned
 // record.
 const MaxLearnedConfidence = 0.95
@@ -80,7 +89,7 @@ func (r RetractionRule) Verdict(p Performance) string {
 	}
 	last := p.Recent[len(p.Recent)-r.Window:]
 	s := strings.Count(last, "s")
-	rate := float64(s+1) / float64(len(last)+2)
+	rate := SuccessRate(s, len(last)-s)
 	if rate < r.Rate {
 		return fmt.Sprintf("smoothed success rate %.2f over its last %d uses is under %.2f: retracted after drift",
 			rate, len(last), r.Rate)

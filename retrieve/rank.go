@@ -188,10 +188,9 @@ func count(v any) int {
 }
 
 // selection records a procedure's or plan's smoothed success rate and
-// recency and returns the score factor. The rate is Laplace-smoothed,
-// (s+1)/(s+f+2), so one lucky success (⅔) does not beat twenty (21/22).
+// recency and returns the score factor. The rate is [memory.SuccessRate].
 func selection(why *Why, successes, failures int, rec memory.Record, now time.Time) float64 {
-	rate := float64(successes+1) / float64(successes+failures+2)
+	rate := memory.SuccessRate(successes, failures)
 	age := now.Sub(rec.Lifecycle.LastReinforcedAt)
 	recency := math.Exp2(-math.Max(0, age.Seconds()) / recencyHalfLife.Seconds())
 	why.SuccessRate, why.Recency = &rate, &recency

@@ -162,12 +162,26 @@ func (s *Server) decayPreview(w http.ResponseWriter, r *http.Request) error {
 		return errNoDecay
 	}
 	var req previewRequest
-	if r.ContentLength != 0 {
+	proposed := s.decay.Settings().Config()
+	if isYAML(r.Header.Get("Content-Type")) {
+		// The decay section as the configuration file has it, read as the
+		// file is; the horizon is a parameter.
+		doc, err := readAll(r)
+		if err != nil {
+			return err
+		}
+		req.At = r.URL.Query().Get("at")
+		if proposed, err = parseYAMLSection(doc); err != nil {
+			return err
+		}
+	} else if r.ContentLength != 0 {
 		if err := decodeJSON(r, &req); err != nil {
+			if p, ok := err.(*Problem); ok && p.Status == http.StatusUnsupportedMediaType {
+				p.Detail = "send application/json (a preview request) or application/yaml (the decay section, as the configuration file has it), not " + r.Header.Get("Content-Type")
+			}
 			return err
 		}
 	}
-	proposed := s.decay.Settings().Config()
 	if len(req.Proposed) > 0 && string(req.Proposed) != "null" {
 		var err error
 		if proposed, err = decay.ParseConfig(req.Proposed); err != nil {
@@ -194,6 +208,32 @@ func (s *Server) decayPreview(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// isYAML is whether a Content-Type names YAML.
+func isYAML(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	switch strings.ToLower(strings.TrimSpace(mt)) {
+	case "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml":
+		return true
+	}
+	return false
+}
+
+// parseYAMLSection reads a decay section sent as YAML, as the
+// configuration file's loader reads it (decay.ParseConfig): a field's
+// error points at it, relative to the section, and names its line.
+func parseYAMLSection(doc []byte) (decay.Config, error) {
+	c, err := decay.ParseConfig(doc)
+	var ce *decay.ConfigError
+	if errors.As(err, &ce) {
+		msg := ce.Message
+		if ce.Line > 0 {
+			msg = fmt.Sprintf("%s (line %d)", msg, ce.Line)
+		}
+		return c, fieldProblem(ce.Pointer(), msg)
+	}
+	return c, err
+}
+
 // previewAnswer is pv as the API writes it: the configurations as JSON.
 func previewAnswer(pv decay.Preview) (api.DecayPreview, error) {
 	current, err := json.Marshal(pv.Current)
@@ -204,7 +244,16 @@ func previewAnswer(pv decay.Preview) (api.DecayPreview, error) {
 	if err != nil {
 		return api.DecayPreview{}, fmt.Errorf("encode decay configuration: %w", err)
 	}
-	return api.DecayPreview{Now: pv.Now, At: pv.At, Bounds: pv.Bounds, Current: current, Proposed: proposed, Types: pv.Types}, nil
+	currentYAML, err := pv.Current.YAML()
+	if err != nil {
+		return api.DecayPreview{}, err
+	}
+	proposedYAML, err := pv.Proposed.YAML()
+	if err != nil {
+		return api.DecayPreview{}, err
+	}
+	return api.DecayPreview{Now: pv.Now, At: pv.At, Bounds: pv.Bounds, Current: current, Proposed: proposed,
+		CurrentYAML: string(currentYAML), ProposedYAML: string(proposedYAML), Types: pv.Types}, nil
 }
 
 // horizon reads a preview's horizon: empty is [DefaultHorizon] from now, a

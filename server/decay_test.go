@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/jobs"
@@ -261,6 +262,60 @@ func TestPreviewAndStatsAPI(t *testing.T) {
 	res = e.do("GET", "/v1/stats/salience", otherKey, nil)
 	res.decode(t, &st)
 	require.Equal(t, 0, st.Types[memory.Episodic].Records, "per tenant")
+}
+
+// The decay section may be previewed as the configuration file has it, in
+// YAML: read as the file's loader reads it, its errors naming the field
+// and its line; the answer gives both sections back in YAML too.
+func TestPreviewYAML(t *testing.T) {
+	t.Parallel()
+	e := setupDecay(t)
+	for range 3 {
+		e.createEpisode()
+	}
+	e.clock.Advance(24 * time.Hour)
+	yamlBody := "Content-Type"
+	res := e.do("POST", "/v1/decay/preview?at=%2B2d", acmeKey, "profiles:\n  episodic:\n    half_life: 12h # faster\nprune_threshold: 0.1\n", yamlBody, "application/yaml")
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var pv api.DecayPreview
+	res.decode(t, &pv)
+	require.Equal(t, e.clock.Now().Add(48*time.Hour), pv.At)
+	require.Equal(t, 3, pv.Types[memory.Episodic].Proposed.PruneAt)
+	proposed, err := decay.ParseConfig(pv.Proposed)
+	require.NoError(t, err)
+	require.Equal(t, decay.Duration(12*time.Hour), proposed.Profiles[memory.Episodic].HalfLife)
+	require.Equal(t, 0.1, proposed.PruneThreshold)
+	// The YAML it answers is the configuration file's, and reads back.
+	require.Contains(t, pv.ProposedYAML, "prune_threshold: 0.1\n")
+	require.Contains(t, pv.CurrentYAML, "\n  episodic:\n    curve: exponential\n    half_life: 7d\n")
+	back, err := decay.ParseConfig([]byte(pv.ProposedYAML))
+	require.NoError(t, err)
+	require.Equal(t, proposed, back)
+
+	for _, tc := range []struct {
+		name, body, pointer, message string
+	}{
+		{"a bad duration", "profiles:\n  semantic:\n    half_life: ten days\n", "/profiles/semantic/half_life", `"ten days" is not a duration such as 90d or 36h (line 3)`},
+		{"an unknown field", "prune_threshold: 0.1\nprune_treshold: 0.2\n", "/prune_treshold", "(line 2)"},
+		{"out of range", "batch_size: 0\n", "/batch_size", "0 is outside 1..100000 (line 1)"},
+		{"not YAML", "profiles:\n  semantic: [\n", "", "yaml: line 2"},
+		{"a JSON-style preview request", `{"proposed": {"prune_threshold": 0.1}}`, "/proposed", "(line 1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := e.do("POST", "/v1/decay/preview", acmeKey, tc.body, yamlBody, "application/yaml; charset=utf-8")
+			require.Equal(t, http.StatusUnprocessableEntity, res.status, string(res.body))
+			require.Equal(t, "application/problem+json", res.header.Get("Content-Type"))
+			p := res.problem(t)
+			require.Equal(t, tc.pointer, p.Errors[0].Pointer)
+			require.Contains(t, p.Errors[0].Message, tc.message)
+		})
+	}
+	res = e.do("POST", "/v1/decay/preview?at=yesterday", acmeKey, "prune_threshold: 0.1\n", yamlBody, "application/yaml")
+	require.Equal(t, http.StatusUnprocessableEntity, res.status, string(res.body))
+	require.Equal(t, "/at", res.problem(t).Errors[0].Pointer)
+	res = e.do("POST", "/v1/decay/preview", acmeKey, "prune_threshold: 0.1\n", yamlBody, "text/plain")
+	require.Equal(t, http.StatusUnsupportedMediaType, res.status, string(res.body))
+	require.Contains(t, res.problem(t).Detail, "application/yaml")
 }
 
 func TestJobsAPI(t *testing.T) {

@@ -117,6 +117,7 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 		counts []store.HealthCount
 		totals store.HealthTotals
 		stored []store.Held
+		perf   []store.CompetenceUses
 	)
 	g, ctx := errgroup.WithContext(r.Context())
 	if _, pool := s.db.(*pgxpool.Pool); !pool {
@@ -132,6 +133,10 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 	})
 	g.Go(func() (err error) {
 		totals, err = store.ReadHealthTotals(ctx, s.db, tenant, from, to)
+		return err
+	})
+	g.Go(func() (err error) {
+		perf, err = store.CompetencePerformance(ctx, s.db, tenant, from, to, step)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -172,13 +177,7 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 		case store.HealthFeedback:
 			typ, outcome, _ := strings.Cut(c.Key, ":")
 			b.Feedback[outcome] += c.N
-			used := outcome == "used_success" || outcome == "used_failure"
-			switch {
-			case typ == string(memory.Competence) && outcome == "used_success":
-				b.CompetenceSuccesses += c.N
-			case typ == string(memory.Competence) && outcome == "used_failure":
-				b.CompetenceFailures += c.N
-			case typ == string(memory.PlanGraph) && used:
+			if typ == string(memory.PlanGraph) && (outcome == "used_success" || outcome == "used_failure") {
 				b.PlanReuse += c.N
 			}
 		case store.HealthAudit:
@@ -191,9 +190,22 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 
-	// Running sums: records held at each bucket's end, and the window's
-	// totals the score reads.
+	// Running sums: records held at each bucket's end, the live
+	// procedures' successes and failures then, and the window's totals the
+	// score reads.
 	held := before
+	var wins, losses int64
+	perfIn := make([][2]int64, n)
+	for _, c := range perf {
+		if c.Bucket.IsZero() {
+			wins, losses = wins+c.Successes, losses+c.Failures
+			continue
+		}
+		if i := int((c.Bucket.Sub(from) + step/2) / step); i >= 0 && i < n {
+			perfIn[i][0] += c.Successes
+			perfIn[i][1] += c.Failures
+		}
+	}
 	var fb, writes api.HealthBucket
 	fb.Feedback, writes.Writes = map[string]int64{}, map[string]int64{}
 	for i := range st.Series {
@@ -212,7 +224,12 @@ func (s *Server) healthStats(w http.ResponseWriter, r *http.Request) error {
 		b.RevisionRate = ratio(b.Revisions, a["create"])
 		used := b.Feedback["used_success"] + b.Feedback["used_failure"]
 		b.Usefulness = ratio(used, used+b.Feedback["unused"])
-		b.CompetenceSuccessRate = ratio(b.CompetenceSuccesses, b.CompetenceSuccesses+b.CompetenceFailures)
+		wins, losses = wins+perfIn[i][0], losses+perfIn[i][1]
+		b.CompetenceSuccesses, b.CompetenceFailures = wins, losses
+		if wins+losses > 0 {
+			rate := memory.SuccessRate(wins, losses)
+			b.CompetenceSuccessRate = &rate
+		}
 		for k, v := range b.Feedback {
 			fb.Feedback[k] += v
 		}
@@ -311,19 +328,9 @@ func healthScore(feedback, writes map[string]int64, t store.HealthTotals) api.He
 			func(v float64) float64 { return max(0, 1-v/0.04) },
 			"retrievals whose feedback names a record used in a failure, over retrievals given feedback; target < 0.01",
 			"no feedback in the range"),
-		part("write_acceptance", weightAcceptance, acceptance(writes),
-			// Target range 0.4–0.8 (§12.12.3): inside is optimal, and the
-			// score falls with the distance from it.
-			func(v float64) float64 {
-				switch {
-				case v < 0.4:
-					return max(0, 1-(0.4-v)/0.4)
-				case v > 0.8:
-					return max(0, 1-(v-0.8)/0.2)
-				}
-				return 1
-			},
-			"created and approved over created, absorbed and rejected; target 0.4–0.8", "no write in the range"),
+		part("write_acceptance", weightAcceptance, acceptance(writes), acceptanceScore,
+			"created and approved over created, absorbed and rejected; target 0.4–0.8, alert above 0.95 (too little filtering) or below 0.3 (too much), each scoring 0.5",
+			"no write in the range"),
 		part("operational", weightOperational, ratio(t.Pending-t.Overdue, t.Pending),
 			func(v float64) float64 { return v },
 			"pending reviews within their deadline", ""),
@@ -360,6 +367,23 @@ func healthScore(feedback, writes map[string]int64, t store.HealthTotals) api.He
 		}
 	}
 	return sc
+}
+
+// acceptanceScore normalises a write acceptance rate (write-path RFC
+// §12.12.3): 1 inside the target range 0.4–0.8, falling linearly outside
+// it to 0.5 at the spec's alert thresholds — above 0.95 "suggests
+// insufficient filtering", below 0.3 "over-restrictive policies" — as the
+// other parts score their alert threshold 0.5. Past an alert it keeps
+// falling at the same slope: 1 (every write taken) scores 1/3, 0.2 and
+// below 0.
+func acceptanceScore(v float64) float64 {
+	switch {
+	case v > 0.8:
+		return max(0, 1-0.5*(v-0.8)/0.15)
+	case v < 0.4:
+		return max(0, 1-0.5*(0.4-v)/0.1)
+	}
+	return 1
 }
 
 // part is a score part measured as value (nil: not measured), normalised

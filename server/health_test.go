@@ -140,3 +140,80 @@ func TestHealthStats(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, e.do("GET", "/v1/stats/health?bucket=hour&from=2000-01-01T00:00:00Z", acmeKey, nil).status)
 	require.Equal(t, http.StatusBadRequest, e.do("GET", "/v1/stats/health?from=2100-01-01T00:00:00Z", acmeKey, nil).status)
 }
+
+// A tenant whose every write was taken has a write acceptance of 1: past
+// the spec's alert threshold of 0.95 (too little filtering), which scores
+// 0.5, so it scores 1/3 — not 0, the score of a tenant whose every write
+// was turned away (write-path RFC §12.12.3).
+func TestHealthScoreAcceptanceAboveTarget(t *testing.T) {
+	t.Parallel()
+	e := setupHealth(t)
+	for _, obj := range []string{"go", "rust"} {
+		res := e.do("POST", "/v1/records", acmeKey, factBody(obj, map[string]any{"project": obj}))
+		require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	}
+	from := time.Now().UTC().Add(-time.Hour).Truncate(time.Hour)
+	res := e.do("GET", "/v1/stats/health?bucket=hour&from="+from.Format(time.RFC3339), acmeKey, nil)
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	var st api.HealthStats
+	res.decode(t, &st)
+	var war api.HealthPart
+	for _, p := range st.Score.Parts {
+		if p.Name == "write_acceptance" {
+			war = p
+		}
+	}
+	require.NotNil(t, war.Value, war.Detail)
+	require.InDelta(t, 1, *war.Value, 1e-9)
+	require.InDelta(t, 1.0/3, *war.Normalized, 1e-9, "every write taken is past the alert threshold, not the worst possible")
+	require.Contains(t, war.Detail, "0.95")
+	// Hallucination leakage 0 (1), operational 1, write acceptance 1/3;
+	// nothing else measured.
+	want := (0.20*1 + 0.10*1.0/3 + 0.10*1) / 0.40
+	require.InDelta(t, want, *st.Score.Score, 1e-9)
+}
+
+// The health route's competence success rate is the one engram states
+// everywhere: from the live procedures' own performance (every use, by
+// feedback or observed in episodes), smoothed as (successes+1)/(uses+2) —
+// the rate a procedure's page and engram procedures show — and gone with
+// a procedure that is no longer live.
+func TestHealthCompetenceRateFromPerformance(t *testing.T) {
+	t.Parallel()
+	e := setupHealth(t)
+	res := e.do("POST", "/v1/records", acmeKey, map[string]any{"type": "competence", "confidence": 0.6,
+		"provenance": map[string]any{"sources": []any{map[string]any{"kind": "tool_call", "ref": "call://rm"}}},
+		"payload": map[string]any{"kind": "competence", "skill_name": "fix_linker_cache",
+			"triggers": []any{map[string]any{"signal": "ld: cache mismatch"}}, "recipe": []any{map[string]any{"step": "rm -rf cache"}},
+			"performance": map[string]any{"successes": 3, "failures": 0}}})
+	require.Equal(t, http.StatusCreated, res.status, string(res.body))
+	var proc memory.Record
+	res.decode(t, &proc)
+	res = e.do("POST", "/v1/feedback", acmeKey, map[string]any{"key": "task-1", "record_ids": []string{proc.ID.String()}, "outcome": "used_failure"})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+
+	from := proc.CreatedAt.UTC().Truncate(time.Hour).Add(-time.Hour)
+	last := func(to time.Time) api.HealthBucket {
+		t.Helper()
+		res := e.do("GET", "/v1/stats/health?bucket=hour&from="+from.Format(time.RFC3339)+"&to="+to.Format(time.RFC3339Nano), acmeKey, nil)
+		require.Equal(t, http.StatusOK, res.status, string(res.body))
+		var st api.HealthStats
+		res.decode(t, &st)
+		require.Nil(t, st.Series[0].CompetenceSuccessRate, "no procedure before it was learned")
+		return st.Series[len(st.Series)-1]
+	}
+	b := last(time.Now().UTC())
+	require.Equal(t, int64(3), b.CompetenceSuccesses, "the procedure's own counts, not the feedback rows alone")
+	require.Equal(t, int64(1), b.CompetenceFailures)
+	require.NotNil(t, b.CompetenceSuccessRate)
+	require.InDelta(t, memory.SuccessRate(3, 1), *b.CompetenceSuccessRate, 1e-9)
+	require.InDelta(t, 4.0/6, *b.CompetenceSuccessRate, 1e-9)
+
+	before := time.Now().UTC()
+	res = e.do("POST", "/v1/records/"+proc.ID.String()+":retract", acmeKey, map[string]any{"rationale": "stale"})
+	require.Equal(t, http.StatusOK, res.status, string(res.body))
+	b = last(time.Now().UTC())
+	require.Zero(t, b.CompetenceSuccesses+b.CompetenceFailures, "a retracted procedure is no live competence")
+	require.Nil(t, b.CompetenceSuccessRate)
+	require.InDelta(t, 4.0/6, *last(before).CompetenceSuccessRate, 1e-9, "as it stood before its retraction")
+}

@@ -140,7 +140,7 @@ func Rate(perf *memory.Performance) float64 {
 	if perf == nil {
 		return 0.5
 	}
-	return float64(perf.Successes+1) / float64(perf.Successes+perf.Failures+2)
+	return memory.SuccessRate(perf.Successes, perf.Failures)
 }
 
 // description says what the procedure does and when to use it, within
@@ -162,7 +162,7 @@ func description(skillName string, p memory.CompetencePayload, rec memory.Record
 		fmt.Fprintf(&b, " Use it on: %s.", strings.Join(whens, "; "))
 	}
 	if perf := p.Performance; perf != nil {
-		fmt.Fprintf(&b, " Worked %d of %d times.", perf.Successes, perf.Successes+perf.Failures)
+		fmt.Fprintf(&b, " Success rate %.2f, smoothed: (successes+1)/(uses+2), %d of %d uses worked.", Rate(perf), perf.Successes, perf.Successes+perf.Failures)
 	}
 	return cut(b.String(), MaxDescriptionLen)
 }

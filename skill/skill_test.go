@@ -83,7 +83,7 @@ func TestRenderProcedure(t *testing.T) {
 		Performance:   &memory.Performance{Successes: 3, Failures: 1, LastSuccessAt: &last},
 	}))
 	require.Equal(t, "fix-ld-cache-mismatch-in-path-os-linux-bd8cd920", fm.Name)
-	require.Equal(t, "fix ld: cache mismatch in <path> (os=linux): a procedure learned from experience by engram. Use it on: ld: cache mismatch in <path> (when os=linux). Worked 3 of 4 times.", fm.Description)
+	require.Equal(t, "fix ld: cache mismatch in <path> (os=linux): a procedure learned from experience by engram. Use it on: ld: cache mismatch in <path> (when os=linux). Success rate 0.67, smoothed: (successes+1)/(uses+2), 3 of 4 uses worked.", fm.Description)
 	require.Equal(t, "Needs the tools shell, make.", fm.Compatibility)
 	require.Equal(t, map[string]string{"engram-record": id.String(), "engram-version": "2", "engram-status": "active", "success-rate": "0.67"}, fm.Metadata)
 	for _, want := range []string{

@@ -231,3 +231,63 @@ func Tenants(ctx context.Context, db pg.DBTX) ([]Tenant, error) {
 	}
 	return out, nil
 }
+
+// CompetenceUses is how a tenant's live procedures' performance moved:
+// Successes and Failures are the change, over the versions recorded in the
+// bucket starting at Bucket (zero: before the range), of the successes
+// and failures the tenant's active or contested procedures hold. Summed
+// from the start, they are what the live procedures held then.
+type CompetenceUses struct {
+	Bucket              time.Time
+	Successes, Failures int64
+}
+
+// competenceUsesSQL reads each procedure's version log: a version counts
+// the performance of its payload while the procedure is live (active or
+// contested) and nothing otherwise (a draft, superseded, retracted or
+// expired), and each version's change from the one before falls in the
+// bucket it was recorded in. So a successor carrying its predecessor's
+// counts adds only its new uses, once the predecessor's version as
+// superseded has taken its counts away. A sealed payload has no readable
+// performance: it counts nothing. Its cost follows the tenant's
+// procedures' versions (records_by_type, then each one's version log).
+const competenceUsesSQL = `
+WITH v AS (
+	SELECT v.record_id, v.version, v.recorded_at,
+	       CASE WHEN v.snapshot ->> 'status' IN ('active', 'contested')
+	            THEN coalesce((v.snapshot -> 'payload' -> 'performance' ->> 'successes')::bigint, 0) ELSE 0 END AS s,
+	       CASE WHEN v.snapshot ->> 'status' IN ('active', 'contested')
+	            THEN coalesce((v.snapshot -> 'payload' -> 'performance' ->> 'failures')::bigint, 0) ELSE 0 END AS f
+	  FROM records r
+	  JOIN record_versions v ON v.tenant_id = r.tenant_id AND v.record_id = r.id
+	 WHERE r.tenant_id = $1 AND r.type = 'competence' AND v.recorded_at < $3
+), d AS (
+	SELECT recorded_at, s - lag(s, 1, 0::bigint) OVER w AS ds, f - lag(f, 1, 0::bigint) OVER w AS df
+	  FROM v WINDOW w AS (PARTITION BY record_id ORDER BY version)
+)
+SELECT CASE WHEN recorded_at >= $2 THEN date_bin($4::interval, recorded_at, $2) END,
+       coalesce(sum(ds), 0)::bigint, coalesce(sum(df), 0)::bigint
+  FROM d GROUP BY 1`
+
+// CompetencePerformance returns how a tenant's live procedures'
+// successes and failures changed, before from and in each bucket of step
+// from from until to.
+func CompetencePerformance(ctx context.Context, db pg.DBTX, tenant string, from, to time.Time, step time.Duration) ([]CompetenceUses, error) {
+	rows, err := db.Query(ctx, competenceUsesSQL, tenant, from, to, step)
+	if err != nil {
+		return nil, fmt.Errorf("read competence performance: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (CompetenceUses, error) {
+		var c CompetenceUses
+		var bucket *time.Time
+		err := row.Scan(&bucket, &c.Successes, &c.Failures)
+		if bucket != nil {
+			c.Bucket = bucket.UTC()
+		}
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read competence performance: %w", err)
+	}
+	return out, nil
+}

@@ -69,8 +69,7 @@ func successRate(perf *memory.Performance) string {
 		return "-"
 	}
 	n := perf.Successes + perf.Failures
-	rate := float64(perf.Successes+1) / float64(n+2)
-	return fmt.Sprintf("%.2f (%d/%d)", rate, perf.Successes, n)
+	return fmt.Sprintf("%.2f (%d/%d)", memory.SuccessRate(perf.Successes, perf.Failures), perf.Successes, n)
 }
 
 // procedureState is probation, active, or the record's status.

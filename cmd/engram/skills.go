@@ -108,7 +108,7 @@ func smoothedRate(perf *memory.Performance) float64 {
 	if perf == nil {
 		return 0.5
 	}
-	return float64(perf.Successes+1) / float64(perf.Successes+perf.Failures+2)
+	return memory.SuccessRate(perf.Successes, perf.Failures)
 }
 
 // frontMatterName is the name field of a SKILL.md, checked against the

@@ -17,7 +17,9 @@ export const session = {
   set key(v) { v ? sessionStorage.setItem(KEY, v) : sessionStorage.removeItem(KEY); },
 };
 
-export async function api(method, path, { query, body } = {}) {
+// api calls the API: body is sent as JSON, or, given type, as it is, with
+// that Content-Type (the decay page sends YAML).
+export async function api(method, path, { query, body, type } = {}) {
   let url = path;
   if (query) {
     const q = new URLSearchParams();
@@ -29,8 +31,9 @@ export async function api(method, path, { query, body } = {}) {
     if (s) url += "?" + s;
   }
   const headers = { Authorization: `Bearer ${session.key}`, Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (body !== undefined) headers["Content-Type"] = type || "application/json";
+  const sent = body === undefined || type ? body : JSON.stringify(body);
+  const res = await fetch(url, { method, headers, body: sent });
   const text = await res.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = { detail: text }; }

@@ -51,7 +51,7 @@ function niceMax(v) {
 export function fmt(v, format) {
   if (v === null || v === undefined || Number.isNaN(v)) return "–";
   if (format === "percent") return (v * 100).toFixed(1) + "%";
-  if (format === "fixed") return v.toFixed(2);
+  if (format === "fixed" || format === "rate") return v.toFixed(2);
   return Number.isInteger(v) ? String(v) : v.toFixed(3);
 }
 
@@ -59,7 +59,7 @@ export function fmt(v, format) {
 // value a whole number) tick at whole numbers: a chart of 3 records has
 // ticks 0, 1, 2, 3, never 0.75.
 function scale(series, format) {
-  if (format === "percent") return { max: 1, step: 0.25 };
+  if (format === "percent" || format === "rate") return { max: 1, step: 0.25 };
   const values = series.flatMap((s) => s.values.filter((v) => v != null));
   const top = Math.max(0, ...values);
   if (!values.every(Number.isInteger)) { const max = niceMax(top); return { max, step: max / 4 }; }
@@ -75,7 +75,7 @@ function frame(id, title, { max, step }, format) {
   for (let i = 0; i * step <= max * 1.000001; i++) {
     const v = i * step;
     svg.append(el("line", { x1: PAD.l, x2: W - PAD.r, y1: y(v), y2: y(v), class: "grid" }));
-    svg.append(el("text", { x: PAD.l - 6, y: y(v) + 4, class: "tick", "data-tick": "y", "text-anchor": "end" }, fmt(v, format === "percent" ? "percent" : undefined)));
+    svg.append(el("text", { x: PAD.l - 6, y: y(v) + 4, class: "tick", "data-tick": "y", "text-anchor": "end" }, fmt(v, format === "percent" || format === "rate" ? format : undefined)));
   }
   return { svg, y };
 }
@@ -124,7 +124,8 @@ function empty(series) {
 }
 
 // lineChart: series [{name, label, values}] over labels; null values are
-// gaps. format: "percent" (values in [0, 1]) or undefined.
+// gaps. format: "percent" (values in [0, 1]), "rate" (a success rate in
+// [0, 1], as 0.80) or undefined.
 export function lineChart({ id = `chart-${++uid}`, title, labels, series, format, xTitle = "Time", note }) {
   const f = figure(id, title, note);
   if (empty(series)) {

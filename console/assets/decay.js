@@ -5,7 +5,7 @@
 // expire. Nothing is changed: applying is editing engramd's configuration
 // file (the decay section below) and reloading it (SIGHUP).
 
-import { ApiError, post } from "./api.js";
+import { api, ApiError, post } from "./api.js";
 import { barChart, h, histogramLabels } from "./chart.js";
 
 const TYPES = ["episodic", "working", "semantic", "competence", "plan_graph"];
@@ -13,25 +13,25 @@ const TYPES = ["episodic", "working", "semantic", "competence", "plan_graph"];
 export async function render(el) {
   el.append(h("h1", {}, "Decay tuning"));
   const first = await post("/v1/decay/preview", {});
-  const text = h("textarea", { id: "decay-proposed", rows: 16, spellcheck: "false", class: "code" }, JSON.stringify(first.current, null, 2));
+  const text = h("textarea", { id: "decay-proposed", rows: 24, spellcheck: "false", class: "code" }, first.current_yaml);
   const horizon = h("input", { id: "decay-horizon", value: "+30d", size: 8 });
   const msg = h("p", { class: "error", role: "alert" });
   const btn = h("button", { type: "submit" }, "Preview");
   const form = h("form", { class: "editor" },
-    h("label", { for: text.id }, "Proposed decay section (JSON; profiles by type, prune_threshold, …)"), text,
+    h("label", { for: text.id }, "Proposed decay section, in YAML as under decay: in the configuration file (profiles by type, prune_threshold, …)"), text,
     h("div", { class: "controls" }, h("label", { for: horizon.id }, "Horizon"), horizon, btn), msg);
   const out = h("div", { id: "decay-preview" });
   el.append(form, out);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     msg.textContent = "";
-    let proposed;
-    try { proposed = JSON.parse(text.value); } catch (e) { msg.textContent = `Not JSON: ${e.message}`; return; }
     out.dataset.loading = "true";
     try {
-      show(out, await post("/v1/decay/preview", { at: horizon.value, proposed }));
+      // The server reads the YAML as engramd reads its configuration file,
+      // and names a wrong field with its line.
+      show(out, await api("POST", "/v1/decay/preview", { query: { at: horizon.value }, body: text.value, type: "application/yaml" }));
     } catch (e) {
-      msg.textContent = e instanceof ApiError && e.problem.errors ? e.problem.errors.map((x) => `${x.pointer || x.parameter || ""} ${x.message}`).join("; ") : e.message;
+      msg.textContent = e instanceof ApiError && e.problem.errors ? e.problem.errors.map((x) => `${x.pointer || x.parameter || ""} ${x.message}`.trim()).join("; ") : e.message;
     }
     delete out.dataset.loading;
   });

@@ -5,6 +5,7 @@
 
 import { get } from "./api.js";
 import { barChart, fmt, h, histogramLabels, lineChart } from "./chart.js";
+import { RATE_NOTE } from "./learning.js";
 
 const TYPES = ["episodic", "working", "semantic", "competence", "plan_graph"];
 const HOUR = 36e5;
@@ -133,8 +134,12 @@ function view(st, writes) {
   grid.append(lineChart({ id: "usefulness", title: "Retrieval usefulness", labels, format: "percent",
     series: [{ name: "usefulness", label: "records used / given feedback", values: st.series.map((b) => b.usefulness) }] }));
   grid.append(barChart({ id: "retrievals", title: "Retrievals", labels, series: [{ name: "retrievals", values: st.series.map((b) => b.retrievals) }] }));
-  grid.append(lineChart({ id: "competence", title: "Competence success rate", labels, format: "percent",
-    series: [{ name: "competence", label: "procedures used that worked", values: st.series.map((b) => b.competence_success_rate) }] }));
+  const uses = st.series.map((b) => b.competence_successes + b.competence_failures);
+  grid.append(lineChart({ id: "competence", title: "Competence success rate", labels, format: "rate",
+    series: [{ name: "competence", label: "live procedures' success rate", values: st.series.map((b) => b.competence_success_rate) }],
+    note: "The live procedures' uses at each bucket's end, from their own counts (by episode or feedback), as the Learning page counts them" +
+      (uses.length && uses[uses.length - 1] ? ` (now ${st.series[st.series.length - 1].competence_successes} of ${uses[uses.length - 1]} worked)` : "") +
+      ". " + RATE_NOTE }));
   grid.append(barChart({ id: "plan-reuse", title: "Plan reuse", labels, series: [{ name: "plan_graph", label: "plans used", values: st.series.map((b) => b.plan_reuse) }] }));
   grid.append(lineChart({ id: "revision-rates", title: "Contradiction and revision rates", labels,
     series: [{ name: "contradiction_rate", label: "contradictions per record created", values: st.series.map((b) => b.contradiction_rate) },

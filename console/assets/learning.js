@@ -24,9 +24,10 @@ export async function render(el, ctx) {
   el.append(evaluation(curves));
 }
 
-// RATE_NOTE states the one success rate engram uses everywhere: retrieval
-// ranks by it, engram procedures and SKILL.md print it.
-const RATE_NOTE = "Success rate is smoothed, (successes + 1) / (uses + 2), as retrieval ranks by it and engram procedures shows it: 3 of 3 is 0.80, so a few uses never read as certain.";
+// RATE_NOTE states the one success rate engram uses everywhere
+// (memory.SuccessRate): retrieval ranks by it; engram procedures, SKILL.md,
+// GET /v1/stats/health and this console print it.
+export const RATE_NOTE = "Success rate is smoothed, (successes + 1) / (uses + 2), as retrieval ranks by it and engram procedures, SKILL.md and the Health page show it: 3 of 3 is 0.80, so a few uses never read as certain.";
 
 // state is a record's lifecycle word as the CLI prints it: probation for an
 // active procedure still on trial, else its status.
@@ -111,7 +112,7 @@ async function detail(el, id) {
     last = k;
     pts.push({ x: `v${v.version}`, y: p.rate, at: when(v.recorded_at) });
   }
-  el.append(lineChart({ id: "success-rate", title: "Success rate over time", format: "percent", xTitle: "Version",
+  el.append(lineChart({ id: "success-rate", title: "Success rate over time", format: "rate", xTitle: "Version",
     note: (pts.length ? `One point per version that changed its counts, ${pts[0].at} to ${pts[pts.length - 1].at}. ` : "") + RATE_NOTE,
     labels: pts.map((p) => p.x), series: [{ name: "success_rate", label: "success rate", values: pts.map((p) => p.y) }] }));
 
