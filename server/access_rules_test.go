@@ -15,7 +15,6 @@ import (
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
-	"github.com/engram-dev/engram/store"
 )
 
 // The operator's access rules of these tests: the spec's example, an
@@ -116,7 +115,7 @@ func (e *rolesEnv) list(key, query string) []uuid.UUID {
 	e.t.Helper()
 	res := e.do("GET", "/v1/records?"+query, key, nil)
 	require.Equal(e.t, http.StatusOK, res.status, string(res.body))
-	var page store.Page
+	var page api.RecordPage
 	res.decode(e.t, &page)
 	ids := []uuid.UUID{}
 	for _, r := range page.Records {

@@ -14,7 +14,6 @@ import (
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
-	"github.com/engram-dev/engram/store"
 	"github.com/engram-dev/engram/view"
 )
 
@@ -43,7 +42,7 @@ func currentSalience(v any, at time.Time) any {
 			out[i] = r
 		}
 		return out
-	case store.Page:
+	case api.RecordPage:
 		v.Records = currentSalience(v.Records, at).([]memory.Record)
 		return v
 	case map[string]any:

@@ -110,7 +110,7 @@ func TestRecordsShowCurrentSalience(t *testing.T) {
 	var got memory.Record
 	e.do("GET", "/v1/records/"+rec.ID.String(), acmeKey, nil).decode(t, &got)
 	require.InDelta(t, 0.5, got.Salience, 1e-12)
-	var page store.Page
+	var page api.RecordPage
 	e.do("GET", "/v1/records", acmeKey, nil).decode(t, &page)
 	require.InDelta(t, 0.5, page.Records[0].Salience, 1e-12)
 
@@ -118,7 +118,7 @@ func TestRecordsShowCurrentSalience(t *testing.T) {
 	res.decode(t, &got)
 	require.InDelta(t, 0.25, got.Salience, 1e-12, "as of a time, at that time")
 
-	var hist struct{ Versions []store.Version }
+	var hist struct{ Versions []api.RecordVersion }
 	e.do("GET", "/v1/records/"+rec.ID.String()+"/history", acmeKey, nil).decode(t, &hist)
 	require.Equal(t, 1.0, hist.Versions[0].Record.Salience, "history shows the stored salience")
 }

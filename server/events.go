@@ -57,7 +57,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		return ingestProblem(err, single)
 	}
-	writeJSON(w, http.StatusAccepted, api.StagedEvents{Events: staged})
+	writeJSON(w, http.StatusAccepted, api.StagedEvents{Events: wireStaged(staged)})
 	return nil
 }
 

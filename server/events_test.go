@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/policy"
@@ -93,7 +94,7 @@ func event(kind, thread string, fields map[string]any) map[string]any {
 }
 
 type stagedBody struct {
-	Events []store.Staged `json:"events"`
+	Events []api.StagedEvent `json:"events"`
 }
 
 func TestPostEventsAtomicAndIdempotent(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
-	"github.com/engram-dev/engram/store"
 )
 
 // order=newest lists the newest records first, the cursor paging on in
@@ -28,11 +28,11 @@ func TestListNewestFirst(t *testing.T) {
 	body["payload"].(map[string]any)["subject"] = "d"
 	later := e.create(body).ID
 
-	page := func(path string) store.Page {
+	page := func(path string) api.RecordPage {
 		t.Helper()
 		res := e.do("GET", path, acmeKey, nil)
 		require.Equal(t, http.StatusOK, res.status, string(res.body))
-		var p store.Page
+		var p api.RecordPage
 		res.decode(t, &p)
 		return p
 	}

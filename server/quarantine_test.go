@@ -10,10 +10,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
 	"github.com/engram-dev/engram/schemas"
-	"github.com/engram-dev/engram/store"
 )
 
 // derivedBody is a fact derived from the record src.
@@ -71,7 +71,7 @@ func TestQuarantineOverHTTP(t *testing.T) {
 
 	res = e.do("GET", "/v1/records?flag=derived_from_quarantined", acmeKey, nil)
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
-	var page store.Page
+	var page api.RecordPage
 	res.decode(t, &page)
 	require.Len(t, page.Records, 2)
 	require.Equal(t, d1.ID, page.Records[0].ID)
@@ -115,7 +115,7 @@ func TestQuarantineOverHTTP(t *testing.T) {
 	require.Empty(t, page.Records)
 
 	res = e.do("GET", path+"/audit", acmeKey, nil)
-	var audit struct{ Entries []store.AuditEntry }
+	var audit struct{ Entries []api.AuditEntry }
 	res.decode(t, &audit)
 	require.Len(t, audit.Entries, 3)
 	require.Equal(t, "quarantine", audit.Entries[1].Action)

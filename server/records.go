@@ -224,7 +224,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wirePage(page))
 	return nil
 }
 
@@ -494,7 +494,7 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, api.RecordHistory{Versions: versions})
+	writeJSON(w, http.StatusOK, api.RecordHistory{Versions: wireVersions(versions)})
 	return nil
 }
 
@@ -507,7 +507,7 @@ func (s *Server) recordAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, api.AuditTrail{Entries: entries})
+	writeJSON(w, http.StatusOK, api.AuditTrail{Entries: wireAudit(entries)})
 	return nil
 }
 
@@ -520,7 +520,7 @@ func (s *Server) recordRelations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, api.RecordRelations{Relations: edges})
+	writeJSON(w, http.StatusOK, api.RecordRelations{Relations: wireEdges(edges)})
 	return nil
 }
 

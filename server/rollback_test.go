@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
-	"github.com/engram-dev/engram/store"
 )
 
 // rollbackResult is the answer of POST /v1/records/{id}:rollback.
@@ -72,13 +72,13 @@ func TestRollbackSupersedeOverHTTP(t *testing.T) {
 	require.Equal(t, 3, out.Reactivated[0].Version)
 
 	res = e.do("GET", "/v1/records?subject=user", acmeKey, nil)
-	var page store.Page
+	var page api.RecordPage
 	res.decode(t, &page)
 	require.Len(t, page.Records, 1)
 	require.Equal(t, old.ID, page.Records[0].ID)
 
 	res = e.do("GET", "/v1/records/"+bad.ID.String()+"/audit", acmeKey, nil)
-	var audit struct{ Entries []store.AuditEntry }
+	var audit struct{ Entries []api.AuditEntry }
 	res.decode(t, &audit)
 	require.Equal(t, "rollback", audit.Entries[len(audit.Entries)-1].Action)
 	require.Equal(t, "the agent was wrong", audit.Entries[len(audit.Entries)-1].Rationale)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
@@ -169,18 +170,18 @@ func TestWalkThrough(t *testing.T) {
 
 	res = e.do("GET", "/v1/records?subject=user&predicate=prefers_language", acmeKey, nil)
 	require.Equal(t, http.StatusOK, res.status)
-	var page store.Page
+	var page api.RecordPage
 	res.decode(t, &page)
 	require.Len(t, page.Records, 2)
 
 	res = e.do("GET", "/v1/records/"+f.ID.String()+"/history", acmeKey, nil)
 	require.Equal(t, http.StatusOK, res.status)
-	var hist struct{ Versions []store.Version }
+	var hist struct{ Versions []api.RecordVersion }
 	res.decode(t, &hist)
 	require.Len(t, hist.Versions, 2)
 
 	res = e.do("GET", "/v1/records/"+f.ID.String()+"/audit", acmeKey, nil)
-	var audit struct{ Entries []store.AuditEntry }
+	var audit struct{ Entries []api.AuditEntry }
 	res.decode(t, &audit)
 	require.Len(t, audit.Entries, 2)
 	require.Equal(t, "fork", audit.Entries[1].Action)
@@ -200,7 +201,7 @@ func TestWalkThrough(t *testing.T) {
 	require.Equal(t, 1, then.Version)
 
 	res = e.do("GET", "/v1/records/"+forked.Records[1].ID.String()+"/relations", acmeKey, nil)
-	var rels struct{ Relations []store.Edge }
+	var rels struct{ Relations []api.Edge }
 	res.decode(t, &rels)
 	require.Len(t, rels.Relations, 2, "forked_from out, supersedes in")
 }
@@ -259,7 +260,7 @@ func TestAuthenticationAndTenants(t *testing.T) {
 	res = e.do("POST", "/v1/records/"+f.ID.String()+":retract", otherKey, map[string]any{})
 	require.Equal(t, http.StatusNotFound, res.status)
 	res = e.do("GET", "/v1/records", otherKey, nil)
-	var page store.Page
+	var page api.RecordPage
 	res.decode(t, &page)
 	require.Empty(t, page.Records)
 }

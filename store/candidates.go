@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 )
@@ -48,7 +47,10 @@ type Candidate struct {
 
 // Staged is the answer for one staged event: its id, and whether it was a
 // retry absorbed into an event staged before.
-type Staged = api.StagedEvent
+type Staged struct {
+	ID        uuid.UUID
+	Duplicate bool
+}
 
 const stageSQL = `
 INSERT INTO candidates (tenant_id, id, agent_id, thread_id, kind, event_time, event, dedup_key, sensitivity, redactions)

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 )
 
@@ -66,7 +65,10 @@ type Visibility struct {
 }
 
 // Page is one page of a listing. NextCursor is empty on the last page.
-type Page = api.RecordPage
+type Page struct {
+	Records    []memory.Record
+	NextCursor string
+}
 
 // DefaultLimit and MaxLimit bound a page.
 const (
@@ -237,7 +239,11 @@ func GetAsOf(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID, at ti
 }
 
 // Version is one revision of a record from the version log.
-type Version = api.RecordVersion
+type Version struct {
+	Version    int
+	RecordedAt time.Time
+	Record     memory.Record
+}
 
 const historySQL = `
 SELECT v_version, v_recorded_at, ` + recordColumns + ` FROM (
@@ -296,7 +302,16 @@ type prefixRow struct {
 func (p prefixRow) Scan(dest ...any) error { return p.row.Scan(append(p.dst, dest...)...) }
 
 // AuditEntry is one audited action on a record (substrate RFC §15A.8).
-type AuditEntry = api.AuditEntry
+type AuditEntry struct {
+	ID        int64
+	RecordID  uuid.UUID
+	Action    string
+	Actor     string
+	At        time.Time
+	Version   *int // the record's version the action made, if it made one
+	Rationale string
+	Evidence  []memory.Source
+}
 
 const auditSQL = `
 SELECT id, record_id, action, actor, at, version, rationale, evidence
@@ -326,7 +341,13 @@ func Audit(ctx context.Context, db pg.DBTX, tenant string, id uuid.UUID) ([]Audi
 
 // Edge is a relation seen from one record: outgoing (the record is the
 // source) or incoming (the record is the target).
-type Edge = api.Edge
+type Edge struct {
+	SourceID  uuid.UUID
+	Predicate memory.Predicate
+	TargetID  uuid.UUID
+	Weight    *float64
+	CreatedAt time.Time
+}
 
 const relationsSQL = `
 SELECT source_id, predicate, target_id, weight, created_at

@@ -1,0 +1,41 @@
+package server
+
+import (
+	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/store"
+)
+
+// The store returns its own row types; the API's wire shapes are package
+// api's (ARCHITECTURE.md: server maps one to the other). Where the two
+// have the same fields, the mapping is Go's conversion, which a field
+// added to one and not the other breaks at compile time.
+
+func wirePage(p store.Page) api.RecordPage { return api.RecordPage(p) }
+
+func wireVersions(vs []store.Version) []api.RecordVersion {
+	return wireAll(vs, func(v store.Version) api.RecordVersion { return api.RecordVersion(v) })
+}
+
+func wireAudit(es []store.AuditEntry) []api.AuditEntry {
+	return wireAll(es, func(e store.AuditEntry) api.AuditEntry { return api.AuditEntry(e) })
+}
+
+func wireEdges(es []store.Edge) []api.Edge {
+	return wireAll(es, func(e store.Edge) api.Edge { return api.Edge(e) })
+}
+
+func wireStaged(ss []store.Staged) []api.StagedEvent {
+	return wireAll(ss, func(s store.Staged) api.StagedEvent { return api.StagedEvent(s) })
+}
+
+// wireAll maps each row of xs with to; nil stays nil, empty stays empty.
+func wireAll[T, U any](xs []T, to func(T) U) []U {
+	if xs == nil {
+		return nil
+	}
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = to(x)
+	}
+	return out
+}
