@@ -21,6 +21,7 @@ import (
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/seal"
 	"github.com/engram-dev/engram/store"
+	"github.com/engram-dev/engram/view"
 )
 
 // Result is a layered answer (substrate RFC §15.8): structured records,
@@ -152,16 +153,12 @@ func (r *Retriever) Retrieve(ctx context.Context, tenant string, req Request) (R
 }
 
 // Reader is who retrieves, as access control sees it (write-path RFC
-// §12.8.5): the clearance ceiling of its key, which caps the request's
-// trust context, and which records it may read. The zero value restricts
-// nothing.
+// §12.8.5): the viewer of the read door — its key's clearance ceiling caps
+// the request's trust context, and a record it may not read is left out
+// before ranking, not counted as withheld: the answer does not say it
+// exists. The zero value (the system) restricts nothing.
 type Reader struct {
-	// Ceiling caps the answer's clearance; empty caps nothing.
-	Ceiling memory.Sensitivity
-	// Visible reports whether the reader may read a record; nil means
-	// every record. A record it may not read is left out before ranking,
-	// and not counted as withheld: the answer does not say it exists.
-	Visible func(memory.Record) bool
+	Viewer view.Viewer
 	// DB is where the searches read: a streaming replica within the
 	// staleness budget (write-path RFC §12.9.6); nil is the retriever's own
 	// database. The retrieval log is written there, always.
@@ -182,8 +179,8 @@ func (r *Retriever) RetrieveFor(ctx context.Context, tenant string, req Request,
 		return Result{}, fmt.Errorf("retrieval id: %w", err)
 	}
 	res := Result{RetrievalID: id, Clearance: clearance(cfg.Trust, req.Trust)}
-	if reader.Ceiling != "" {
-		res.Clearance = minSensitivity(res.Clearance, reader.Ceiling)
+	if ceiling := reader.Viewer.Ceiling(); ceiling != "" {
+		res.Clearance = minSensitivity(res.Clearance, ceiling)
 	}
 	budget := budgetOf(cfg, req.Budget)
 	res.Budget = Usage{ItemsLimit: budget.items, TokensLimit: budget.tokens}
@@ -223,9 +220,7 @@ func (r *Retriever) RetrieveFor(ctx context.Context, tenant string, req Request,
 	for i, q := range queries {
 		layer := layerOf(q.Type)
 		ranked := r.rank(cfg, layer, req.Task, found[i].Hits, !res.LexicalOnly, now)
-		if reader.Visible != nil {
-			ranked = slices.DeleteFunc(ranked, func(c candidate) bool { return !reader.Visible(c.rec) })
-		}
+		ranked = slices.DeleteFunc(ranked, func(c candidate) bool { return reader.Viewer.May(c.rec) != nil })
 		out := Layer{Name: layer}
 		if layer == LayerCompetence || layer == LayerPlan {
 			out.NeedsDisambiguation, out.SeparatingKeys = disambiguate(ranked, cfg.DisambiguationMargin, req.Task.Conditions)

@@ -65,9 +65,6 @@ func canSee(r *http.Request, rec memory.Record) error {
 	return access.Visible(p.access(), access.TargetOf(rec), p.rules).Err()
 }
 
-// visible reports whether the request's key may read rec.
-func visible(r *http.Request, rec memory.Record) bool { return canSee(r, rec) == nil }
-
 // ownRecord makes a record a key with an agent writes its agent's, when it
 // names no agent of its own.
 func ownRecord(r *http.Request, rec *memory.Record) {

@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 
-	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
 )
 
@@ -25,10 +24,7 @@ func (s *Server) retrieveMemory(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := principalOf(r)
-	reader := retrieve.Reader{
-		Ceiling: p.access().Ceiling(),
-		Visible: func(rec memory.Record) bool { return visible(r, rec) },
-	}
+	reader := retrieve.Reader{Viewer: viewerOf(r)}
 	if s.reads != nil {
 		reader.DB = s.reads.For(readerOf(p))
 	}

@@ -62,12 +62,21 @@ func As(p access.Principal, rules []access.Rule) Viewer {
 	return Viewer{Tenant: p.Tenant, Principal: &p, Rules: rules}
 }
 
-// may refuses, with a [*access.DeniedError], a record v may not read.
-func (v Viewer) may(rec memory.Record) error {
+// May refuses, with a [*access.DeniedError], a record v may not read.
+func (v Viewer) May(rec memory.Record) error {
 	if v.Principal == nil {
 		return nil
 	}
 	return access.Visible(*v.Principal, access.TargetOf(rec), v.Rules).Err()
+}
+
+// Ceiling is the most sensitive a record v reads may be: its key's
+// clearance; empty for the system, which has none.
+func (v Viewer) Ceiling() memory.Sensitivity {
+	if v.Principal == nil {
+		return ""
+	}
+	return v.Principal.Ceiling()
 }
 
 // visibility is what a listing for v selects in SQL, nil when it reads
@@ -108,7 +117,7 @@ func (r *Reader) RecordAsOf(ctx context.Context, v Viewer, id uuid.UUID, at time
 	if err := r.open(ctx, v.Tenant, &rec); err != nil {
 		return memory.Record{}, err
 	}
-	return rec, v.may(rec)
+	return rec, v.May(rec)
 }
 
 // Unflagged is a record as it is now, opened, without its flags: for a
@@ -125,7 +134,7 @@ func (r *Reader) current(ctx context.Context, v Viewer, id uuid.UUID) (memory.Re
 	if err := r.open(ctx, v.Tenant, &rec); err != nil {
 		return memory.Record{}, err
 	}
-	return rec, v.may(rec)
+	return rec, v.May(rec)
 }
 
 // Records is a page of the records f selects that v may read, opened, and
@@ -144,7 +153,7 @@ func (r *Reader) Records(ctx context.Context, v Viewer, f store.Filter) (store.P
 	if v.Principal != nil && access.Hides(*v.Principal, v.Rules) {
 		kept := page.Records[:0]
 		for _, rec := range page.Records {
-			if v.may(rec) == nil {
+			if v.May(rec) == nil {
 				kept = append(kept, rec)
 			}
 		}
@@ -226,7 +235,7 @@ func (r *Reader) Relations(ctx context.Context, v Viewer, id uuid.UUID) ([]store
 		if err != nil {
 			return nil, err
 		}
-		if v.may(rec) == nil {
+		if v.May(rec) == nil {
 			out = append(out, e)
 		}
 	}
@@ -240,7 +249,7 @@ func (r *Reader) see(ctx context.Context, v Viewer, id uuid.UUID) error {
 	if err != nil {
 		return err
 	}
-	return v.may(rec)
+	return v.May(rec)
 }
 
 func (r *Reader) open(ctx context.Context, tenant string, rec *memory.Record) error {
