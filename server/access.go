@@ -54,17 +54,6 @@ func (p principal) access() access.Principal {
 		Domains: p.domains, Clearance: p.clearance, Session: p.session}
 }
 
-// canSee refuses, with a [*access.DeniedError] naming the rule, a record
-// the request's key may not read (write-path RFC §12.8.5). A direct read of
-// such a record is a 403, never its content: record ids are random and no
-// listing, retrieval or relation shows a key the id of a record it may not
-// read, so the refusal tells the caller nothing it did not hold already,
-// and says which rule to take up with the operator.
-func canSee(r *http.Request, rec memory.Record) error {
-	p := principalOf(r)
-	return access.Visible(p.access(), access.TargetOf(rec), p.rules).Err()
-}
-
 // ownRecord makes a record a key with an agent writes its agent's, when it
 // names no agent of its own.
 func ownRecord(r *http.Request, rec *memory.Record) {

@@ -66,7 +66,7 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if rv.Record != nil {
-		if err := canSee(r, *rv.Record); err != nil {
+		if err := viewerOf(r).May(*rv.Record); err != nil {
 			return err
 		}
 	}

@@ -62,7 +62,12 @@ func As(p access.Principal, rules []access.Rule) Viewer {
 	return Viewer{Tenant: p.Tenant, Principal: &p, Rules: rules}
 }
 
-// May refuses, with a [*access.DeniedError], a record v may not read.
+// May refuses, with a [*access.DeniedError] naming the rule, a record v
+// may not read (write-path RFC §12.8.5). A direct read of such a record is
+// a 403, never its content: record ids are random and no listing,
+// retrieval or relation shows a reader the id of a record it may not read,
+// so the refusal tells it nothing it did not hold already, and says which
+// rule to take up with the operator.
 func (v Viewer) May(rec memory.Record) error {
 	if v.Principal == nil {
 		return nil
