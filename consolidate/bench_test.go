@@ -248,11 +248,10 @@ func benchCopy(b *testing.B) *pgxpool.Pool {
 func benchForget(b *testing.B, pool *pgxpool.Pool) {
 	b.Helper()
 	ctx := context.Background()
-	var tables []string
 	rows, err := pool.Query(ctx, `SELECT quote_ident(relname) FROM pg_class
 		WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' ORDER BY relname`)
 	require.NoError(b, err)
-	tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(b, err)
 	for _, t := range tables {
 		_, err := pool.Exec(ctx, "ALTER TABLE "+t+" SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)")
@@ -337,6 +336,7 @@ func BenchmarkConsolidate(b *testing.B) {
 			b.ReportMetric(float64(procs), "procedures")
 			b.ReportMetric(float64(plans), "plans")
 			b.ReportMetric(float64(run.counts["episodes"]), "episodes")
+			b.ReportMetric(float64(run.counts["tables_analyzed"]), "tables-analyzed")
 			pool.Close()
 			b.StartTimer()
 		}
@@ -361,6 +361,7 @@ func BenchmarkConsolidate(b *testing.B) {
 			b.ReportMetric(float64(procs), "procedures")
 			b.ReportMetric(float64(plans), "plans")
 			b.ReportMetric(float64(run.counts["episodes"]), "episodes")
+			b.ReportMetric(float64(run.counts["tables_analyzed"]), "tables-analyzed")
 			pool.Close()
 			b.StartTimer()
 		}
