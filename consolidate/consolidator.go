@@ -114,6 +114,7 @@ type Consolidator struct {
 	metrics    *metrics
 	dups       *prometheus.CounterVec
 	compressed compressMetrics
+	analyzed   *prometheus.CounterVec
 }
 
 // New returns a consolidator.
@@ -134,7 +135,7 @@ func New(cfg Config) *Consolidator {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Consolidator{cfg: cfg, metrics: newMetrics(cfg.Registry), dups: newDuplicateMetric(cfg.Registry),
-		compressed: newCompressMetrics(cfg.Registry)}
+		compressed: newCompressMetrics(cfg.Registry), analyzed: newAnalyzeMetric(cfg.Registry)}
 }
 
 // Run is what a pass needs of its job run: its saved watermark and
@@ -145,8 +146,9 @@ type Run interface {
 	Add(name string, n int64)
 }
 
-// Consolidate is one pass: it reads the episodes closed since the
-// watermark, regroups the episodes of each tenant that has new ones, writes
+// Consolidate is one pass: it first analyses the tables the planner has
+// no statistics or stale ones for (statistics.go), then reads the episodes
+// closed since the watermark, regroups the episodes of each tenant that has new ones, writes
 // the procedures that have enough support, resolves the duplicates among
 // the durable records revised since its watermark, and saves the
 // watermark; then it compresses the episodes old enough (compress.go).
@@ -156,6 +158,16 @@ func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 	var mark passMark
 	if _, err := run.Cursor(ctx, &mark); err != nil {
 		return err
+	}
+	// Statistics the planner lacks are the pass's first concern: without
+	// them its statements read a whole tenant for each episode. A failure
+	// to read or refresh them never stops the pass.
+	var failed []error
+	if err := c.timed("statistics", func() error { return c.statistics(ctx, run) }); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		failed = append(failed, err)
 	}
 	fresh := map[string][]uuid.UUID{} // tenant → new episodes
 	for {
@@ -179,7 +191,6 @@ func (c *Consolidator) Consolidate(ctx context.Context, run Run) error {
 	// after: it is counted, logged and returned at the end, and the
 	// tenant's new episodes are learned from again by the next pass that
 	// sees one of its episodes (its groups are regrouped whole).
-	var failed []error
 	for _, tenant := range slices.Sorted(maps.Keys(fresh)) {
 		if err := c.tenant(ctx, run, tenant, fresh[tenant]); err != nil {
 			if ctx.Err() != nil {

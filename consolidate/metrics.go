@@ -48,7 +48,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "engram_consolidation_stage_seconds",
-			Help:    "Time one stage of a consolidation pass took (for a tenant, where the stage is per tenant): history, procedures, plans, extract, duplicates, compress.",
+			Help:    "Time one stage of a consolidation pass took (for a tenant, where the stage is per tenant): statistics, history, procedures, plans, extract, duplicates, compress.",
 			Buckets: []float64{.01, .05, .1, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"stage"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{

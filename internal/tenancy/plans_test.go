@@ -108,6 +108,7 @@ var dynamicSQL = map[string]string{
 	"store.runSearches":       "runs the search constants, checked here, after BEGIN READ ONLY and a SET LOCAL",
 	"store.DropVectors":       "runs dropModelSQL/dropModelDFSQL or dropOtherModelsSQL/dropOtherModelsDFSQL, checked here",
 	"embedding.execDDL":       "CREATE and DROP INDEX CONCURRENTLY, which store.DenseIndexParts writes: no rows",
+	"store.AnalyzeTable":      "ANALYZE of one table of engram's schema, its name a quoted identifier: statistics for the planner, no rows",
 }
 
 // TestStatementsCarryTheTenant prepares every SQL statement engram sends

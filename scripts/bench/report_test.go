@@ -61,6 +61,26 @@ func TestReportTable(t *testing.T) {
 	require.Contains(t, find("retrieval p50 / p99 with dense vectors on the HNSW index"),
 		"| 12.0 ms / 30.0 ms | ≤ the exact search | met | exact ranking of the tenant's vectors: 24.0 ms / 48.0 ms | 0.50× |")
 	require.Contains(t, find("consolidation: a first pass over 10,000 closed episodes, 100 errors"), "| not measured in this run | < 60 s (set for 100,000 episodes) |")
+	require.Contains(t, find("consolidation: the same first pass on the same database never analysed"), "| not measured in this run |")
+}
+
+// The never-analysed pass is held to twice the analysed one, which is its
+// floor.
+func TestReportNeverAnalysed(t *testing.T) {
+	row := func(full, never float64) string {
+		r := Report{Sizes: presets["quick"], Results: Results{"Consolidate/full": {"sec/op": full}, "Consolidate/never-analyzed": {"sec/op": never}}}
+		for _, l := range strings.Split(r.Table(), "\n") {
+			if strings.HasPrefix(l, "| consolidation: the same first pass on the same database never analysed") {
+				return l
+			}
+		}
+		t.Fatalf("no never-analysed row in\n%s", r.Table())
+		return ""
+	}
+	require.Contains(t, row(10, 13), "| 13.0 s | ≤ 2× the pass on the analysed database | met | the same pass, analysed: 10.0 s | 1.30× |")
+	require.Contains(t, row(10, 600), "| 600.0 s | ≤ 2× the pass on the analysed database | **missed** by 30.0× | the same pass, analysed: 10.0 s | 60.00× |")
+	only := Report{Sizes: presets["quick"], Results: Results{"Consolidate/never-analyzed": {"sec/op": 5}}}
+	require.Contains(t, only.Table(), "| 5.0 s | ≤ 2× the pass on the analysed database | — | — | — |", "no analysed pass, no status")
 }
 
 func TestReplaceBlock(t *testing.T) {
