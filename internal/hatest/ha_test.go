@@ -138,6 +138,22 @@ func (d *daemon) metric(t *testing.T, name, match string) float64 {
 	return sum
 }
 
+// asPostgres runs a program — one of PostgreSQL's (PGBIN) unless its path
+// is absolute — as the postgres user when the test runs as root.
+func asPostgres(t *testing.T, args ...string) {
+	t.Helper()
+	bin := args[0]
+	if !strings.HasPrefix(bin, "/") {
+		bin = env(t, "PGBIN") + "/" + bin
+	}
+	cmd := exec.Command(bin, args[1:]...)
+	if os.Getuid() == 0 {
+		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", bin}, args[1:]...)...)
+	}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s %v: %s", args[0], args[1:], out)
+}
+
 func fact(subject, object string) string {
 	return fmt.Sprintf(`{"type": "semantic", "payload": {"kind": "semantic", "subject": %q, "predicate": "is", "object": %q, "validity": {"mode": "global"}}}`, subject, object)
 }
@@ -146,14 +162,15 @@ func retrieveBody(text string) string {
 	return fmt.Sprintf(`{"task": {"text": %q}, "trust": {"clearance": "hyper"}}`, text)
 }
 
-// TestHA runs the scenarios in order: the pooler and the replica first,
-// while the topology is whole, then the failover, which leaves the replica
-// the primary.
+// TestHA runs the scenarios in order: the pooler, the replica and the
+// restore first, while the topology is whole (the primary archives its
+// WAL), then the failover, which leaves the replica the primary.
 func TestHA(t *testing.T) {
 	primary, replica, bouncer := env(t, "ENGRAM_HA_PRIMARY"), env(t, "ENGRAM_HA_REPLICA"), env(t, "ENGRAM_HA_BOUNCER")
 	migrate(t, primary)
 	t.Run("pooler", func(t *testing.T) { pooler(t, primary, bouncer) })
 	t.Run("replica lag", func(t *testing.T) { replicaLag(t, primary, replica) })
+	t.Run("restore", func(t *testing.T) { restore(t, primary) })
 	t.Run("failover", func(t *testing.T) { failover(t, primary, replica) })
 }
 
@@ -326,15 +343,8 @@ func failover(t *testing.T, primary, replica string) {
 	}()
 
 	time.Sleep(3 * time.Second)
-	dir, bin := env(t, "ENGRAM_HA_DIR"), env(t, "PGBIN")
-	asPG := func(args ...string) {
-		cmd := exec.Command(bin+"/"+args[0], args[1:]...)
-		if os.Getuid() == 0 {
-			cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", bin + "/" + args[0]}, args[1:]...)...)
-		}
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
+	dir := env(t, "ENGRAM_HA_DIR")
+	asPG := func(args ...string) { asPostgres(t, args...) }
 	mu.Lock()
 	stoppedAt = time.Now()
 	mu.Unlock()
@@ -370,4 +380,136 @@ func failover(t *testing.T, primary, replica string) {
 	require.Zero(t, codes[http.StatusInternalServerError], "500s while no primary answered")
 	require.Zero(t, codes[-503], "503 without Retry-After")
 	_ = json.Valid
+}
+
+// record is what the scenarios read of a record.
+type record struct {
+	ID      string `json:"id"`
+	Version int    `json:"version"`
+	Status  string `json:"status"`
+}
+
+func recordOf(t *testing.T, body string) record {
+	var rec record
+	require.NoError(t, json.Unmarshal([]byte(body), &rec), body)
+	return rec
+}
+
+var subjectRE = regexp.MustCompile(`restore-\d+`)
+
+// subjects are the distinct restore-<n> subjects a body names.
+func subjects(body string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range subjectRE.FindAllString(body, -1) {
+		out[m] = true
+	}
+	return out
+}
+
+// restore: facts written, then a bad bulk write (one batch overwrites
+// every one of them); the night's base backup is restored with the WAL
+// archive to a moment between the two, on a port of its own, as an
+// operator would (docs/operations.md); engramd on it serves the earlier
+// state.
+func restore(t *testing.T, primary string) {
+	ctx := context.Background()
+	dir, port := env(t, "ENGRAM_HA_DIR"), env(t, "ENGRAM_HA_RESTORE_PORT")
+	d := start(t, "DATABASE_URL="+primary)
+	const n = 5
+	ids := make([]string, n)
+	for i := range n {
+		status, body := d.call("POST", "/v1/records", keyA, fact(fmt.Sprintf("restore-%d", i), "restoreword"))
+		require.Equal(t, http.StatusCreated, status, body)
+		ids[i] = idRE.FindStringSubmatch(body)[1]
+	}
+	conn, err := pgx.Connect(ctx, primary)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	// The moment to restore to: after the good writes committed, before
+	// the bad one.
+	var target string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT clock_timestamp()::text").Scan(&target))
+	time.Sleep(100 * time.Millisecond)
+
+	ops := make([]string, n)
+	for i, id := range ids {
+		ops[i] = fmt.Sprintf(`{"op": "delete", "id": %q}`, id)
+	}
+	status, body := d.call("POST", "/v1/records:batch", keyA, `{"operations": [`+strings.Join(ops, ",")+`], "rationale": "a bad bulk write"}`)
+	require.Equal(t, http.StatusOK, status, body)
+	status, body = d.call("POST", "/v1/retrieve", keyA, retrieveBody("restoreword"))
+	require.Equal(t, http.StatusOK, status, body)
+	require.Empty(t, subjects(body), "the bad write deleted the facts: retrieval no longer finds them")
+
+	// Every WAL segment up to the bad write is in the archive.
+	var segment string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT pg_walfile_name(pg_switch_wal())").Scan(&segment))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var archived string
+		require.NoError(t, conn.QueryRow(ctx, "SELECT coalesce(last_archived_wal, '') FROM pg_stat_archiver").Scan(&archived))
+		if archived >= segment {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "segment %s not archived (last %q)", segment, archived)
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// The restore: the base backup copied, recovery to the target time
+	// from the archive, then promoted.
+	began := time.Now()
+	restored := dir + "/restored"
+	asPostgres(t, "/bin/cp", "-a", dir+"/base", restored)
+	t.Cleanup(func() { asPostgres(t, "pg_ctl", "-D", restored, "-m", "immediate", "stop") })
+	f, err := os.OpenFile(restored+"/postgresql.auto.conf", os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(f, "port = %s\narchive_mode = off\nsynchronous_standby_names = ''\nrestore_command = 'cp %s/wal/%%f %%p'\nrecovery_target_time = '%s'\nrecovery_target_action = 'promote'\n",
+		port, dir, target)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	asPostgres(t, "/usr/bin/touch", restored+"/recovery.signal")
+	asPostgres(t, "pg_ctl", "-D", restored, "-l", dir+"/restored.log", "-w", "start")
+	url := strings.Replace(primary, strings.Split(strings.Split(primary, "@")[1], "/")[0], "127.0.0.1:"+port, 1)
+	rc, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer rc.Close(ctx)
+	deadline = time.Now().Add(time.Minute)
+	for {
+		var recovering bool
+		require.NoError(t, rc.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering))
+		if !recovering {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the restored cluster is still recovering")
+		time.Sleep(50 * time.Millisecond)
+	}
+	restoredIn := time.Since(began)
+	var size int64
+	require.NoError(t, rc.QueryRow(ctx, "SELECT pg_database_size('engram')").Scan(&size))
+	// The WAL replayed: from the base backup's start to where recovery
+	// stopped.
+	label, err := os.ReadFile(dir + "/base/backup_label")
+	require.NoError(t, err)
+	startLSN := regexp.MustCompile(`START WAL LOCATION: ([0-9A-F]+/[0-9A-F]+)`).FindStringSubmatch(string(label))
+	require.NotNil(t, startLSN, "%s", label)
+	var replayed float64
+	require.NoError(t, rc.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)", startLSN[1]).Scan(&replayed))
+
+	r := start(t, "DATABASE_URL="+url)
+	servedIn := time.Since(began)
+	status, body = r.call("POST", "/v1/retrieve", keyA, retrieveBody("restoreword"))
+	require.Equal(t, http.StatusOK, status, body)
+	require.Len(t, subjects(body), n, "the restored database answers the earlier retrieval: %s", body)
+	for _, id := range ids {
+		status, body = r.call("GET", "/v1/records/"+id, keyA, "")
+		require.Equal(t, http.StatusOK, status, body)
+		rec := recordOf(t, body)
+		require.Equal(t, 1, rec.Version, body)
+		require.Equal(t, "active", rec.Status, body)
+	}
+	status, body = d.call("GET", "/v1/records/"+ids[0], keyA, "")
+	require.Equal(t, http.StatusOK, status, body)
+	require.NotEqual(t, "active", recordOf(t, body).Status, "the primary still holds the bad write")
+	t.Logf("figure: restore to a point in time: base backup of a %.0f MB database and the archived WAL (%.0f MB of WAL positions past the backup's start) to %s (before a bad bulk delete of %d records) in %.2f s; engramd serving it %.2f s after the restore began; %d/%d records read back at their earlier version, retrieval finds all %d",
+		float64(size)/(1<<20), replayed/(1<<20), target, n, restoredIn.Seconds(), servedIn.Seconds(), n, n, n)
 }
