@@ -22,6 +22,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/engram-dev/engram/api"
+	engram "github.com/engram-dev/engram/client"
 )
 
 const (
@@ -277,109 +280,208 @@ func replicaLag(t *testing.T, primary, replica string) {
 
 var idRE = regexp.MustCompile(`"id"\s*:\s*"([0-9a-f-]{36})"`)
 
-// failover: writes and retrievals under load while the primary stops hard
-// and the replica is promoted (pg_ctl promote, as a failover manager
-// would); engramd follows by its multi-host URL.
+// tally is what the load client saw, answer by answer: the transport under
+// the Go client, so that the retries it makes are counted too.
+type tally struct {
+	mu        sync.Mutex
+	next      http.RoundTripper
+	codes     map[int]int // by status; -503 is a 503 without Retry-After, 0 a transport error
+	since     time.Time   // the primary's stop
+	recovered time.Time   // the first 2xx of a request sent after since
+}
+
+func (t *tally) RoundTrip(req *http.Request) (*http.Response, error) {
+	sent := time.Now()
+	res, err := t.next.RoundTrip(req)
+	code := 0
+	if err == nil {
+		code = res.StatusCode
+		if code == http.StatusServiceUnavailable && res.Header.Get("Retry-After") == "" {
+			code = -503
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.codes[code]++
+	if code >= 200 && code < 300 && !t.since.IsZero() && sent.After(t.since) && t.recovered.IsZero() {
+		t.recovered = time.Now()
+	}
+	return res, err
+}
+
+// failover: events ingested at 500 a second (batches of 10, each event
+// under its idempotency key), record writes at 20 a second (each under an
+// Idempotency-Key) and retrievals at 20 a second, through the Go client
+// retrying on 503 by Retry-After, while the primary stops hard and the
+// replica is promoted (pg_ctl promote, as a failover manager would);
+// engramd follows by its multi-host URL. Every acknowledged event and
+// record is then counted in the promoted database.
 func failover(t *testing.T, primary, replica string) {
 	ctx := context.Background()
-	multi := strings.Replace(primary, strings.Split(strings.TrimPrefix(primary, "postgres://postgres@"), "/")[0],
-		strings.Split(strings.TrimPrefix(primary, "postgres://postgres@"), "/")[0]+","+strings.Split(strings.TrimPrefix(replica, "postgres://postgres@"), "/")[0], 1)
-	multi += "&target_session_attrs=read-write&connect_timeout=2"
+	host := func(url string) string { return strings.Split(strings.Split(url, "@")[1], "/")[0] }
+	multi := strings.Replace(primary, host(primary), host(primary)+","+host(replica), 1) +
+		"&target_session_attrs=read-write&connect_timeout=2"
 	d := start(t, "DATABASE_URL="+multi)
 
-	const writeRate, readRate = 100, 20
-	var mu sync.Mutex
-	codes := map[int]int{}
-	var acked []string
-	var firstAfter time.Time
-	var stoppedAt time.Time
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	record := func(code int) {
+	tl := &tally{next: http.DefaultTransport, codes: map[int]int{}}
+	newClient := func(key string) *engram.Client {
+		c, err := engram.New(engram.Config{URL: "http://" + d.addr, Key: key, HTTPClient: &http.Client{Transport: tl, Timeout: 30 * time.Second},
+			Retry: engram.Retry{Attempts: 20}})
+		require.NoError(t, err)
+		return c
+	}
+	writer, reader := newClient(keyA), newClient(keyB)
+
+	const (
+		eventRate, batch = 500, 10 // events a second, events a request
+		writeRate        = 20      // record writes a second
+		readRate         = 20      // retrievals a second
+	)
+	var (
+		mu        sync.Mutex
+		acked     = map[string]string{} // idempotency key -> event id
+		ackedRecs = map[string]string{} // Idempotency-Key -> record id
+		failed    []error
+		slowest   time.Duration // the longest a request waited for its answer, retries included
+		wg        sync.WaitGroup
+	)
+	done := func(began time.Time, err error) {
 		mu.Lock()
-		codes[code]++
-		mu.Unlock()
+		defer mu.Unlock()
+		slowest = max(slowest, time.Since(began))
+		if err != nil {
+			failed = append(failed, err)
+		}
 	}
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tick := time.NewTicker(time.Second * 4 / writeRate)
-			defer tick.Stop()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-				}
-				status, body := d.call("POST", "/v1/records", keyA, fact(fmt.Sprintf("fo-%d-%d", w, i), "failoverword"))
-				record(status)
-				if status == http.StatusCreated {
-					m := idRE.FindStringSubmatch(body)
-					mu.Lock()
-					acked = append(acked, m[1])
-					if !stoppedAt.IsZero() && firstAfter.IsZero() {
-						firstAfter = time.Now()
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Add(1)
-	go func() {
+	// Open loop: each request in its own goroutine on its own tick, so the
+	// offered load holds while earlier requests wait out the failover.
+	every := func(period time.Duration, stop <-chan struct{}, send func(n int)) {
 		defer wg.Done()
-		tick := time.NewTicker(time.Second / readRate)
+		tick := time.NewTicker(period)
 		defer tick.Stop()
-		for {
+		for n := 0; ; n++ {
 			select {
 			case <-stop:
 				return
 			case <-tick.C:
 			}
-			status, _ := d.call("POST", "/v1/retrieve", keyB, retrieveBody("failoverword"))
-			record(status)
+			wg.Add(1)
+			go func() { defer wg.Done(); send(n) }()
 		}
-	}()
+	}
+	stop := make(chan struct{})
+	wg.Add(3)
+	go every(time.Second*batch/eventRate, stop, func(n int) {
+		events := make([]any, batch)
+		keys := make([]string, batch)
+		for i := range events {
+			keys[i] = fmt.Sprintf("fo-%d-%d", n, i)
+			events[i] = map[string]any{"kind": "observation", "agent_id": "loader", "thread_id": fmt.Sprintf("fo-%d", n%20),
+				"text": "failover load event " + keys[i], "idempotency_key": keys[i]}
+		}
+		began := time.Now()
+		staged, err := writer.PostEvents(ctx, events)
+		done(began, err)
+		if err == nil {
+			mu.Lock()
+			for i, ev := range staged.Events {
+				acked[keys[i]] = ev.ID.String()
+			}
+			mu.Unlock()
+		}
+	})
+	go every(time.Second/writeRate, stop, func(n int) {
+		key := fmt.Sprintf("fo-record-%d", n)
+		var rec struct {
+			ID string `json:"id"`
+		}
+		began := time.Now()
+		err := writer.Do(ctx, "POST", "/v1/records", nil, json.RawMessage(fact(key, "failoverword")), &rec, engram.WithIdempotencyKey(key))
+		done(began, err)
+		if err == nil {
+			mu.Lock()
+			ackedRecs[key] = rec.ID
+			mu.Unlock()
+		}
+	})
+	go every(time.Second/readRate, stop, func(int) {
+		began := time.Now()
+		_, err := reader.Retrieve(ctx, api.RetrieveRequest{Task: api.Task{Text: "failoverword"}})
+		done(began, err)
+	})
 
 	time.Sleep(3 * time.Second)
 	dir := env(t, "ENGRAM_HA_DIR")
-	asPG := func(args ...string) { asPostgres(t, args...) }
-	mu.Lock()
-	stoppedAt = time.Now()
-	mu.Unlock()
-	asPG("pg_ctl", "-D", dir+"/primary", "-m", "immediate", "stop")
+	stoppedAt := time.Now()
+	asPostgres(t, "pg_ctl", "-D", dir+"/primary", "-m", "immediate", "stop")
+	// From here no request can pass until the promotion.
+	tl.mu.Lock()
+	tl.since = time.Now()
+	tl.mu.Unlock()
 	downFor := 2 * time.Second // as a failover manager's detection would take
 	time.Sleep(downFor)
-	asPG("pg_ctl", "-D", dir+"/replica", "-w", "promote")
+	asPostgres(t, "pg_ctl", "-D", dir+"/replica", "-w", "promote")
+	promotedAt := time.Now()
 	// The new primary has no synchronous standby: it must not wait for one.
 	conn, err := pgx.Connect(ctx, replica)
 	require.NoError(t, err)
+	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = ''")
 	require.NoError(t, err)
 	_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
 	require.NoError(t, err)
-	promotedAt := time.Now()
 	time.Sleep(5 * time.Second)
 	close(stop)
 	wg.Wait()
+	loadFor := time.Since(stoppedAt) + 3*time.Second
 
-	// Every acknowledged write is on the new primary, once.
-	var found, dups int
-	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM records WHERE id = ANY($1::uuid[])`, acked).Scan(&found))
+	// Every acknowledged event and record is on the new primary, once,
+	// under the id it was acknowledged with.
+	stored := map[string][]string{}
+	rows, err := conn.Query(ctx, `SELECT event->>'idempotency_key', id::text FROM candidates WHERE tenant_id = 'acme' AND agent_id = 'loader'`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var key, id string
+		require.NoError(t, rows.Scan(&key, &id))
+		stored[key] = append(stored[key], id)
+	}
+	require.NoError(t, rows.Err())
+	lost, dups := 0, 0
+	for key, id := range acked {
+		if ids := stored[key]; len(ids) != 1 || ids[0] != id {
+			lost++
+		}
+	}
+	for _, ids := range stored {
+		dups += len(ids) - 1
+	}
+	recIDs := make([]string, 0, len(ackedRecs))
+	for _, id := range ackedRecs {
+		recIDs = append(recIDs, id)
+	}
+	var recsFound, recDups int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM records WHERE tenant_id = 'acme' AND id = ANY($1::uuid[])`, recIDs).Scan(&recsFound))
 	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT payload->>'subject' FROM records
-		WHERE payload->>'subject' LIKE 'fo-%' GROUP BY 1 HAVING count(*) > 1) d`).Scan(&dups))
-	conn.Close(ctx)
+		WHERE tenant_id = 'acme' AND payload->>'subject' LIKE 'fo-record-%' GROUP BY 1 HAVING count(*) > 1) d`).Scan(&recDups))
+
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
 	mu.Lock()
 	defer mu.Unlock()
-	require.NotZero(t, firstAfter, "no write succeeded after the failover: %v", codes)
-	t.Logf("figure: failover: %d writes acknowledged, lost %d, duplicated %d; answers by status %v; primary stopped %.1f s before promotion; first acknowledged write %.2f s after the stop (%.2f s after promotion)",
-		len(acked), len(acked)-found, dups, codes, downFor.Seconds(), firstAfter.Sub(stoppedAt).Seconds(), firstAfter.Sub(promotedAt).Seconds())
-	require.Equal(t, len(acked), found, "acknowledged writes lost")
-	require.Zero(t, dups, "duplicated")
-	require.Zero(t, codes[http.StatusInternalServerError], "500s while no primary answered")
-	require.Zero(t, codes[-503], "503 without Retry-After")
-	_ = json.Valid
+	t.Logf("figure: failover under load (%.0f s; offered %d events/s in batches of %d, %d record writes/s, %d retrievals/s; the Go client retrying on 503 by Retry-After): events acknowledged %d, lost %d, duplicated %d (%d staged in all); records acknowledged %d, lost %d, duplicated %d; answers by status %v; requests failed after retries %d",
+		loadFor.Seconds(), eventRate, batch, writeRate, readRate, len(acked), lost, dups, len(stored), len(ackedRecs), len(ackedRecs)-recsFound, recDups, tl.codes, len(failed))
+	require.False(t, tl.recovered.IsZero(), "no request sent after the stop succeeded: %v", tl.codes)
+	t.Logf("figure: failover: primary stopped hard, replica promoted %.1f s later; first answer to a request sent once the primary was down %.2f s after the stop (%.2f s after promotion); the longest a request waited, retries included, %.2f s",
+		promotedAt.Sub(stoppedAt).Seconds(), tl.recovered.Sub(stoppedAt).Seconds(), tl.recovered.Sub(promotedAt).Seconds(), slowest.Seconds())
+	require.Zero(t, lost, "acknowledged events lost")
+	require.Zero(t, dups, "events duplicated")
+	require.Equal(t, len(ackedRecs), recsFound, "acknowledged records lost")
+	require.Zero(t, recDups, "records duplicated")
+	require.Empty(t, failed, "every request was answered in the end")
+	require.NotZero(t, tl.codes[http.StatusServiceUnavailable], "the clients saw the outage as 503s")
+	require.Zero(t, tl.codes[http.StatusInternalServerError], "500s while no primary answered")
+	require.Zero(t, tl.codes[-503], "503 without Retry-After")
+	require.Zero(t, tl.codes[0], "transport errors")
 }
 
 // record is what the scenarios read of a record.
