@@ -29,7 +29,9 @@ import (
 //     idempotency_key, or else by its content, agent and thread
 //     (write-path RFC §12.1.7), and answers it with its first id;
 //   - any request with an Idempotency-Key header ([WithIdempotencyKey]):
-//     engramd answers one it has committed with its first result.
+//     engramd answers one it has committed with its first result, and
+//     one whose first request is still running 409
+//     idempotency-in-progress with Retry-After, which is waited out too.
 //
 // A streamed request ([Client.StreamEvents]) is never sent again: its body
 // is read once. Any other answer, and a transport error, ends the
@@ -45,6 +47,10 @@ type Retry struct {
 
 // DefaultRetryMaxWait is the longest wait of a [Retry] whose MaxWait is 0.
 const DefaultRetryMaxWait = 30 * time.Second
+
+// problemInProgress is the 409 of a request whose Idempotency-Key's first
+// request is still running: its result is there to be asked for again.
+const problemInProgress = "urn:engram:problem:idempotency-in-progress"
 
 // retryWait is the wait after a 503 or 429 that says no Retry-After.
 const retryWait = time.Second
@@ -75,7 +81,10 @@ func (r Retry) retryAfter(err error, attempt int) (time.Duration, bool) {
 	if attempt >= r.Attempts || !errors.As(err, &e) {
 		return 0, false
 	}
-	if s := e.Problem.Status; s != http.StatusServiceUnavailable && s != http.StatusTooManyRequests {
+	switch s := e.Problem.Status; {
+	case s == http.StatusServiceUnavailable, s == http.StatusTooManyRequests:
+	case s == http.StatusConflict && e.Problem.Type == problemInProgress:
+	default:
 		return 0, false
 	}
 	wait := retryWait

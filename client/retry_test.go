@@ -24,6 +24,7 @@ type flaky struct {
 	failures   int
 	status     int
 	retryAfter string
+	kind       string // the problem's type, after urn:engram:problem:; database-unavailable when empty
 	got        []string
 }
 
@@ -38,7 +39,11 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(f.status)
-		_, _ = w.Write([]byte(`{"type": "urn:engram:problem:database-unavailable", "title": "Database unavailable"}`))
+		kind := f.kind
+		if kind == "" {
+			kind = "database-unavailable"
+		}
+		_, _ = w.Write([]byte(`{"type": "urn:engram:problem:` + kind + `", "title": "Try again"}`))
 		return
 	}
 	_, _ = w.Write([]byte(`{}`))
@@ -95,6 +100,15 @@ func TestRetryIdempotentRequests(t *testing.T) {
 	require.Len(t, f.requests(), 1)
 	require.NoError(t, c.Do(ctx, "POST", "/v1/records", nil, map[string]any{"type": "semantic"}, nil, client.WithIdempotencyKey("w1")))
 	require.Len(t, f.requests(), 2)
+	// Its first request still running: asked again; any other 409 is not.
+	f = &flaky{failures: 1, status: http.StatusConflict, retryAfter: "0", kind: "idempotency-in-progress"}
+	c = retrying(t, f, client.Retry{Attempts: 3})
+	require.NoError(t, c.Do(ctx, "POST", "/v1/records", nil, map[string]any{"type": "semantic"}, nil, client.WithIdempotencyKey("w1")))
+	require.Len(t, f.requests(), 2)
+	f = &flaky{failures: 1, status: http.StatusConflict, retryAfter: "0", kind: "idempotency-not-replayable"}
+	c = retrying(t, f, client.Retry{Attempts: 3})
+	require.Error(t, c.Do(ctx, "POST", "/v1/records", nil, map[string]any{"type": "semantic"}, nil, client.WithIdempotencyKey("w1")))
+	require.Len(t, f.requests(), 1)
 
 	// Without Retry, once; a 500 is never sent again.
 	f = &flaky{failures: 1, status: http.StatusServiceUnavailable, retryAfter: "0"}
