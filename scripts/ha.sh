@@ -2,8 +2,8 @@
 # make test-ha: builds engram's production topology on this machine from
 # Debian's packages — a primary and a streaming replica (synchronous, WAL
 # archived, a base backup taken) on ports of their own, PgBouncer in
-# transaction mode in front of the primary, a port for a restored cluster —
-# runs the scenarios of internal/hatest against it, and
+# transaction and session mode in front of the primary, a port for a
+# restored cluster — runs the scenarios of internal/hatest against it, and
 # tears everything down. Loopback only. Idempotent: a run left behind by a
 # killed one is cleared first.
 set -euo pipefail
@@ -77,10 +77,13 @@ as_pg "$PGBIN/pg_ctl" -D "$BASE/replica" -l "$BASE/replica.log" -w start >/dev/n
 as_pg "$PGBIN/psql" -qX -h 127.0.0.1 -p "$PRIMARY_PORT" -U postgres -d engram \
 	-c "ALTER SYSTEM SET synchronous_standby_names = 'replica1'" -c "SELECT pg_reload_conf()" >/dev/null
 
-echo "== pgbouncer on 127.0.0.1:$BOUNCER_PORT (pool_mode = transaction)"
+echo "== pgbouncer on 127.0.0.1:$BOUNCER_PORT (pool_mode = transaction; engram_session in session mode)"
 cat >"$BASE/pgbouncer.ini" <<CONF
 [databases]
 engram = host=127.0.0.1 port=$PRIMARY_PORT dbname=engram
+; The same database in session mode: a server connection per client
+; connection, for as long as it lasts.
+engram_session = host=127.0.0.1 port=$PRIMARY_PORT dbname=engram pool_mode=session pool_size=40
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = $BOUNCER_PORT
@@ -103,4 +106,5 @@ ENGRAM_HA_BIN="$BASE/bin/engramd" ENGRAM_HA_DIR="$BASE" PGBIN="$PGBIN" ENGRAM_HA
 ENGRAM_HA_PRIMARY="postgres://postgres@127.0.0.1:$PRIMARY_PORT/engram?sslmode=disable" \
 ENGRAM_HA_REPLICA="postgres://postgres@127.0.0.1:$REPLICA_PORT/engram?sslmode=disable" \
 ENGRAM_HA_BOUNCER="postgres://postgres@127.0.0.1:$BOUNCER_PORT/engram?sslmode=disable" \
+ENGRAM_HA_BOUNCER_SESSION="postgres://postgres@127.0.0.1:$BOUNCER_PORT/engram_session?sslmode=disable" \
 	timeout 480 go test -tags ha -count=1 -v -timeout 7m ./internal/hatest/

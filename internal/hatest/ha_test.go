@@ -80,15 +80,22 @@ func start(t *testing.T, extra ...string) *daemon {
 	d.cmd.Env = append(d.cmd.Env, extra...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	require.NoError(t, d.cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = d.cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = d.cmd.Process.Kill()
-		_ = d.cmd.Wait()
+		<-exited
 		if t.Failed() {
 			t.Logf("engramd %s log:\n%s", addr, d.log.String())
 		}
 	})
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
+		select {
+		case <-exited:
+			require.FailNow(t, "engramd exited", "%s", d.log.String())
+		default:
+		}
 		res, err := http.Get("http://" + addr + "/readyz")
 		if err == nil {
 			res.Body.Close()
@@ -172,35 +179,42 @@ func retrieveBody(text string) string {
 func TestHA(t *testing.T) {
 	primary, replica, bouncer := env(t, "ENGRAM_HA_PRIMARY"), env(t, "ENGRAM_HA_REPLICA"), env(t, "ENGRAM_HA_BOUNCER")
 	migrate(t, primary)
-	t.Run("pooler", func(t *testing.T) { pooler(t, primary, bouncer) })
+	t.Run("pooler", func(t *testing.T) {
+		pooler(t, "transaction", "DATABASE_URL="+bouncer, "ENGRAM_DATABASE_POOLER=transaction", "ENGRAM_LOCK_URL="+primary)
+	})
+	// Session mode: a server connection per client connection, so the
+	// session-level locks pass the pooler, and no lock_url is needed.
+	t.Run("pooler session", func(t *testing.T) {
+		pooler(t, "session", "DATABASE_URL="+env(t, "ENGRAM_HA_BOUNCER_SESSION"), "ENGRAM_DATABASE_POOLER=session")
+	})
 	t.Run("replica lag", func(t *testing.T) { replicaLag(t, primary, replica) })
 	t.Run("restore", func(t *testing.T) { restore(t, primary) })
 	t.Run("failover", func(t *testing.T) { failover(t, primary, replica) })
 }
 
-// pooler: two engramd behind PgBouncer in transaction mode, their locks on
-// the direct URL: writes, listing, streaming, retrieval on both, and one
+// pooler: two engramd behind PgBouncer (started with extra, the mode's
+// configuration): writes, listing, streaming, retrieval on both, and one
 // leader.
-func pooler(t *testing.T, primary, bouncer string) {
+func pooler(t *testing.T, mode string, extra ...string) {
 	ds := []*daemon{}
 	for range 2 {
-		ds = append(ds, start(t, "DATABASE_URL="+bouncer, "ENGRAM_DATABASE_POOLER=transaction", "ENGRAM_LOCK_URL="+primary))
+		ds = append(ds, start(t, extra...))
 	}
 	for i, d := range ds {
-		status, body := d.call("POST", "/v1/records", keyA, fact(fmt.Sprintf("pooled-%d", i), fmt.Sprintf("bouncerword%d", i)))
+		status, body := d.call("POST", "/v1/records", keyA, fact(fmt.Sprintf("%s-pooled-%d", mode, i), fmt.Sprintf("%sword%d", mode, i)))
 		require.Equal(t, http.StatusCreated, status, body)
 	}
 	for i, d := range ds {
 		// Each reads what the other wrote, many times over, so that
 		// statements land on every server connection of the pool.
 		for range 20 {
-			status, body := d.call("POST", "/v1/retrieve", keyA, retrieveBody(fmt.Sprintf("bouncerword%d", 1-i)))
+			status, body := d.call("POST", "/v1/retrieve", keyA, retrieveBody(fmt.Sprintf("%sword%d", mode, 1-i)))
 			require.Equal(t, http.StatusOK, status, body)
-			require.Contains(t, body, fmt.Sprintf("pooled-%d", 1-i))
+			require.Contains(t, body, fmt.Sprintf("%s-pooled-%d", mode, 1-i))
 		}
 		status, body := d.call("GET", "/v1/records?type=semantic", keyA, "")
 		require.Equal(t, http.StatusOK, status, body)
-		events := `{"kind": "observation", "agent_id": "a", "thread_id": "p` + strconv.Itoa(i) + `", "text": "through the pooler"}` + "\n"
+		events := `{"kind": "observation", "agent_id": "a", "thread_id": "` + mode + strconv.Itoa(i) + `", "text": "through the pooler"}` + "\n"
 		status, body = d.call("POST", "/v1/events:stream", keyA, strings.Repeat(events, 50))
 		require.Equal(t, http.StatusOK, status, body)
 		require.NotContains(t, body, `"error"`)
@@ -218,7 +232,7 @@ func pooler(t *testing.T, primary, bouncer string) {
 	require.Equal(t, 1.0, leaders, "exactly one leader")
 	status, body := ds[0].call("GET", "/v1/jobs", operator, "")
 	require.Equal(t, http.StatusOK, status, body)
-	t.Logf("figure: pooler (transaction mode): 2 daemons, 40 retrievals, 100 streamed events, 2 writes: all answered; leaders: %.0f", leaders)
+	t.Logf("figure: pooler (%s mode): 2 daemons, 40 retrievals, 100 streamed events, 2 writes: all answered; leaders: %.0f", mode, leaders)
 }
 
 // replicaLag: replay paused on the replica; retrieval, the record listing
