@@ -39,7 +39,7 @@ build: ## Build the binaries into bin/ (their --version: VERSION, default git de
 test: db browser clients ## Run all tests (race detector) against TEST_DATABASE_URL, the console's in headless Chromium, MCP's with real clients, OpenWOP's answers through ajv
 	ENGRAM_REQUIRE_BROWSER=1 ENGRAM_REQUIRE_CLIENTS=1 go test $(TEST_FLAGS) -timeout=$(TEST_TIMEOUT) ./...
 
-test-ha: ## Build a primary, a synchronous replica and PgBouncer (transaction mode) on ports 5441/5442/6441, run the failover, replica-lag and pooler scenarios with their figures, tear down
+test-ha: ## Build a primary, a synchronous replica and PgBouncer (transaction and session mode) on ports 5441/5442/6441, run the pooler, replica-lag, point-in-time restore and failover scenarios with their figures, tear down
 	bash scripts/ha.sh
 
 screenshots: db browser ## Screenshot each console page into docs/console/ (and empty/, demo/, large/: three states), by the console's browser tests

@@ -47,6 +47,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// UserAgent is the User-Agent header; empty is [DefaultUserAgent].
 	UserAgent string
+	// Retry sends an idempotent request again after a 503 or 429,
+	// honouring its Retry-After (see [Retry]); the zero value sends every
+	// request once.
+	Retry Retry
 }
 
 // Client calls engramd's /v1 API with one API key. It is safe for
@@ -112,23 +116,19 @@ func WithFencingToken(token int64) CallOption {
 // answer is an [*Error]. The typed methods are built on Do; it serves the
 // routes they do not cover.
 func (c *Client) Do(ctx context.Context, method, path string, q url.Values, in, out any, opts ...CallOption) error {
-	var body io.Reader
+	var body []byte
 	switch v := in.(type) {
 	case nil:
 	case json.RawMessage:
-		if v != nil {
-			body = bytes.NewReader(v)
-		}
+		body = v
 	case []byte:
-		if v != nil {
-			body = bytes.NewReader(v)
-		}
+		body = v
 	default:
 		b, err := json.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("encode request: %w", err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
 	res, err := c.send(ctx, method, path, q, body, "application/json", opts)
 	if err != nil {
@@ -153,9 +153,48 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, in, 
 	return nil
 }
 
-// send sends a request and returns a successful response, its body unread.
-// Any other answer is an [*Error].
-func (c *Client) send(ctx context.Context, method, path string, q url.Values, body io.Reader, contentType string, opts []CallOption) (*http.Response, error) {
+// send sends a request with body (nil: none) and returns a successful
+// response, its body unread. Any other answer is an [*Error]. An
+// idempotent request is sent again as [Config].Retry says.
+func (c *Client) send(ctx context.Context, method, path string, q url.Values, body []byte, contentType string, opts []CallOption) (*http.Response, error) {
+	h := c.header(opts)
+	retry := idempotent(method, path, h)
+	for attempt := 1; ; attempt++ {
+		var r io.Reader
+		if body != nil {
+			r = bytes.NewReader(body)
+		}
+		res, err := c.sendOnce(ctx, method, path, q, r, contentType, h)
+		if !retry {
+			return res, err
+		}
+		wait, again := c.cfg.Retry.retryAfter(err, attempt)
+		if !again {
+			return res, err
+		}
+		if err := sleep(ctx, wait, err); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// header is a request's headers of the client's configuration and opts.
+func (c *Client) header(opts []CallOption) http.Header {
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+c.cfg.Key)
+	h.Set("Accept", "application/json, application/problem+json")
+	h.Set("User-Agent", c.cfg.UserAgent)
+	for _, o := range c.headers {
+		o(h)
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+// sendOnce sends a request once; see send.
+func (c *Client) sendOnce(ctx context.Context, method, path string, q url.Values, body io.Reader, contentType string, h http.Header) (*http.Response, error) {
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -164,17 +203,9 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.cfg.Key)
-	req.Header.Set("Accept", "application/json, application/problem+json")
-	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	req.Header = h.Clone()
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
-	}
-	for _, o := range c.headers {
-		o(req.Header)
-	}
-	for _, o := range opts {
-		o(req.Header)
 	}
 	res, err := c.http.Do(req)
 	if err != nil {

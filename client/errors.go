@@ -25,6 +25,9 @@ const (
 // body as its detail. The API key appears in no Error.
 type Error struct {
 	Problem api.Problem
+	// hasRetryAfter tells Retry-After: 0 (send again at once) from no
+	// Retry-After.
+	hasRetryAfter bool
 }
 
 // Error is the problem's title, its detail if any, and the status.
@@ -50,8 +53,10 @@ func newError(res *http.Response, b []byte) *Error {
 		p = api.Problem{Title: http.StatusText(res.StatusCode), Detail: text}
 	}
 	p.Status = res.StatusCode
+	e := &Error{Problem: p}
 	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s >= 0 {
-		p.RetryAfter = time.Duration(s) * time.Second
+		e.Problem.RetryAfter = time.Duration(s) * time.Second
+		e.hasRetryAfter = true
 	}
-	return &Error{Problem: p}
+	return e
 }

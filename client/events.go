@@ -43,7 +43,7 @@ func (c *Client) StreamEvents(ctx context.Context, events iter.Seq[any], ack fun
 		pw.Close()
 	}()
 	defer pr.Close() // stops the writer if the call ends first
-	res, err := c.send(ctx, "POST", "/v1/events:stream", nil, pr, "application/x-ndjson", opts)
+	res, err := c.sendOnce(ctx, "POST", "/v1/events:stream", nil, pr, "application/x-ndjson", c.header(opts))
 	if err != nil {
 		return err
 	}

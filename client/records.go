@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -273,7 +272,7 @@ func (c *Client) Admit(ctx context.Context, rec any, rationale string, opts ...C
 	if raw, ok := rec.(json.RawMessage); ok {
 		b = raw
 	}
-	res, err := c.send(ctx, "POST", "/v1/records", q, bytes.NewReader(b), "application/json", opts)
+	res, err := c.send(ctx, "POST", "/v1/records", q, b, "application/json", opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make test-ha: builds engram's production topology on this machine from
 # Debian's packages — a primary and a streaming replica (synchronous, WAL
-# archived) on ports of their own, PgBouncer in transaction mode in front
-# of the primary — runs the scenarios of internal/hatest against it, and
+# archived, a base backup taken) on ports of their own, PgBouncer in
+# transaction and session mode in front of the primary, a port for a
+# restored cluster — runs the scenarios of internal/hatest against it, and
 # tears everything down. Loopback only. Idempotent: a run left behind by a
 # killed one is cleared first.
 set -euo pipefail
@@ -14,6 +15,7 @@ BASE=${ENGRAM_HA_DIR:-/tmp/engram-ha}
 PRIMARY_PORT=${ENGRAM_HA_PRIMARY_PORT:-5441}
 REPLICA_PORT=${ENGRAM_HA_REPLICA_PORT:-5442}
 BOUNCER_PORT=${ENGRAM_HA_BOUNCER_PORT:-6441}
+RESTORE_PORT=${ENGRAM_HA_RESTORE_PORT:-5443}
 
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
@@ -26,7 +28,7 @@ if ! command -v pgbouncer >/dev/null; then
 fi
 
 teardown() {
-	for d in "$BASE/primary" "$BASE/replica"; do
+	for d in "$BASE/primary" "$BASE/replica" "$BASE/restored"; do
 		[ -f "$d/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1 || true
 	done
 	if [ -f "$BASE/pgbouncer.pid" ]; then kill "$(cat "$BASE/pgbouncer.pid")" 2>/dev/null || true; fi
@@ -57,6 +59,11 @@ as_pg "$PGBIN/createdb" -h 127.0.0.1 -p "$PRIMARY_PORT" -U postgres engram
 as_pg "$PGBIN/psql" -qX -h 127.0.0.1 -p "$PRIMARY_PORT" -U postgres -d engram \
 	-c "ALTER DATABASE engram SET hnsw.iterative_scan = 'relaxed_order'" >/dev/null
 
+# The night's base backup: with the WAL archive, it restores the database
+# to any later point in time (the restore scenario).
+echo "== base backup in $BASE/base"
+as_pg "$PGBIN/pg_basebackup" -h 127.0.0.1 -p "$PRIMARY_PORT" -U postgres -D "$BASE/base" -X stream -c fast >/dev/null
+
 echo "== replica on 127.0.0.1:$REPLICA_PORT (pg_basebackup, synchronous)"
 as_pg "$PGBIN/pg_basebackup" -h 127.0.0.1 -p "$PRIMARY_PORT" -U postgres -D "$BASE/replica" -R -X stream -c fast >/dev/null
 cat >>"$BASE/replica/postgresql.auto.conf" <<CONF
@@ -70,10 +77,13 @@ as_pg "$PGBIN/pg_ctl" -D "$BASE/replica" -l "$BASE/replica.log" -w start >/dev/n
 as_pg "$PGBIN/psql" -qX -h 127.0.0.1 -p "$PRIMARY_PORT" -U postgres -d engram \
 	-c "ALTER SYSTEM SET synchronous_standby_names = 'replica1'" -c "SELECT pg_reload_conf()" >/dev/null
 
-echo "== pgbouncer on 127.0.0.1:$BOUNCER_PORT (pool_mode = transaction)"
+echo "== pgbouncer on 127.0.0.1:$BOUNCER_PORT (pool_mode = transaction; engram_session in session mode)"
 cat >"$BASE/pgbouncer.ini" <<CONF
 [databases]
 engram = host=127.0.0.1 port=$PRIMARY_PORT dbname=engram
+; The same database in session mode: a server connection per client
+; connection, for as long as it lasts.
+engram_session = host=127.0.0.1 port=$PRIMARY_PORT dbname=engram pool_mode=session pool_size=40
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = $BOUNCER_PORT
@@ -92,8 +102,9 @@ if [ "$(id -u)" = 0 ]; then pgbouncer -d -u postgres "$BASE/pgbouncer.ini"; else
 
 echo "== scenarios"
 go build -o "$BASE/bin/" ./cmd/engramd
-ENGRAM_HA_BIN="$BASE/bin/engramd" ENGRAM_HA_DIR="$BASE" PGBIN="$PGBIN" \
+ENGRAM_HA_BIN="$BASE/bin/engramd" ENGRAM_HA_DIR="$BASE" PGBIN="$PGBIN" ENGRAM_HA_RESTORE_PORT="$RESTORE_PORT" \
 ENGRAM_HA_PRIMARY="postgres://postgres@127.0.0.1:$PRIMARY_PORT/engram?sslmode=disable" \
 ENGRAM_HA_REPLICA="postgres://postgres@127.0.0.1:$REPLICA_PORT/engram?sslmode=disable" \
 ENGRAM_HA_BOUNCER="postgres://postgres@127.0.0.1:$BOUNCER_PORT/engram?sslmode=disable" \
+ENGRAM_HA_BOUNCER_SESSION="postgres://postgres@127.0.0.1:$BOUNCER_PORT/engram_session?sslmode=disable" \
 	timeout 480 go test -tags ha -count=1 -v -timeout 7m ./internal/hatest/

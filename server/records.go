@@ -88,9 +88,9 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) error {
 	}
 	var rec memory.Record
 	if asOf != nil {
-		rec, err = s.reader.RecordAsOf(r.Context(), viewerOf(r), id, *asOf)
+		rec, err = s.replicaReader(r).RecordAsOf(r.Context(), viewerOf(r), id, *asOf)
 	} else {
-		rec, err = s.reader.Record(r.Context(), viewerOf(r), id)
+		rec, err = s.replicaReader(r).Record(r.Context(), viewerOf(r), id)
 	}
 	if err != nil {
 		return err
@@ -220,7 +220,7 @@ func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) error {
 		return badParam("flag", "cannot be combined with as_of: flags are current state, with no history")
 	}
 	f.AsOf = asOf
-	page, err := s.reader.Records(r.Context(), viewerOf(r), f)
+	page, err := s.replicaReader(r).Records(r.Context(), viewerOf(r), f)
 	if err != nil {
 		return err
 	}
@@ -490,7 +490,7 @@ func (s *Server) recordHistory(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	versions, err := s.reader.History(r.Context(), viewerOf(r), id)
+	versions, err := s.replicaReader(r).History(r.Context(), viewerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -503,7 +503,7 @@ func (s *Server) recordAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	entries, err := s.reader.Audit(r.Context(), viewerOf(r), id)
+	entries, err := s.replicaReader(r).Audit(r.Context(), viewerOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -516,7 +516,7 @@ func (s *Server) recordRelations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	edges, err := s.reader.Relations(r.Context(), viewerOf(r), id)
+	edges, err := s.replicaReader(r).Relations(r.Context(), viewerOf(r), id)
 	if err != nil {
 		return err
 	}

@@ -67,8 +67,8 @@ type Key struct {
 type Config struct {
 	// DB is where records are read from.
 	DB pg.DBTX
-	// Reads sends retrieval to replicas within the staleness budget; nil
-	// retrieves on DB.
+	// Reads sends retrieval, the record listing and the record reads to
+	// replicas within the staleness budget; nil reads on DB.
 	Reads ReadRouter
 	// Writer is the write path every write goes through; nil means one
 	// over DB with the default configuration.
@@ -443,6 +443,16 @@ const retrievePattern = "POST /v1/retrieve"
 type ReadRouter interface {
 	For(reader string) pg.DBTX
 	Wrote(reader string)
+}
+
+// replicaReader is the read door for a read-only request: over a replica
+// within the staleness budget that has the key's last write, or over the
+// primary (retrieval, the record listing and the record reads).
+func (s *Server) replicaReader(r *http.Request) *view.Reader {
+	if s.reads == nil {
+		return s.reader
+	}
+	return s.reader.Over(s.reads.For(readerOf(principalOf(r))))
 }
 
 // readerOf names the reader whose writes its reads must see: its key.

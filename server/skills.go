@@ -19,7 +19,7 @@ func (s *Server) recordSkill(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rec, err := s.reader.Unflagged(r.Context(), viewerOf(r), id)
+	rec, err := s.replicaReader(r).Unflagged(r.Context(), viewerOf(r), id)
 	if err != nil {
 		return err
 	}

@@ -41,8 +41,12 @@ func New(db pg.DBTX, sealer *seal.Sealer) *Reader {
 
 // In returns a reader of the same memory inside a transaction: what the
 // transaction wrote, as it will be if it commits.
-func (r *Reader) In(tx pg.DBTX) *Reader {
-	return &Reader{db: tx, sealer: r.sealer}
+func (r *Reader) In(tx pg.DBTX) *Reader { return r.Over(tx) }
+
+// Over returns a reader of the same memory on db: a streaming replica,
+// say, for reads that may be a little stale.
+func (r *Reader) Over(db pg.DBTX) *Reader {
+	return &Reader{db: db, sealer: r.sealer}
 }
 
 // Viewer is who reads: a tenant, and the key reading it with the access

@@ -24,7 +24,7 @@ func migrateDenseIndex(ctx context.Context, cfg config.Config, logger *slog.Logg
 		return err
 	}
 	// On the direct connection: the build holds a session lock.
-	pool, err := pg.NewPool(ctx, cfg.Database.LockDSN(cfg.DatabaseURL), nil)
+	pool, err := pg.NewPool(ctx, cfg.Database.LockDSN(cfg.DatabaseURL), lockPoolConfig(cfg))
 	if err != nil {
 		return err
 	}

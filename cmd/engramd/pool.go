@@ -23,12 +23,29 @@ import (
 // pooler a server connection serves many clients in turn, so engramd sets
 // no session state on it: set those bounds on the database or its role
 // instead (docs/operations.md).
+//
+// Behind a session-mode pooler the bounds hold, but the pooler refuses
+// them as startup parameters: each connection sets them as it opens
+// (pg.ForSessionPooler).
 func newPool(ctx context.Context, cfg config.Config, url string) (*pgxpool.Pool, error) {
 	configure := cfg.Database.Session().Configure
-	if cfg.Database.Pooler == config.PoolerTransaction {
+	switch cfg.Database.Pooler {
+	case config.PoolerTransaction:
 		configure = func(c *pgxpool.Config) { pg.ForTransactionPooler(c, url) }
+	case config.PoolerSession:
+		configure = func(c *pgxpool.Config) { cfg.Database.Session().Configure(c); pg.ForSessionPooler(c) }
 	}
 	return pg.NewPool(ctx, url, configure)
+}
+
+// lockPoolConfig configures a pool on database.lock_url, or on
+// database_url when it is empty: through the pooler then, whose mode can
+// only be session (a transaction pooler needs lock_url).
+func lockPoolConfig(cfg config.Config) func(*pgxpool.Config) {
+	if cfg.Database.LockURL == "" && cfg.Database.Pooler == config.PoolerSession {
+		return pg.ForSessionPooler
+	}
+	return nil
 }
 
 // checkIterativeScan warns when, behind a transaction pooler, the database

@@ -89,6 +89,44 @@ func ForTransactionPooler(cfg *pgxpool.Config, url string) {
 	delete(cfg.ConnConfig.RuntimeParams, IterativeScanParam)
 }
 
+// poolerStartupParams are the startup parameters PgBouncer passes to the
+// server; it refuses a connection that sends any other.
+var poolerStartupParams = map[string]bool{"application_name": true, "client_encoding": true, "datestyle": true,
+	"timezone": true, "standard_conforming_strings": true}
+
+// ForSessionPooler adjusts cfg for a pooler in session mode (PgBouncer's
+// pool_mode = session), which gives each client connection a server
+// connection of its own for as long as it lasts, resetting it (DISCARD
+// ALL) for the next: session state holds, but the pooler refuses startup
+// parameters it does not know. Every runtime parameter but those it passes
+// (the session's bounds, hnsw.iterative_scan) is set instead by one
+// statement as the connection opens.
+func ForSessionPooler(cfg *pgxpool.Config) {
+	var names, values []string
+	for name, v := range cfg.ConnConfig.RuntimeParams {
+		if !poolerStartupParams[strings.ToLower(name)] {
+			names, values = append(names, name), append(values, v)
+			delete(cfg.ConnConfig.RuntimeParams, name)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	after := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, setConfigSQL, names, values); err != nil {
+			return fmt.Errorf("set session parameters: %w", err)
+		}
+		if after != nil {
+			return after(ctx, conn)
+		}
+		return nil
+	}
+}
+
+// setConfigSQL sets each named parameter for the session.
+const setConfigSQL = `SELECT set_config(n, v, false) FROM unnest($1::text[], $2::text[]) AS p (n, v)`
+
 // WithTx runs fn in a transaction on db, committing when fn returns nil and
 // rolling back otherwise. The rollback runs on a context that outlives ctx's
 // cancellation, so a cancelled request never leaves a transaction open.

@@ -46,3 +46,29 @@ func TestSessionBounds(t *testing.T) {
 		return nil
 	}))
 }
+
+// Behind a session-mode pooler the session's bounds and pgvector's
+// iterative scans are not sent as startup parameters, which PgBouncer
+// refuses, but set as each connection opens: they hold all the same.
+func TestForSessionPooler(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := pg.Session{ApplicationName: "engramd-test", StatementTimeout: 7 * time.Second, LockTimeout: 3 * time.Second}
+	var params map[string]string
+	pool, err := pg.NewPool(ctx, pgtest.URL(), func(c *pgxpool.Config) {
+		c.MaxConns = 1
+		s.Configure(c)
+		pg.ForSessionPooler(c)
+		params = c.ConnConfig.RuntimeParams
+	})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	require.Equal(t, map[string]string{"application_name": "engramd-test"}, params, "only what PgBouncer passes")
+	for name, want := range map[string]string{
+		"application_name": "engramd-test", "statement_timeout": "7s", "lock_timeout": "3s", pg.IterativeScanParam: "relaxed_order",
+	} {
+		var v string
+		require.NoError(t, pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v))
+		require.Equal(t, want, v, name)
+	}
+}

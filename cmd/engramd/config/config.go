@@ -176,7 +176,8 @@ type Config struct {
 // transaction open for long (substrate RFC §15.5); zero turns a bound off.
 type Database struct {
 	// ReadURL are streaming replicas (one URL, or a list) that serve
-	// retrieval and read-only listing within StalenessBudget; empty: the
+	// retrieval, the record listing and the record reads within
+	// StalenessBudget; empty: the
 	// primary serves every read. ENGRAM_READ_URL, URLs separated by
 	// spaces.
 	ReadURL URLs `yaml:"read_url"`
