@@ -31,7 +31,8 @@ type TableStatistics struct {
 }
 
 // tableStatisticsSQL reads the planner's statistics of every table of the
-// current schema (engram's: every connection's search path names it).
+// current schema (engram's: every connection's search path names it) but
+// the migrations' own version table, which no query of engram plans.
 const tableStatisticsSQL = `
 SELECT c.relname::text, c.reltuples::float8,
 	EXISTS (SELECT 1 FROM pg_stats p WHERE p.schemaname = n.nspname AND p.tablename = c.relname),
@@ -39,7 +40,7 @@ SELECT c.relname::text, c.reltuples::float8,
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
-WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relname <> 'goose_db_version'
 ORDER BY c.relname`
 
 // ReadTableStatistics returns the planner's statistics of each of the
