@@ -207,13 +207,8 @@ func (c *Consolidator) procedure(cand *candidate, all, kept []*candidate, failed
 	if slices.ContainsFunc(tpls, unfollowable) {
 		return Procedure{}, false
 	}
-	applies := func(ep Episode) bool {
-		if trig.Template == "" {
-			return true
-		}
-		_, ok := signature.Match(signature.ParseTemplate(trig.Template), ep.Trigger)
-		return ok
-	}
+	tpl := signature.ParseTemplate(trig.Template)
+	applies := func(ep Episode) bool { return trig.Template == "" || matches(tpl, ep.Trigger) }
 	var contrary [][]Episode
 	for _, o := range all {
 		if o != cand {

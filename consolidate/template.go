@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -437,9 +438,66 @@ var reDrive = regexp.MustCompile(`^[A-Za-z]:$`)
 // "tokio-28", "foo" of "foo==1.2"). A value of one character is left out:
 // it would be found in too many arguments by chance.
 func triggerValues(trigger string, tpl signature.Template) []triggerValue {
-	vals := signature.Values(trigger)
+	key := trigger + "\x00" + strings.Join(tpl, "\x00")
+	if out, ok := valuesMemo.get(key); ok {
+		return slices.Clone(out)
+	}
+	out := findTriggerValues(trigger, tpl)
+	valuesMemo.put(key, out)
+	return slices.Clone(out)
+}
+
+// valuesMemo remembers the values of the triggers a pass reads again and
+// again — once for each candidate a problem might support — since
+// extracting them (signature's expressions) was most of a pass's time.
+var valuesMemo = memo[[]triggerValue]{limit: 1 << 14}
+
+// memo is a bounded map of results, safe for concurrent use; it forgets
+// everything when full.
+type memo[V any] struct {
+	mu    sync.Mutex
+	limit int
+	m     map[string]V
+}
+
+func (c *memo[V]) get(k string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *memo[V]) put(k string, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= c.limit {
+		c.m = make(map[string]V)
+	}
+	c.m[k] = v
+}
+
+// matches reports whether a trigger is an occurrence of a template
+// ([signature.Match]), remembered like [triggerValues]: a pass asks it of
+// every problem for every procedure it writes.
+func matches(tpl signature.Template, trigger string) bool {
+	key := trigger + "\x00" + strings.Join(tpl, "\x00")
+	if ok, found := matchMemo.get(key); found {
+		return ok
+	}
+	_, ok := signature.Match(tpl, trigger)
+	matchMemo.put(key, ok)
+	return ok
+}
+
+var matchMemo = memo[bool]{limit: 1 << 14}
+
+// findTriggerValues is [triggerValues], computed.
+func findTriggerValues(trigger string, tpl signature.Template) []triggerValue {
+	var vals []signature.Value
 	if tpl.Wildcards() > 0 {
-		vals, _ = signature.Match(tpl, trigger)
+		vals, _ = signature.Match(tpl, trigger) // Values, and one a wildcard; none if it does not match
+	} else {
+		vals = signature.Values(trigger)
 	}
 	var out []triggerValue
 	for _, v := range vals {

@@ -57,11 +57,28 @@ func words(message string) []word {
 // normaliseWord is [Normalise] of one word, without its trimming: a word
 // that is all punctuation stays as it is.
 func normaliseWord(w string) string {
+	// A word of letters alone holds nothing Normalise replaces (no digit,
+	// separator, quote or placeholder): it is the word in lower case. Most
+	// words of an error message are such, and Normalise's expressions are
+	// the cost of matching messages against templates.
+	if lettersOnly(w) {
+		return strings.ToLower(w)
+	}
 	n := Normalise(w)
 	if n == "" {
 		return w
 	}
 	return n
+}
+
+// lettersOnly reports whether w is letters alone.
+func lettersOnly(w string) bool {
+	for _, r := range w {
+		if !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return w != ""
 }
 
 // Match reports whether a message is an occurrence of a template: as many
@@ -70,8 +87,13 @@ func normaliseWord(w string) string {
 // ({Placeholder: Wildcard, Index: k}, the word without the punctuation
 // around it).
 func Match(tpl Template, message string) ([]Value, bool) {
+	// A message of another length is none: said before any word is
+	// normalised.
+	if len(tpl) == 0 || len(strings.Fields(problemLine(message))) != len(tpl) {
+		return nil, false
+	}
 	ws := words(message)
-	if len(tpl) == 0 || len(ws) != len(tpl) {
+	if len(ws) != len(tpl) {
 		return nil, false
 	}
 	var wild []Value
