@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/clocktest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/retrieve"
@@ -22,24 +22,6 @@ import (
 	"github.com/engram-dev/engram/server"
 	"github.com/engram-dev/engram/store"
 )
-
-// testClock is a clock that moves only when told.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // A procedure agents keep using successfully, and that nobody ever gives
 // feedback on, is still there a year later (substrate RFC §11, §15.6:
@@ -53,7 +35,7 @@ func TestProcedureUsedForAYearWithoutFeedbackStays(t *testing.T) {
 	db := pgtest.NewSchema(t)
 	ctx := context.Background()
 	require.NoError(t, store.EnsureTenant(ctx, db.Pool, "acme"))
-	clk := &testClock{t: time.Now().UTC().Add(-400 * 24 * time.Hour).Truncate(time.Second)}
+	clk := clocktest.New(time.Now().UTC().Add(-400 * 24 * time.Hour).Truncate(time.Second))
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(t, err)
 	wr := revise.New(db.Pool, revise.Config{Now: clk.Now, Defaults: settings.Defaults, Gain: settings.Gain})

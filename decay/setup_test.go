@@ -11,34 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/internal/clocktest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
 
-// clock is a test clock that moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type bundle struct {
 	ctx      context.Context
 	db       *pgtest.Schema
-	clock    *clock
+	clock    *clocktest.Clock
 	settings *decay.Settings
 	w        *revise.Writer
 	decayer  *decay.Decayer
@@ -54,7 +37,7 @@ type bundle struct {
 func setup(t *testing.T, edit ...func(*decay.Config)) *bundle {
 	t.Helper()
 	db := pgtest.NewSchema(t)
-	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	cfg := decay.DefaultConfig()
 	for _, e := range edit {
 		e(&cfg)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/internal/clocktest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/jobs/jobstest"
 	"github.com/engram-dev/engram/memory"
@@ -22,28 +22,10 @@ import (
 	"github.com/engram-dev/engram/store"
 )
 
-// clock is a test clock that moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type bundle struct {
 	ctx      context.Context
 	db       *pgtest.Schema
-	clock    *clock
+	clock    *clocktest.Clock
 	w        *revise.Writer
 	settings *retention.Settings
 	keep     *retention.Retainer
@@ -55,7 +37,7 @@ type bundle struct {
 func setup(t *testing.T, edit func(*retention.Config)) *bundle {
 	t.Helper()
 	db := pgtest.NewSchema(t)
-	clk := &clock{t: time.Now().UTC().Add(-100 * 24 * time.Hour).Truncate(time.Microsecond)}
+	clk := clocktest.New(time.Now().UTC().Add(-100 * 24 * time.Hour).Truncate(time.Microsecond))
 	cfg := retention.DefaultConfig()
 	if edit != nil {
 		edit(&cfg)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/decay"
+	"github.com/engram-dev/engram/internal/clocktest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/jobs"
 	"github.com/engram-dev/engram/memory"
@@ -20,28 +20,10 @@ import (
 	"github.com/engram-dev/engram/store"
 )
 
-// testClock is a clock that moves only when told.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // decayEnv is a server with decay and jobs, on one test clock.
 type decayEnv struct {
 	*env
-	clock   *testClock
+	clock   *clocktest.Clock
 	decayer *decay.Decayer
 	jobs    *jobs.Scheduler
 }
@@ -51,7 +33,7 @@ func setupDecay(t *testing.T) *decayEnv {
 	db := pgtest.NewSchema(t)
 	// From the real time: the version log records real times, which as_of
 	// reads compare with.
-	clk := &testClock{t: time.Now().UTC().Truncate(time.Microsecond)}
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Microsecond))
 	settings, err := decay.NewSettings(decay.DefaultConfig())
 	require.NoError(t, err)
 	wr := revise.New(db.Pool, revise.Config{Now: clk.Now, Defaults: settings.Defaults})

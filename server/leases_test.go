@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/api"
+	"github.com/engram-dev/engram/internal/clocktest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
@@ -21,30 +21,11 @@ import (
 	"github.com/engram-dev/engram/store"
 )
 
-// clock is a controllable clock: leases expire when a test says so, not
-// after a sleep.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // leaseEnv is a daemon's HTTP API over a fresh schema, on a controllable
 // clock.
 type leaseEnv struct {
 	*env
-	clock *clock
+	clock *clocktest.Clock
 	reg   *prometheus.Registry
 }
 
@@ -54,7 +35,7 @@ func setupLeases(t *testing.T) *leaseEnv {
 	for _, tenant := range []string{"acme", "other"} {
 		require.NoError(t, store.EnsureTenant(t.Context(), db.Pool, tenant))
 	}
-	clk := &clock{now: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	e := &leaseEnv{env: &env{t: t, db: db}, clock: clk}
 	e.url = e.daemon()
 	return e
@@ -161,7 +142,7 @@ func TestLeaseStaleTokenAfterExpiry(t *testing.T) {
 
 	// While A holds it, B is denied the lease and its writes, with A named
 	// and Retry-After until A's lease runs out.
-	e.clock.advance(10 * time.Second)
+	e.clock.Advance(10 * time.Second)
 	res = e.do("POST", "/v1/leases", acmeKey, map[string]any{"record_id": rec.ID, "agent_id": "agent-b"})
 	require.Equal(t, http.StatusConflict, res.status, string(res.body))
 	p := res.problem(t)
@@ -175,7 +156,7 @@ func TestLeaseStaleTokenAfterExpiry(t *testing.T) {
 
 	// A pauses past its lease; B gets the lease with a newer token and
 	// writes under it.
-	e.clock.advance(21 * time.Second)
+	e.clock.Advance(21 * time.Second)
 	b := e.acquire(map[string]any{"record_id": rec.ID, "agent_id": "agent-b", "ttl_seconds": 60}, http.StatusCreated)
 	require.Greater(t, b.FencingToken, a.FencingToken)
 	require.NotEqual(t, a.ID, b.ID)
@@ -230,7 +211,7 @@ func TestLeaseLifecycle(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 
 	// Re-entrant: the same lease and token, a later expiry.
-	e.clock.advance(20 * time.Second)
+	e.clock.Advance(20 * time.Second)
 	again := e.acquire(body, http.StatusOK)
 	require.Equal(t, api.LeaseRenewed, again.Outcome)
 	require.Equal(t, first.ID, again.ID)
@@ -238,7 +219,7 @@ func TestLeaseLifecycle(t *testing.T) {
 	require.Equal(t, e.clock.Now().Add(60*time.Second), again.ExpiresAt)
 
 	// Renewal, by its holder only.
-	e.clock.advance(50 * time.Second)
+	e.clock.Advance(50 * time.Second)
 	res = e.do("POST", "/v1/leases/"+first.ID.String()+":renew", acmeKey, map[string]any{"agent_id": "agent-a", "ttl_seconds": 90})
 	require.Equal(t, http.StatusOK, res.status, string(res.body))
 	var renewed api.Lease
@@ -270,7 +251,7 @@ func TestLeaseLifecycle(t *testing.T) {
 
 	// B's lease runs out: it cannot renew it, and A gets the record with a
 	// larger token.
-	e.clock.advance(30 * time.Second)
+	e.clock.Advance(30 * time.Second)
 	res = e.do("POST", "/v1/leases/"+b.ID.String()+":renew", acmeKey, map[string]any{"agent_id": "agent-b"})
 	require.Equal(t, "urn:engram:problem:lease-expired", res.problem(t).Type)
 	res = e.do("GET", "/v1/leases/"+b.ID.String(), acmeKey, nil)
@@ -331,7 +312,7 @@ func TestLeaseOnScope(t *testing.T) {
 
 	// A scope grant fences older record grants: once B's record lease ran
 	// out and A leased the scope, B's token is stale there.
-	e.clock.advance(61 * time.Second)
+	e.clock.Advance(61 * time.Second)
 	s2 := e.acquire(map[string]any{"scope": "private", "agent_id": "agent-a", "ttl_seconds": 30}, http.StatusCreated)
 	require.Greater(t, s2.FencingToken, r.FencingToken)
 	res = e.patch(elsewhere.ID, 2, "late", "agent-b", r.FencingToken)
