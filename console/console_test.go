@@ -22,6 +22,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	evalpkg "github.com/engram-dev/engram/eval"
+	"github.com/engram-dev/engram/internal/buildtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 )
@@ -65,6 +66,8 @@ type daemon struct {
 	bin, evalReport string
 }
 
+func TestMain(m *testing.M) { buildtest.Main(m) }
+
 func startEngramd(t *testing.T) *daemon {
 	t.Helper()
 	return startEngramdOn(t, pgtest.NewSchema(t), "curator@acme:"+curatorKey+",curator@empty:"+emptyKey+",*:"+opsKey)
@@ -75,9 +78,7 @@ func startEngramd(t *testing.T) *daemon {
 func startEngramdOn(t *testing.T, db *pgtest.Schema, keys string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "engramd")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/engramd").CombinedOutput()
-	require.NoError(t, err, string(out))
+	bin := buildtest.Command(t, "engramd")
 	conf := filepath.Join(dir, "engram.yaml")
 	evalReport := filepath.Join(dir, "curve.json")
 	// Consolidation and the decay sweep run when the test says, through
@@ -260,9 +261,7 @@ func seed(d *daemon) seeded {
 func evaluate(t *testing.T, engramd string) <-chan evaluation {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "engram-eval")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/engram-eval").CombinedOutput()
-	require.NoError(t, err, string(out))
+	bin := buildtest.Command(t, "engram-eval")
 	done := make(chan evaluation, 1)
 	go func() {
 		var stderr bytes.Buffer

@@ -4,13 +4,13 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/internal/buildtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 )
 
@@ -37,13 +37,8 @@ func TestConsoleScreenshots(t *testing.T) {
 
 	t.Run("demo", func(t *testing.T) {
 		db := pgtest.NewSchema(t)
-		dir := t.TempDir()
-		for _, b := range []string{"engramd", "engram-eval"} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b), "../cmd/"+b).CombinedOutput()
-			require.NoError(t, err, string(out))
-		}
 		// make demo, into this test's schema.
-		out, err := exec.Command(filepath.Join(dir, "engram-eval"), "demo", "--engramd", filepath.Join(dir, "engramd"),
+		out, err := exec.Command(buildtest.Command(t, "engram-eval"), "demo", "--engramd", buildtest.Command(t, "engramd"),
 			"--database-url", pgtest.URL(), "--schema", db.Name, "--stay=false").CombinedOutput()
 		require.NoError(t, err, string(out))
 		var tenant string

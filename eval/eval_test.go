@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/eval"
+	"github.com/engram-dev/engram/internal/buildtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 )
 
@@ -19,18 +18,12 @@ import (
 var engramdBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "eval-test-")
-	if err != nil {
-		panic(err)
-	}
-	engramdBin = filepath.Join(dir, "engramd")
-	if out, err := exec.Command("go", "build", "-o", engramdBin, "../cmd/engramd").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build engramd: %v\n%s", err, out)
+	var err error
+	if engramdBin, err = buildtest.Build("engramd"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	buildtest.Main(m)
 }
 
 // daemon starts an engramd of its own for a test, in a fresh schema of the

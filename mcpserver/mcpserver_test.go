@@ -2,17 +2,14 @@ package mcpserver_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -23,6 +20,7 @@ import (
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/embedding"
 	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/buildtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/mcpserver"
 	"github.com/engram-dev/engram/memory"
@@ -101,26 +99,9 @@ func (e *env) api(key string) *client.Client {
 }
 
 // buildEngram builds the engram CLI once per test binary.
-var buildEngram = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "engram-mcp-test")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "engram")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/engram").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+func buildEngram() (string, error) { return buildtest.Build("engram") }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if bin, err := buildEngram(); err == nil {
-		os.RemoveAll(filepath.Dir(bin))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { buildtest.Main(m) }
 
 // transport connects an MCP client to e with key.
 type transport func(t *testing.T, e *env, key string) (*mcp.ClientSession, error)

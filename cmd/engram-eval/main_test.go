@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/eval"
+	"github.com/engram-dev/engram/internal/buildtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 )
 
@@ -26,18 +27,12 @@ import (
 var engramd string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "engram-eval-test-")
-	if err != nil {
-		panic(err)
-	}
-	engramd = filepath.Join(dir, "engramd")
-	if out, err := exec.Command("go", "build", "-o", engramd, "../engramd").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build engramd: %v\n%s", err, out)
+	var err error
+	if engramd, err = buildtest.Build("engramd"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	buildtest.Main(m)
 }
 
 func getenv(vars map[string]string) func(string) string {
@@ -51,6 +46,7 @@ func TestRunWritesTheReport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two engramd processes")
 	}
+	t.Parallel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"run", "--engramd", engramd, "--database-url", pgtest.URL(), "--out", out,
@@ -108,9 +104,12 @@ func TestDemoShowsWhatWasLearned(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an engramd process")
 	}
+	t.Parallel()
 	db := pgtest.NewSchema(t)
+	schema := db.Name + "_demo"
+	t.Cleanup(func() { _ = execSQL(pgtest.URL(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"demo", "--engramd", engramd, "--stay=false"},
+	err := run(context.Background(), []string{"demo", "--engramd", engramd, "--stay=false", "--schema", schema},
 		getenv(map[string]string{"DATABASE_URL": db.URL}), &stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	got := stdout.String()
@@ -146,6 +145,7 @@ func TestDemoWithRunUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs engramd processes")
 	}
+	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.NewSchema(t)
 	up, err := eval.StartDaemon(ctx, eval.DaemonConfig{Bin: engramd, DatabaseURL: db.URL, Consolidate: "@every 1h", Tenant: "default"})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/internal/buildtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/seal"
 )
@@ -125,9 +126,7 @@ func TestEncryptionAtRest(t *testing.T) {
 	}
 	t.Parallel()
 	e := &encryptionRig{t: t, db: pgtest.NewSchema(t), bin: buildEngramd(t), dir: t.TempDir()}
-	e.cli = filepath.Join(e.dir, "engram")
-	built, err := exec.Command("go", "build", "-o", e.cli, "../engram").CombinedOutput()
-	require.NoError(t, err, string(built))
+	e.cli = buildtest.Command(t, "engram")
 	e.policy = filepath.Join(e.dir, "policy.yaml")
 	require.NoError(t, os.WriteFile(e.policy, []byte(
 		"rules: [{name: medical, match: {agent: [medic]}, set: {sensitivity: high}}]\n"), 0o600))

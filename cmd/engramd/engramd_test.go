@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/buildtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
@@ -38,11 +39,7 @@ const (
 // sends it to this process, maybe before its handler has registered.
 func TestMain(m *testing.M) {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
+	buildtest.Main(m)
 }
 
 // daemon is an engramd process under test.
@@ -51,28 +48,12 @@ type daemon struct {
 	addr string
 }
 
-// buildEngramd returns engramd built from this package, once per test
-// process: every test runs the same binary, and linking it takes seconds.
+// buildEngramd returns engramd, built once per test process and linked
+// with a version, as a release is (TestVersion).
 func buildEngramd(t testing.TB) string {
 	t.Helper()
-	bin, err := engramdBinary()
-	require.NoError(t, err)
-	return bin
+	return buildtest.Command(t, "engramd", "-X "+versionVar+"="+testVersion)
 }
-
-var engramdBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "engramd-test-")
-	if err != nil {
-		return "", err
-	}
-	binDir = dir
-	bin := filepath.Join(dir, "engramd")
-	// Linked with a version, as a release is (TestVersion).
-	if out, err := exec.Command("go", "build", "-ldflags=-X "+versionVar+"="+testVersion, "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 // The version the test binary is linked with, and the variable it sets.
 const (

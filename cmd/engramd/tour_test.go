@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/internal/buildtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 )
 
@@ -92,8 +93,8 @@ func TestReadmeTour(t *testing.T) {
 	startDaemonWith(t, buildEngramd(t), "ENGRAM_API_KEYS="+keys[1], "DATABASE_URL="+db.URL, "ENGRAM_LISTEN="+addr)
 
 	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "engram"), "../engram").CombinedOutput()
-	require.NoError(t, err, "go build engram: %s", out)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "bin"), 0o755))
+	require.NoError(t, os.Symlink(buildtest.Command(t, "engram"), filepath.Join(dir, "bin", "engram")))
 
 	var script strings.Builder
 	script.WriteString("set -euo pipefail\n")
