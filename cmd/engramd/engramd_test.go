@@ -73,9 +73,6 @@ func TestVersion(t *testing.T) {
 	require.True(t, strings.HasPrefix(stdout.String(), "engramd devel ("), stdout.String())
 }
 
-// binDir holds the engramd binary once built, removed by TestMain.
-var binDir string
-
 func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
