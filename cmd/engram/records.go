@@ -119,57 +119,7 @@ func (c *cli) recordsList(ctx context.Context, args []string) error {
 		}
 	})
 
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	var recs []json.RawMessage
-	for {
-		b, err := fetch(ctx, cl, "GET", "/v1/records", q, nil)
-		if err != nil {
-			return err
-		}
-		// An [api.RecordPage] whose records stay as they came: --json
-		// --all passes them through.
-		var page struct {
-			Records    []json.RawMessage `json:"records"`
-			NextCursor string            `json:"next_cursor"`
-		}
-		if err := json.Unmarshal(b, &page); err != nil {
-			return fmt.Errorf("decode page: %w", err)
-		}
-		if !*all {
-			if c.json {
-				return c.write(b)
-			}
-			if err := c.recordTable(page.Records); err != nil {
-				return err
-			}
-			if page.NextCursor != "" {
-				fmt.Fprintf(c.stderr, "more records: --cursor %s (or --all)\n", page.NextCursor)
-			}
-			return nil
-		}
-		recs = append(recs, page.Records...)
-		if page.NextCursor == "" {
-			break
-		}
-		if page.NextCursor == q.Get("cursor") {
-			return fmt.Errorf("list records: the server repeated cursor %s", page.NextCursor)
-		}
-		q.Set("cursor", page.NextCursor)
-	}
-	if c.json {
-		if recs == nil {
-			recs = []json.RawMessage{}
-		}
-		b, err := json.Marshal(map[string]any{"records": recs})
-		if err != nil {
-			return fmt.Errorf("encode records: %w", err)
-		}
-		return c.write(append(b, '\n'))
-	}
-	return c.recordTable(recs)
+	return c.list(ctx, listing{path: "/v1/records", member: "records", table: c.recordTable}, q, *all)
 }
 
 func (c *cli) recordsHistory(ctx context.Context, args []string) error {

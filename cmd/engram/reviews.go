@@ -56,56 +56,7 @@ func (c *cli) reviewsList(ctx context.Context, args []string) error {
 	if *cursor != "" {
 		q.Set("cursor", *cursor)
 	}
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	var reviews []json.RawMessage
-	for {
-		b, err := fetch(ctx, cl, "GET", "/v1/reviews", q, nil)
-		if err != nil {
-			return err
-		}
-		// An [api.ReviewPage] whose reviews stay as they came.
-		var page struct {
-			Reviews    []json.RawMessage `json:"reviews"`
-			NextCursor string            `json:"next_cursor"`
-		}
-		if err := json.Unmarshal(b, &page); err != nil {
-			return fmt.Errorf("decode page: %w", err)
-		}
-		if !*all {
-			if c.json {
-				return c.write(b)
-			}
-			if err := c.reviewTable(page.Reviews); err != nil {
-				return err
-			}
-			if page.NextCursor != "" {
-				fmt.Fprintf(c.stderr, "more reviews: --cursor %s (or --all)\n", page.NextCursor)
-			}
-			return nil
-		}
-		reviews = append(reviews, page.Reviews...)
-		if page.NextCursor == "" {
-			break
-		}
-		if page.NextCursor == q.Get("cursor") {
-			return fmt.Errorf("list reviews: the server repeated cursor %s", page.NextCursor)
-		}
-		q.Set("cursor", page.NextCursor)
-	}
-	if c.json {
-		if reviews == nil {
-			reviews = []json.RawMessage{}
-		}
-		b, err := json.Marshal(map[string]any{"reviews": reviews})
-		if err != nil {
-			return fmt.Errorf("encode reviews: %w", err)
-		}
-		return c.write(append(b, '\n'))
-	}
-	return c.reviewTable(reviews)
+	return c.list(ctx, listing{path: "/v1/reviews", member: "reviews", table: c.reviewTable}, q, *all)
 }
 
 func (c *cli) reviewTable(raws []json.RawMessage) error {
