@@ -39,12 +39,9 @@ func New(db pg.DBTX, sealer *seal.Sealer) *Reader {
 	return &Reader{db: db, sealer: sealer}
 }
 
-// In returns a reader of the same memory inside a transaction: what the
-// transaction wrote, as it will be if it commits.
-func (r *Reader) In(tx pg.DBTX) *Reader { return r.Over(tx) }
-
-// Over returns a reader of the same memory on db: a streaming replica,
-// say, for reads that may be a little stale.
+// Over returns a reader of the same memory on db: a streaming replica, say,
+// for reads that may be a little stale, or a transaction, for what it
+// wrote as it will be if it commits.
 func (r *Reader) Over(db pg.DBTX) *Reader {
 	return &Reader{db: db, sealer: r.sealer}
 }
