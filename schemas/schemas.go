@@ -63,17 +63,19 @@ var load = sync.OnceValue(func() *registry {
 	return r
 })
 
-func compile() (*registry, error) {
-	paths, err := fs.Glob(files, "*.json")
+// NewCompiler returns a 2020-12 compiler, formats asserted, holding every
+// *.json schema of fsys under its $id. each, when not nil, checks a schema
+// (its path, $id and bytes) before it is added.
+func NewCompiler(fsys fs.FS, each func(path, id string, b []byte) error) (*jsonschema.Compiler, error) {
+	paths, err := fs.Glob(fsys, "*.json")
 	if err != nil {
 		return nil, fmt.Errorf("list schemas: %w", err)
 	}
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
-	r := &registry{raw: make(map[string][]byte), payloads: make(map[string]*jsonschema.Schema)}
 	for _, path := range paths {
-		b, err := files.ReadFile(path)
+		b, err := fs.ReadFile(fsys, path)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
@@ -83,18 +85,34 @@ func compile() (*registry, error) {
 		if err := json.Unmarshal(b, &head); err != nil {
 			return nil, fmt.Errorf("parse %s: %w", path, err)
 		}
-		name, ok := strings.CutPrefix(head.ID, idPrefix)
-		if !ok || name == "" || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("%s: $id %q is not %s<Name>", path, head.ID, idPrefix)
-		}
-		if _, dup := r.raw[name]; dup {
-			return nil, fmt.Errorf("%s: duplicate $id %q", path, head.ID)
+		if each != nil {
+			if err := each(path, head.ID, b); err != nil {
+				return nil, err
+			}
 		}
 		if err := c.AddResource(head.ID, bytes.NewReader(b)); err != nil {
 			return nil, fmt.Errorf("add %s: %w", path, err)
 		}
+	}
+	return c, nil
+}
+
+func compile() (*registry, error) {
+	r := &registry{raw: make(map[string][]byte), payloads: make(map[string]*jsonschema.Schema)}
+	c, err := NewCompiler(files, func(path, id string, b []byte) error {
+		name, ok := strings.CutPrefix(id, idPrefix)
+		if !ok || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("%s: $id %q is not %s<Name>", path, id, idPrefix)
+		}
+		if _, dup := r.raw[name]; dup {
+			return fmt.Errorf("%s: duplicate $id %q", path, id)
+		}
 		r.raw[name] = b
 		r.names = append(r.names, name)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(r.names)
 

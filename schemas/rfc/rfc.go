@@ -16,10 +16,11 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/engram-dev/engram/schemas"
 )
 
 //go:embed *.json
@@ -40,27 +41,9 @@ var record = sync.OnceValue(func() *jsonschema.Schema {
 })
 
 func compile() (*jsonschema.Schema, error) {
-	paths, err := fs.Glob(files, "*.json")
+	c, err := schemas.NewCompiler(files, nil)
 	if err != nil {
-		return nil, fmt.Errorf("list schemas: %w", err)
-	}
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	for _, path := range paths {
-		b, err := files.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		}
-		var head struct {
-			ID string `json:"$id"`
-		}
-		if err := json.Unmarshal(b, &head); err != nil {
-			return nil, fmt.Errorf("parse %s: %w", path, err)
-		}
-		if err := c.AddResource(head.ID, bytes.NewReader(b)); err != nil {
-			return nil, fmt.Errorf("add %s: %w", path, err)
-		}
+		return nil, err
 	}
 	return c.Compile(recordID)
 }
