@@ -90,6 +90,13 @@ func (a answer) object(t *testing.T) map[string]any {
 // X-Agent-ID and a JSON body; extra headers (If-Match) as given.
 func (e env) sdk(t *testing.T, key, agent, method, path string, body any, headers ...string) answer {
 	t.Helper()
+	return e.do(t, method, path, body, append([]string{"X-API-Key", key, "X-Agent-ID", agent}, headers...)...)
+}
+
+// do sends a JSON request with headers (name, value, …) and reads the
+// answer.
+func (e env) do(t *testing.T, method, path string, body any, headers ...string) answer {
+	t.Helper()
 	var r io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -98,8 +105,6 @@ func (e env) sdk(t *testing.T, key, agent, method, path string, body any, header
 	}
 	req, err := http.NewRequestWithContext(t.Context(), method, e.url+path, r)
 	require.NoError(t, err)
-	req.Header.Set("X-API-Key", key)
-	req.Header.Set("X-Agent-ID", agent)
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])

@@ -1,9 +1,7 @@
 package openintent_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -17,22 +15,7 @@ import (
 // v1 calls engramd's own API with a bearer key.
 func (e env) v1(t *testing.T, key, method, path string, body any) answer {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		require.NoError(t, err)
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, e.url+path, r)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return answer{status: res.StatusCode, header: res.Header, body: b}
+	return e.do(t, method, path, body, "Authorization", "Bearer "+key)
 }
 
 // retrieved is what POST /v1/retrieve answers for agent's task text,
