@@ -59,8 +59,8 @@ eval: db build ## Measure learning: the full simulated world, engram against two
 migrate: db ## Apply the database migrations to DATABASE_URL
 	go run ./cmd/engramd migrate $(ARGS)
 
-bench: db ## Run the benchmark suite: figures, targets and floors into docs/bench/report.md and docs/performance.md (sizes: ARGS='--size full', --events N, ...)
-	go run ./scripts/bench --readme docs/performance.md $(ARGS)
+bench: db ## Run the benchmark suite: figures, targets and floors into docs/bench/report.md (ARGS='--size full': report-full.md; --events N, --only ingest, ...)
+	go run ./scripts/bench $(ARGS)
 
 fuzz: ## Run every fuzz target for FUZZTIME (default 1m) each, one after another, on one core
 	@set -e; for t in $(FUZZ_TARGETS); do \

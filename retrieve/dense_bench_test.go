@@ -49,10 +49,12 @@ func BenchmarkDenseRecall(b *testing.B) {
 	set := benchSet{schema: fmt.Sprintf("bench_retrieve_dense_%d_%d", n, dims), records: n, tenants: 1, embedder: emb}
 	pool := benchDB(b, set)
 
-	// The build's graph fits in memory at these sizes (about 1.2 × dims
-	// × 4 bytes a vector), as the README advises for a large build.
+	// The build's graph fits in memory (about 1.2 × dims × 4 bytes a
+	// vector, with a margin), as docs/retrieval.md advises for a large
+	// build: 1 GB up to about 200,000 vectors of 384 dimensions, 2.5 GB
+	// for a million.
 	cfg := pool.Config()
-	cfg.ConnConfig.RuntimeParams["maintenance_work_mem"] = "1GB"
+	cfg.ConnConfig.RuntimeParams["maintenance_work_mem"] = fmt.Sprintf("%dMB", max(1024, n*dims*4*13/10>>20+256))
 	buildPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(b, err)
 	defer buildPool.Close()

@@ -6,7 +6,13 @@
 //	go run ./scripts/bench [--size quick|full] [--events N] [--records N] [--scale N,N,…]
 //		[--decay-records N] [--episodes N] [--triggers N] [--dense-records N] [--dense-dims N]
 //		[--only ingest,retrieve,dense,decay,consolidate]
-//		[--out docs/bench/report.md] [--readme docs/performance.md]
+//		[--out docs/bench/report.md] [--from raw.txt]
+//
+// The report goes to docs/bench/report.md (docs/bench/report-full.md for
+// --size full), and the suites' raw `go test -bench` output beside it
+// (report.txt, report-full.txt): --from renders a report again from such a
+// file without running anything, after a change to the table's targets or
+// reasons.
 //
 // Each suite is `go test -run='^$' -bench=… ./pkg/` with its sizes in
 // ENGRAM_BENCH_* variables: its progress streams to the terminal as it
@@ -20,7 +26,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,14 +50,16 @@ type Sizes struct {
 	DenseDims    int    // that model's dimensions
 }
 
-// presets: quick fits in minutes on a 2-core machine; full is the issue's
-// sizes (about two hours there, most of it seeding and indexing a million
-// records twice).
+// presets: quick fits in minutes on a 2-core machine; full is the targets'
+// sizes (hours there, most of it seeding and indexing a million records
+// three times). Its dense model has 384 dimensions, as small embedding
+// models do: a graph of a million vectors of 1,536 needs about 8 GB of
+// maintenance_work_mem to be built in memory, and days of two cores.
 var presets = map[string]Sizes{
 	"quick": {Events: 60_000, Records: 100_000, Scale: "1000,10000,100000", DecayRecords: 100_000, Episodes: 10_000, Triggers: 100,
 		DenseRecords: 20_000, DenseDims: 384},
 	"full": {Events: 200_000, Records: 1_000_000, Scale: "1000,10000,100000,1000000", DecayRecords: 1_000_000, Episodes: 100_000, Triggers: 500,
-		DenseRecords: 1_000_000, DenseDims: 1536},
+		DenseRecords: 1_000_000, DenseDims: 384},
 }
 
 // suite is one package's benchmarks.
@@ -108,8 +115,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	denseRecords := fs.Int("dense-records", 0, "one tenant's records embedded by a dense model, for the HNSW recall (preset if 0)")
 	denseDims := fs.Int("dense-dims", 0, "that model's dimensions; above 2,000 the index is over halfvec (preset if 0)")
 	only := fs.String("only", "", "run only these suites, comma separated: ingest, retrieve, dense, decay, consolidate")
-	out := fs.String("out", "docs/bench/report.md", "where to write the report")
-	readme := fs.String("readme", "", "a README whose bench block to replace with the table")
+	out := fs.String("out", "", "where to write the report (docs/bench/report.md; report-full.md for --size full)")
+	from := fs.String("from", "", "render the report from this file of raw `go test -bench` output (a report's .txt) instead of running the suites")
 	asIs := fs.Bool("autovacuum-as-is", false, "leave the server's autovacuum as it is (by default it is on for the run)")
 	dbURL := fs.String("database-url", cmp.Or(os.Getenv("TEST_DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/engram_test?sslmode=disable"),
 		"the database the benchmarks run in (TEST_DATABASE_URL)")
@@ -135,58 +142,99 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	results := Results{}
-	var commands []string
-	start := time.Now()
-	var autovacuum string
-	err = withAutovacuum(ctx, *dbURL, *asIs, stderr, func(setting string) error {
-		autovacuum = setting
-		for i, s := range chosen {
-			env := append(s.env(sizes), "TEST_DATABASE_URL="+*dbURL)
-			args := []string{"test", "-run=^$", "-bench=" + s.bench, "-benchtime=" + s.benchtime, "-timeout=180m", s.pkg}
-			command := strings.Join(env[:len(env)-1], " ") + " go " + strings.Join(quoteArgs(args), " ")
-			commands = append(commands, command)
-			fmt.Fprintf(stderr, "\n== [%d/%d] %s: %s\n", i+1, len(chosen), s.name, command)
-			t := time.Now()
-			var captured bytes.Buffer
-			cmd := exec.CommandContext(ctx, "go", args...)
-			cmd.Env = append(os.Environ(), env...)
-			cmd.Stdout = io.MultiWriter(stderr, &captured)
-			cmd.Stderr = stderr
-			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("%s: %w", s.name, err)
-			}
-			if err := results.Read(&captured); err != nil {
-				return fmt.Errorf("%s: read the results: %w", s.name, err)
-			}
-			fmt.Fprintf(stderr, "== %s done in %s\n", s.name, time.Since(t).Round(time.Second))
+	if *out == "" {
+		*out = "docs/bench/report.md"
+		if *size != "quick" {
+			*out = "docs/bench/report-" + *size + ".md"
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+	}
+	raw := strings.TrimSuffix(*out, ".md") + ".txt"
+
+	report := Report{Sizes: sizes, Preset: *size, Results: Results{}}
+	for _, s := range chosen {
+		env := append(s.env(sizes), "TEST_DATABASE_URL="+*dbURL)
+		report.Commands = append(report.Commands, command(s, env[:len(env)-1]))
+	}
+	if *from != "" {
+		f, err := os.Open(*from)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := report.ReadRaw(f); err != nil {
+			return fmt.Errorf("%s: %w", *from, err)
+		}
+		raw = *from
+	} else {
+		var captured bytes.Buffer
+		start := time.Now()
+		err = withAutovacuum(ctx, *dbURL, *asIs, stderr, func(setting string) error {
+			report.Autovacuum = setting
+			for i, s := range chosen {
+				env := append(s.env(sizes), "TEST_DATABASE_URL="+*dbURL)
+				fmt.Fprintf(stderr, "\n== [%d/%d] %s: %s\n", i+1, len(chosen), s.name, report.Commands[i])
+				t := time.Now()
+				cmd := exec.CommandContext(ctx, "go", testArgs(s)...)
+				cmd.Env = append(os.Environ(), env...)
+				cmd.Stdout = io.MultiWriter(stderr, &captured)
+				cmd.Stderr = stderr
+				if err := cmd.Run(); err != nil {
+					return fmt.Errorf("%s: %w", s.name, err)
+				}
+				fmt.Fprintf(stderr, "== %s done in %s\n", s.name, time.Since(t).Round(time.Second))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		report.Took = time.Since(start)
+		report.Machine = fmt.Sprintf("%d cores (%s/%s), %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
+		report.Commit = commit(ctx)
+		if err := report.ReadRaw(bytes.NewReader(report.RawHeader(captured.Bytes()))); err != nil {
+			return fmt.Errorf("read the results: %w", err)
+		}
+		if err := os.MkdirAll(dirOf(*out), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(raw, report.RawHeader(captured.Bytes()), 0o644); err != nil {
+			return err
+		}
 	}
 
-	report := Report{Sizes: sizes, Preset: *size, Commands: commands, Took: time.Since(start), Results: results, Autovacuum: autovacuum,
-		Machine: fmt.Sprintf("%d cores (%s/%s), %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))}
 	fmt.Fprintln(stdout, report.Table())
 	if why := report.Why(); why != "" {
 		fmt.Fprintln(stdout, why)
 	}
-	if err := os.MkdirAll(dirOf(*out), 0o755); err != nil {
+	if err := os.WriteFile(*out, []byte(report.Markdown(raw)), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(*out, []byte(report.Markdown()), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "wrote %s\n", *out)
-	if *readme != "" {
-		if err := replaceBlock(*readme, report.Block()); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "updated the bench block of %s\n", *readme)
-	}
+	fmt.Fprintf(stderr, "wrote %s and %s\n", *out, raw)
 	return nil
+}
+
+// testArgs are the `go test` arguments of a suite.
+func testArgs(s suite) []string {
+	return []string{"test", "-run=^$", "-bench=" + s.bench, "-benchtime=" + s.benchtime, "-timeout=300m", s.pkg}
+}
+
+// command is the shell command that runs a suite on its own.
+func command(s suite, env []string) string {
+	return strings.Join(env, " ") + " go " + strings.Join(quoteArgs(testArgs(s)), " ")
+}
+
+// commit is the checked-out commit, with "+changes" when the tree differs
+// from it, or "" outside a git checkout.
+func commit(ctx context.Context) string {
+	head, err := exec.CommandContext(ctx, "git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(head))
+	if diff, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(diff)) > 0 {
+		c += "+changes"
+	}
+	return c
 }
 
 // largest is the largest of a comma-separated list of counts.
@@ -242,25 +290,4 @@ func dirOf(path string) string {
 		return path[:i]
 	}
 	return "."
-}
-
-const (
-	blockBegin = "<!-- bench:begin -->"
-	blockEnd   = "<!-- bench:end -->"
-)
-
-// replaceBlock replaces what is between the bench markers of the file at
-// path with block.
-func replaceBlock(path, block string) error {
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	s := string(doc)
-	i, j := strings.Index(s, blockBegin), strings.Index(s, blockEnd)
-	if i < 0 || j < i {
-		return errors.New(path + " has no " + blockBegin + " … " + blockEnd + " block")
-	}
-	s = s[:i+len(blockBegin)] + "\n" + block + "\n" + s[j:]
-	return os.WriteFile(path, []byte(s), 0o644)
 }
