@@ -1,15 +1,10 @@
 package mcpserver
 
 import (
-	"bytes"
-	"cmp"
 	"encoding/json"
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 )
 
@@ -87,99 +82,6 @@ func jsonValue(v any) any {
 // summaryWidth caps a summary's runes.
 const summaryWidth = 200
 
-// summarize describes a payload in a line: a fact as "subject predicate =
-// object [conditions]", a procedure by its skill and first trigger, a plan
-// by its intent, a task by its thread and state, an episode by its outcome
-// and first events.
 func summarize(typ memory.Type, payload json.RawMessage) string {
-	var p struct {
-		Subject   string          `json:"subject"`
-		Predicate string          `json:"predicate"`
-		Object    json.RawMessage `json:"object"`
-		Validity  struct {
-			Conditions map[string]any `json:"conditions"`
-		} `json:"validity"`
-		SkillName string `json:"skill_name"`
-		Triggers  []struct {
-			Signal string `json:"signal"`
-		} `json:"triggers"`
-		PlanID         string `json:"plan_id"`
-		Intent         string `json:"intent"`
-		ThreadID       string `json:"thread_id"`
-		State          string `json:"state"`
-		ContextSummary string `json:"context_summary"`
-		Outcome        string `json:"outcome"`
-		Timeline       []struct {
-			EventKind string `json:"event_kind"`
-			Summary   string `json:"summary"`
-		} `json:"timeline"`
-	}
-	if json.Unmarshal(payload, &p) != nil {
-		return ""
-	}
-	var s string
-	switch typ {
-	case memory.Semantic:
-		s = p.Subject + " " + p.Predicate + " = " + scalar(p.Object)
-		if len(p.Validity.Conditions) > 0 {
-			var conds []string
-			for k, v := range p.Validity.Conditions {
-				conds = append(conds, fmt.Sprintf("%s=%v", k, v))
-			}
-			slices.Sort(conds)
-			s += " when " + strings.Join(conds, ", ")
-		}
-	case memory.Competence:
-		s = "procedure " + p.SkillName
-		if len(p.Triggers) > 0 && p.Triggers[0].Signal != "" {
-			s += " for " + strconv.Quote(p.Triggers[0].Signal)
-		}
-	case memory.PlanGraph:
-		s = "plan " + p.PlanID
-		if p.Intent != "" {
-			s = "plan for " + p.Intent + " (" + p.PlanID + ")"
-		}
-	case memory.Working:
-		s = "thread " + p.ThreadID + ": " + p.State
-		if p.ContextSummary != "" {
-			s += ": " + p.ContextSummary
-		}
-	case memory.Episodic:
-		var parts []string
-		if p.Outcome != "" {
-			parts = append(parts, p.Outcome)
-		}
-		for i, e := range p.Timeline {
-			if i == 3 {
-				parts = append(parts, fmt.Sprintf("%d more events", len(p.Timeline)-3))
-				break
-			}
-			parts = append(parts, cmp.Or(e.Summary, e.EventKind))
-		}
-		s = "episode: " + strings.Join(parts, "; ")
-	}
-	return shorten(s)
-}
-
-// scalar shows a JSON value: a string without its quotes, anything else
-// as compact JSON.
-func scalar(v json.RawMessage) string {
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return s
-	}
-	var out bytes.Buffer
-	if json.Compact(&out, v) != nil {
-		return string(v)
-	}
-	return out.String()
-}
-
-// shorten fits s on one line of at most summaryWidth runes.
-func shorten(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > summaryWidth {
-		return string(r[:summaryWidth-1]) + "…"
-	}
-	return s
+	return api.Summarize(typ, payload, summaryWidth)
 }

@@ -205,6 +205,9 @@ func (c *cli) recallAnswer(b []byte) error {
 // rate; an episode by its outcome and first events.
 func recallSummary(r memory.Record, signal string, rate *float64) string {
 	var p struct {
+		SkillName      string `json:"skill_name"`
+		PlanID         string `json:"plan_id"`
+		Intent         string `json:"intent"`
 		State          string `json:"state"`
 		ContextSummary string `json:"context_summary"`
 		Outcome        string `json:"outcome"`
@@ -217,7 +220,14 @@ func recallSummary(r memory.Record, signal string, rate *float64) string {
 	var parts []string
 	switch r.Type {
 	case "competence", "plan_graph":
-		parts = append(parts, summarize(r.Type, r.Payload))
+		// The name alone: the trigger follows as "on …".
+		parts = append(parts, p.SkillName)
+		if r.Type == memory.PlanGraph {
+			parts[0] = p.PlanID
+			if p.Intent != "" {
+				parts[0] = p.Intent + " (" + p.PlanID + ")"
+			}
+		}
 		if rate != nil {
 			parts = append(parts, "success "+strconv.Itoa(int(math.Round(*rate*100)))+"%")
 		}

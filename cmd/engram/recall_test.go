@@ -105,7 +105,7 @@ func TestRecall(t *testing.T) {
 	require.Equal(t, "2", m[3])
 	require.Equal(t, "0", m[4])
 	require.Regexp(t, `\nworking\n  \d\.\d\d  `+taskID+`  executing: choosing a language\n`, out)
-	require.Regexp(t, `\nsemantic\n  \d\.\d\d  `+factID+`  user prefers_language = go \[project_kind=backend\]\n`, out)
+	require.Regexp(t, `\nsemantic\n  \d\.\d\d  `+factID+`  user prefers_language = go when project_kind=backend\n`, out)
 	require.True(t, strings.HasSuffix(out, "\nno competence, plan or episodic memory matched\n"), out)
 
 	// The task's conditions travel as values: another project kind rules

@@ -244,8 +244,8 @@ func TestRevisions(t *testing.T) {
 	})), &forked)
 	require.Len(t, forked.Records, 2)
 	list := e.ok("records", "list", "--type", "semantic")
-	require.Contains(t, list, "user prefers_language = go [project_kind=backend]")
-	require.Contains(t, list, "user prefers_language = python [project_kind=data]")
+	require.Contains(t, list, "user prefers_language = go when project_kind=backend")
+	require.Contains(t, list, "user prefers_language = python when project_kind=data")
 
 	var contested struct {
 		Records []struct{ Status string }
@@ -299,7 +299,7 @@ func TestRevisions(t *testing.T) {
 	require.Equal(t, 0.8, merged.Confidence)
 	competence := rows(t, e.ok("records", "list", "--type", "competence"))
 	require.Len(t, competence, 1)
-	require.Regexp(t, merged.ID+`\s+competence\s+active\s+1\s+low\s+1.00\s+fix_linker_cache$`, competence[0])
+	require.Regexp(t, merged.ID+`\s+competence\s+active\s+1\s+low\s+1.00\s+procedure fix_linker_cache for "ld: cache mismatch in the linker"$`, competence[0])
 
 	e.create(map[string]any{"type": "plan_graph", "payload": map[string]any{
 		"kind": "plan_graph", "plan_id": "p1", "version": "1", "intent": "setup_project", "nodes": []any{}, "edges": []any{}}})
@@ -429,8 +429,8 @@ func Example_listTable() {
 	})
 	// Output:
 	// ID                                    TYPE      STATUS  VERSION  SENSITIVITY  SALIENCE  SUMMARY
-	// 0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8c  semantic  active  2        low          0.80      user prefers_language = go [project_kind=backend]
-	// 0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8d  working   active  5        medium       1.00      deploy-42: blocked
+	// 0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8c  semantic  active  2        low          0.80      user prefers_language = go when project_kind=backend
+	// 0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8d  working   active  5        medium       1.00      thread deploy-42: blocked
 	// 0190a7b4-7c1e-7b3a-9d2f-3c4e5f6a7b8e  episodic  active  1        low          0.35      3 events, failure
 }
 

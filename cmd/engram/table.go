@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -138,84 +137,10 @@ func salience(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
 
-// summarize describes a payload in a line: a fact as "subject predicate =
-// object [conditions]", a procedure by its skill, a plan by its intent and
-// id, a task by its thread and state, an episode by its events.
+// summarize describes a payload in a line of the summary column.
 func summarize(typ memory.Type, payload json.RawMessage) string {
-	var p struct {
-		Subject   string          `json:"subject"`
-		Predicate string          `json:"predicate"`
-		Object    json.RawMessage `json:"object"`
-		Validity  struct {
-			Conditions map[string]any `json:"conditions"`
-		} `json:"validity"`
-		SkillName string            `json:"skill_name"`
-		PlanID    string            `json:"plan_id"`
-		Intent    string            `json:"intent"`
-		ThreadID  string            `json:"thread_id"`
-		State     string            `json:"state"`
-		Timeline  []json.RawMessage `json:"timeline"`
-		Outcome   string            `json:"outcome"`
-	}
-	if json.Unmarshal(payload, &p) != nil {
-		return ""
-	}
-	var s string
-	switch typ {
-	case "semantic":
-		s = p.Subject + " " + p.Predicate + " = " + scalar(p.Object)
-		if len(p.Validity.Conditions) > 0 {
-			keys := make([]string, 0, len(p.Validity.Conditions))
-			for k := range p.Validity.Conditions {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			conds := make([]string, len(keys))
-			for i, k := range keys {
-				conds[i] = fmt.Sprintf("%s=%v", k, p.Validity.Conditions[k])
-			}
-			s += " [" + strings.Join(conds, ", ") + "]"
-		}
-	case "competence":
-		s = p.SkillName
-	case "plan_graph":
-		s = p.PlanID
-		if p.Intent != "" {
-			s = p.Intent + " (" + p.PlanID + ")"
-		}
-	case "working":
-		s = p.ThreadID + ": " + p.State
-	case "episodic":
-		s = strconv.Itoa(len(p.Timeline)) + " events"
-		if len(p.Timeline) == 1 {
-			s = "1 event"
-		}
-		if p.Outcome != "" {
-			s += ", " + p.Outcome
-		}
-	}
-	return shorten(s)
-}
-
-// scalar shows a JSON value: a string without its quotes, anything else
-// as compact JSON.
-func scalar(v json.RawMessage) string {
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return s
-	}
-	var out bytes.Buffer
-	if json.Compact(&out, v) != nil {
-		return string(v)
-	}
-	return out.String()
+	return api.Summarize(typ, payload, summaryWidth)
 }
 
 // shorten fits s on one line of the summary column.
-func shorten(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > summaryWidth {
-		return string(r[:summaryWidth-1]) + "…"
-	}
-	return s
-}
+func shorten(s string) string { return api.OneLine(s, summaryWidth) }
