@@ -1,7 +1,6 @@
 package consolidate_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/extract"
+	"github.com/engram-dev/engram/internal/logtest"
 	"github.com/engram-dev/engram/internal/openaitest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
@@ -29,33 +29,15 @@ const secretToken = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
 
 // withModel replaces e's consolidator with one whose model is the local
 // server srv, logging into the returned buffer.
-func (e *env) withModel(srv *openaitest.Server) *syncBuffer {
+func (e *env) withModel(srv *openaitest.Server) *logtest.Buffer {
 	e.t.Helper()
 	x, err := extract.NewOpenAI(extract.Config{BaseURL: srv.URL, Model: "gpt-test", APIKey: modelKey})
 	require.NoError(e.t, err)
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	e.reg = prometheus.NewRegistry()
 	e.cons = consolidate.New(consolidate.Config{DB: e.db.Pool, Writer: revise.New(e.db.Pool, revise.Config{}),
 		Extractor: extract.Instrument(x, e.reg), Registry: e.reg, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	return logs
-}
-
-// syncBuffer is a log buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // talk is a thread in which the user says things in words and the agent

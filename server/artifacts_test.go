@@ -17,6 +17,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/logtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/retrieve"
@@ -43,7 +44,7 @@ func setupArtifacts(t *testing.T, policyYAML string, sealed bool) *secretsEnv {
 	for _, tenant := range []string{"acme", "other"} {
 		require.NoError(t, store.EnsureTenant(ctx, db.Pool, tenant))
 	}
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pol, err := policy.Parse([]byte(policyYAML), "test")
 	require.NoError(t, err)

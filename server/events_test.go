@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/logtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/policy"
 	"github.com/engram-dev/engram/revise"
@@ -29,24 +28,7 @@ import (
 type ingestEnv struct {
 	*env
 	worker *ingest.Worker
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs   *logtest.Buffer
 }
 
 func setupIngest(t *testing.T, policyYAML string, cfg ingest.Config) *ingestEnv {
@@ -55,7 +37,7 @@ func setupIngest(t *testing.T, policyYAML string, cfg ingest.Config) *ingestEnv 
 	ctx := context.Background()
 	wr := revise.New(db.Pool, revise.Config{})
 	require.NoError(t, store.EnsureTenant(ctx, db.Pool, "acme"))
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pol, err := policy.Parse([]byte(policyYAML), "test")
 	require.NoError(t, err)

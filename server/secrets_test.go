@@ -18,6 +18,7 @@ import (
 
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/logtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
@@ -120,7 +121,7 @@ func setupSecrets(t *testing.T, policyYAML string) *secretsEnv {
 	ctx := context.Background()
 	wr := revise.New(db.Pool, revise.Config{})
 	require.NoError(t, store.EnsureTenant(ctx, db.Pool, "acme"))
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pol, err := policy.Parse([]byte(policyYAML), "test")
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/ingest"
+	"github.com/engram-dev/engram/internal/logtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
@@ -430,8 +431,8 @@ func TestRequestLog(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewSchema(t)
 	require.NoError(t, store.EnsureTenant(context.Background(), db.Pool, "acme"))
-	serve := func(cfg server.Config) (string, *syncBuffer) {
-		logs := &syncBuffer{}
+	serve := func(cfg server.Config) (string, *logtest.Buffer) {
+		logs := &logtest.Buffer{}
 		cfg.DB, cfg.Keys = db.Pool, testKeys
 		cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		srv := httptest.NewServer(server.New(cfg))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/internal/logtest"
 	"github.com/engram-dev/engram/internal/openaitest"
 	"github.com/engram-dev/engram/internal/pgtest"
 )
@@ -72,7 +73,7 @@ func TestRunBuildsTheDenseIndexInTheBackground(t *testing.T) {
 	bin := buildEngramd(t)
 	db := pgtest.NewSchema(t)
 	srv := openaitest.NewEmbeddingServer(t, openaitest.BagOfWords(48))
-	var log syncBuffer
+	var log logtest.Buffer
 	startWithYAML(t, bin, db, denseConfig(srv.URL), &log)
 	require.Eventually(t, func() bool { n, err := countDenseIndexes(db); return err == nil && n == 64 }, 60*time.Second, 100*time.Millisecond,
 		"the index is built; log:\n%s", log.String())

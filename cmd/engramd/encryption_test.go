@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/engram-dev/engram/internal/buildtest"
+	"github.com/engram-dev/engram/internal/logtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/seal"
 )
@@ -32,7 +33,7 @@ type encryptionRig struct {
 	dir    string
 	policy string
 	d      *daemon
-	log    *syncBuffer
+	log    *logtest.Buffer
 }
 
 // start (re)starts engramd with master keys (the first wraps).
@@ -40,7 +41,7 @@ func (e *encryptionRig) start(keys ...string) {
 	e.t.Helper()
 	e.stop()
 	doc := fmt.Sprintf("policy_file: %s\nencryption:\n  master_keys: [%s]\n", e.policy, strings.Join(keys, ", "))
-	e.log = &syncBuffer{}
+	e.log = &logtest.Buffer{}
 	e.d = startWithYAML(e.t, e.bin, e.db, doc, e.log)
 }
 

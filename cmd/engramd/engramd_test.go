@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/buildtest"
+	"github.com/engram-dev/engram/internal/logtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/policy"
@@ -213,7 +213,7 @@ func TestPolicyReloadOnSIGHUP(t *testing.T) {
 	require.NoError(t, err)
 	w := ingest.NewWorker(ingest.WorkerConfig{Policy: first})
 	observation := memory.Event{Kind: memory.Observation, AgentID: "a", ThreadID: "t", Text: "x"}
-	logs := &lockedBuffer{}
+	logs := &logtest.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go reloadPolicyOnHUP(ctx, path, w, slog.New(slog.NewTextHandler(logs, nil)))
@@ -238,21 +238,4 @@ func TestPolicyReloadOnSIGHUP(t *testing.T) {
 	d := w.Policy().Classify(observation, "")
 	require.False(t, d.Drop)
 	require.Equal(t, memory.Hyper, d.Sensitivity)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

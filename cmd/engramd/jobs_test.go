@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"github.com/engram-dev/engram/cmd/engramd/config"
 	"github.com/engram-dev/engram/decay"
 	"github.com/engram-dev/engram/extract"
+	"github.com/engram-dev/engram/internal/logtest"
 	"github.com/engram-dev/engram/internal/openaitest"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/jobs"
@@ -30,24 +29,6 @@ import (
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/store"
 )
-
-// syncBuffer is a log destination safe for the goroutines that log to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A reload puts a valid file's decay section and schedules in force; an
 // invalid one is refused with the field named and the old one stays.
@@ -63,7 +44,7 @@ func TestReloadConfiguration(t *testing.T) {
 	cfg, err := load()
 	require.NoError(t, err)
 
-	var logs syncBuffer
+	var logs logtest.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	writer, settings, err := newWriter(db.Pool, cfg, nil)
 	require.NoError(t, err)
@@ -150,7 +131,7 @@ func TestProviderNoneStartsAndRetrieves(t *testing.T) {
 	bin := buildEngramd(t)
 	cfg := filepath.Join(t.TempDir(), "engram.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte("embedding: {provider: none}\n"), 0o600))
-	var log syncBuffer
+	var log logtest.Buffer
 	d := startWithConfig(t, bin, db.URL, cfg, &log)
 
 	call := func(method, path, key, body string) (int, string) {
@@ -261,7 +242,7 @@ func TestTwoDaemonsSweepOncePerTick(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "engram.yaml")
 	write := func(doc string) { require.NoError(t, os.WriteFile(cfg, []byte(doc), 0o600)) }
 	write("jobs: {decay_sweep: \"@every 1s\", decay_purge: \"off\"}\n")
-	var logA, logB syncBuffer
+	var logA, logB logtest.Buffer
 	a := startWithConfig(t, bin, db.URL, cfg, &logA)
 	b := startWithConfig(t, bin, db.URL, cfg, &logB)
 
@@ -360,7 +341,7 @@ func TestConsolidationModel(t *testing.T) {
 		return ""
 	})
 	require.NoError(t, err)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	reg := prometheus.NewRegistry()
 	x, err = newExtractor(cfg, reg, slog.New(slog.NewTextHandler(&logs, nil)))
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/engram-dev/engram/internal/logtest"
 	"github.com/engram-dev/engram/internal/pgtest"
 )
 
@@ -22,7 +23,7 @@ func TestRevokedKeyFailsAtOnceOnEveryDaemon(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewSchema(t)
 	bin := buildEngramd(t)
-	var log syncBuffer
+	var log logtest.Buffer
 	a := startWithYAML(t, bin, db, "log_level: warn\n", &log)
 	b := startWithYAML(t, bin, db, "log_level: warn\n", &log)
 

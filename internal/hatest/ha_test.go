@@ -4,7 +4,6 @@ package hatest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/engram-dev/engram/api"
 	engram "github.com/engram-dev/engram/client"
+	"github.com/engram-dev/engram/internal/logtest"
 )
 
 const (
@@ -46,20 +46,8 @@ func env(t *testing.T, name string) string {
 type daemon struct {
 	addr string
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *logtest.Buffer
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // migrate applies the migrations on the direct URL.
 func migrate(t *testing.T, url string) {
@@ -73,7 +61,7 @@ func start(t *testing.T, extra ...string) *daemon {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	d := &daemon{addr: addr, log: &syncBuffer{}}
+	d := &daemon{addr: addr, log: &logtest.Buffer{}}
 	d.cmd = exec.Command(env(t, "ENGRAM_HA_BIN"), "run")
 	d.cmd.Env = append(os.Environ(), "ENGRAM_LISTEN="+addr, "ENGRAM_API_KEYS=acme:"+keyA+",acme:"+keyB+",*:"+operator,
 		"ENGRAM_LOG_LEVEL=info")
