@@ -227,6 +227,28 @@ func (w *Worker) RunOnce(ctx context.Context, partition int) (int, error) {
 	}
 }
 
+// Drain runs every partition, one batch after another, until a round
+// settles nothing, and reports how many it settled: what a test or a tool
+// does instead of waiting for the partitions' loops. Candidates waiting
+// out a retry's backoff stay for later.
+func (w *Worker) Drain(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		round := 0
+		for p := range w.partitions {
+			n, err := w.RunOnce(ctx, p)
+			if err != nil {
+				return total, err
+			}
+			round += n
+		}
+		if round == 0 {
+			return total, nil
+		}
+		total += round
+	}
+}
+
 func (w *Worker) runBatch(ctx context.Context, partition int) (int, error) {
 	start := time.Now()
 	var claimed []store.Candidate

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"github.com/engram-dev/engram/consolidate"
 	"github.com/engram-dev/engram/ingest"
 	"github.com/engram-dev/engram/internal/pgtest"
+	"github.com/engram-dev/engram/jobs/jobstest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/server"
@@ -41,26 +41,6 @@ type skillsEnv struct {
 	worker *ingest.Worker
 	cons   *consolidate.Consolidator
 }
-
-// jobRun is a consolidate job's run kept in memory.
-type jobRun struct {
-	cursor []byte
-}
-
-func (r *jobRun) Cursor(_ context.Context, v any) (bool, error) {
-	if r.cursor == nil {
-		return false, nil
-	}
-	return true, json.Unmarshal(r.cursor, v)
-}
-
-func (r *jobRun) SaveCursor(_ context.Context, v any) error {
-	b, err := json.Marshal(v)
-	r.cursor = b
-	return err
-}
-
-func (r *jobRun) Add(string, int64) {}
 
 func setupSkills(t *testing.T) *skillsEnv {
 	t.Helper()
@@ -109,18 +89,8 @@ func (e *skillsEnv) stream(events []map[string]any) {
 		acks++
 	}
 	require.Equal(e.t, len(events), acks)
-	for range 100 {
-		total := 0
-		for p := range ingest.DefaultPartitions {
-			n, err := e.worker.RunOnce(e.t.Context(), p)
-			require.NoError(e.t, err)
-			total += n
-		}
-		if total == 0 {
-			return
-		}
-	}
-	e.t.Fatal("the backlog never drained")
+	_, err = e.worker.Drain(e.t.Context())
+	require.NoError(e.t, err)
 }
 
 // episode is one thread: the build breaks with errMsg, the agent runs the
@@ -223,7 +193,7 @@ func TestSkillsExport(t *testing.T) {
 		e.stream(episode(fmt.Sprintf("darwin-%d", i), map[string]any{"os": "darwin", "host": fmt.Sprintf("m%d", i)}, fmt.Sprintf(msg, dir),
 			[][3]any{{"shell", map[string]any{"command": "xcrun --kill-cache"}, map[string]any{"exit_code": 0}}}, "success"))
 	}
-	require.NoError(t, e.cons.Consolidate(t.Context(), &jobRun{}))
+	require.NoError(t, e.cons.Consolidate(t.Context(), &jobstest.Run{}))
 
 	var page struct{ Records []memory.Record }
 	decode(t, e.ok("records", "list", "--type", "competence", "--json"), &page)
