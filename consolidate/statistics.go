@@ -15,11 +15,10 @@ import (
 // no statistics for — never analysed, as after a bulk load, a restore or
 // weeks of writes on a server with autovacuum off — is planned with
 // PostgreSQL's default selectivities, and consolidation's statements then
-// choose plans that read a whole tenant for each episode: on 10,000
-// episodes never analysed, reading one page of closed episodes took 27 s
-// against milliseconds once analysed (EXPLAIN ANALYZE; docs/operations.md).
-// So a pass begins by reading what the planner knows of each of engram's
-// tables, and analyses those it knows too little of: a table never
+// choose plans that read a whole tenant for each episode, seconds where
+// an analysed table takes milliseconds (docs/operations.md). So a pass
+// begins by reading what the planner knows of each of engram's tables,
+// and analyses those it knows too little of: a table never
 // analysed that holds rows, and one modified since its last analysis by
 // more than [AnalyzeModifiedRows] plus [AnalyzeModifiedFraction] of its
 // rows — twice autovacuum's default fraction, so that on a server whose

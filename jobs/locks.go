@@ -11,10 +11,10 @@ import (
 
 // runLocks holds the locks of the runs in progress on this daemon:
 // PostgreSQL session advisory locks, all on one connection of their own,
-// outside the pool. A run used to hold a pooled connection for its lock
-// while it worked; with as many runs at once as the pool had connections
-// (four jobs whose schedules fell on one second, on two cores), none was
-// left for the runs' own queries or for the API, and the daemon hung.
+// outside the pool. A run that held a pooled connection for its lock while
+// it worked would, with as many runs at once as the pool has connections
+// (four jobs whose schedules fall on one second, on two cores), leave none
+// for the runs' own queries or for the API, and hang the daemon.
 //
 // The locks last as long as the session: a daemon that dies, or loses this
 // connection, gives them up, and the runs it had are marked abandoned by

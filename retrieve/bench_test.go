@@ -435,10 +435,8 @@ func BenchmarkRetrieveScale(b *testing.B) {
 // feature with the task's (the others are at distance 1, never a hit).
 // "small-tenants" runs over BenchmarkRetrieve's records, tenants of a few
 // thousand; "large-tenant" over one tenant holding ENGRAM_BENCH_SCALE_MAX
-// records (else ENGRAM_BENCH_RECORDS), the size at which the vector half
-// used to walk an HNSW graph: it selects on the features' index at every
-// size now (migration 016), and the figure measures that selection at its
-// largest.
+// records (else ENGRAM_BENCH_RECORDS): the vector half's selection on the
+// features' index at its largest.
 //
 //	ENGRAM_BENCH_KEEP=1 go test -run='^$' -bench=Recall -benchtime=100x -timeout=60m ./retrieve/
 func BenchmarkRecall(b *testing.B) {

@@ -192,10 +192,10 @@ type Settlement struct {
 // settleSQL finds each candidate by its primary key (the lateral LIMIT 1
 // keeps the plan a loop of key look-ups) and updates that row: as a
 // prepared statement's generic plan on a table the planner has no
-// statistics for, the plain join looked each candidate up among every
-// pending candidate of its tenant in candidates_by_status (1,000 settled
-// among 5,000 pending: 3.9 s and 860,000 buffers; so, 9.5 ms, EXPLAIN
-// ANALYZE). The rows are the batch's, locked since it claimed them.
+// statistics for, the plain join looks each candidate up among every
+// pending candidate of its tenant in candidates_by_status, a cost that
+// grows with the backlog. The rows are the batch's, locked since it
+// claimed them.
 const settleSQL = `
 UPDATE candidates c
 SET status = u.status, decision = u.decision, record_ids = u.record_ids::uuid[], processed_at = now(), last_error = NULL

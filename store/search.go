@@ -107,8 +107,8 @@ type SearchResult struct {
 // of a large tenant's records would make them all candidates, each scored,
 // and what only it brings scores lowest. The share is cast where it is
 // first read: PostgreSQL infers a parameter's type from its first use, and
-// beside a count it inferred bigint, to which pgx converted 0.05 as 0,
-// which left no term rare. A passage is a
+// beside a count it would infer bigint, to which pgx converts 0.05 as 0,
+// which leaves no term rare. A passage is a
 // record, or one timeline entry of an episode (migration 007); docs is the
 // number of live records.
 const searchTermsSQL = `
@@ -214,10 +214,10 @@ const searchLexical = `, rare AS MATERIALIZED (
 // ranked exactly. A feature key (engram_feature_keys, migration 026) is
 // the feature with the hash of the vector's search key (tenant, model and
 // type), so a key's posting list holds exactly the vectors this search
-// may compare, where a bare feature's held every vector of the partition
-// with it (migration 016: decoding those was the costliest node of a
-// small tenant's search); the search key and its parts are checked again
-// (two search keys may share a hash, and a model name may hold a slash).
+// may compare, not every vector of the partition with the feature, which
+// a scan would decode whole at a cost that grows with the partition rather
+// than the tenant; the search key and its parts are checked again (two
+// search keys may share a hash, and a model name may hold a slash).
 // The query's features select in order of
 // rarity (their document frequency in the tenant) while together they
 // reach at most 70 times the limit of the tenant's vectors, the rarest one
@@ -226,31 +226,22 @@ const searchLexical = `, rare AS MATERIALIZED (
 // inverse document frequency, is the lowest, so the vectors only common
 // features bring rank last. The cost is bounded whatever the tenant's
 // size, where ranking every vector of a tenant grows with it and an HNSW
-// walk over sparse vectors goes far for a good top-k (measured: 440 ms at a
-// million records). With a share ($11) of 1, every feature selects: exact.
-// The two bounds (this one and the lexical half's, 200 times) were chosen
-// on one tenant of 100,000 records (BenchmarkRecall/large-tenant, recall@10
-// against exact search): 25 and 25 gave 0.78, 100 and 100 0.97 at twice
-// the latency, 200 and 50 0.950. That 0.950 was measured while the common-
-// term share reached the lexical half as 0 (searchTermsSQL), which made
-// every term select within its bound. With the share read as the fraction
-// it is, 200 and 50 gave 0.941 (0.942–0.945 at shares of 0.02 to 0.2), and
-// 200 and 70 0.953, the small tenants' 0.9997, with no latency measurably
-// added: the vector half was what recall missed. (Every term selecting
-// within the bound, as before, with 70 gave 0.963 and about the same
-// latency; the documented rule was kept.)
+// walk over sparse vectors goes far for a good top-k. With a share ($11)
+// of 1, every feature selects: exact. The two bounds (this one and the
+// lexical half's, 200 times) were chosen to keep recall@10 against exact
+// search at its target of 0.95 on one tenant of 100,000 records
+// (BenchmarkRecall/large-tenant; the measurements are in
+// docs/bench/history.md).
 // The record-level filters (visibility, scope, conditions) then choose
 // among them; joining the records inside the scan would make the planner
 // rank every vector of the tenant through the records. vq is materialized:
-// inlined into the window below, each feature's document frequency was
-// looked up twice (the sort key and the sum), which was a third of a small
-// tenant's search (EXPLAIN (ANALYZE, BUFFERS): 260–420 of 620–1,400
-// buffers a layer, 100 tenants of 1,000 records). The result drops a hit
+// inlined into the window below, each feature's document frequency would
+// be looked up twice (the sort key and the sum). The result drops a hit
 // below a similarity of 0.05 as noise (searchResult); near_v drops it
 // before joining the records, which keeps the same hits (the nearest
 // first either way) without a record lookup for each: in a small tenant
 // most of the nearest vectors share only a common trigram with the task,
-// and their lookups were a third of a layer's buffers. The OFFSET 0 keeps
+// so most of those lookups would be for hits then dropped. The OFFSET 0 keeps
 // the distance computed once.
 const searchSparse = `, vq AS MATERIALIZED (
 	SELECT f.feature, coalesce((

@@ -154,9 +154,8 @@ func (r *registry) verify(ctx context.Context, conn *pgx.Conn, name string) (str
 //
 // TRUNCATE leaves a table as a migration made it, but it costs a new file
 // for the table and each of its indexes, and takes along every table whose
-// foreign keys point at it: 0.7–1.9 s for the whole schema on the loaded
-// 2-core machine. A small table a test wrote a few rows to is emptied by
-// DELETE instead: the planner cannot tell its few dead pages from the
+// foreign keys point at it: seconds for the whole schema. A small table a
+// test wrote a few rows to is emptied by DELETE instead: the planner cannot tell its few dead pages from the
 // empty table it assumes for one never vacuumed. A large one, or one
 // vacuumed or analysed, is truncated.
 func (r *registry) reset(ctx context.Context, conn *pgx.Conn, name string) (bool, error) {

@@ -17,9 +17,7 @@
 // Each suite is `go test -run='^$' -bench=… ./pkg/` with its sizes in
 // ENGRAM_BENCH_* variables: its progress streams to the terminal as it
 // goes, and the command it ran is printed, so any figure can be reproduced
-// on its own. With --readme, the block between the page's
-// "<!-- bench:begin -->" and "<!-- bench:end -->" markers is replaced by
-// the table.
+// on its own.
 package main
 
 import (

@@ -101,8 +101,8 @@ func (r Report) Why() string {
 	return b.String()
 }
 
-// Block is what replaces the README's bench block: how the table was made,
-// the table, and why each missed target is missed.
+// Block is the report's body: how the table was made, the table, and
+// why each missed target is missed.
 func (r Report) Block() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured by `make bench` (sizes: `--size %s`: %s) at commit %s on %s, PostgreSQL's autovacuum %s, in %s:\n\n",
