@@ -19,7 +19,7 @@ export DATABASE_URL TEST_DATABASE_URL
 export PATH := $(PATH):/usr/local/go/bin
 
 .DEFAULT_GOAL := help
-.PHONY: help db browser clients build test test-ha run demo eval migrate bench fuzz lint clean screenshots
+.PHONY: help db browser clients build test test-ha run demo eval schema migrate bench fuzz lint clean screenshots
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -55,6 +55,9 @@ demo: db build ## Watch an agent learn: a short world against engramd set up as 
 
 eval: db build ## Measure learning: the full simulated world, engram against two controls; writes docs/eval/ (flags: ARGS=...)
 	bin/engram-eval run --database-url "$(TEST_DATABASE_URL)" $(ARGS)
+
+schema: db ## Write migrations/schema.sql again from what the migrations build (after adding a migration)
+	ENGRAM_WRITE_SCHEMA=1 go test ./migrations -run '^TestSchemaIsCurrent$$' -count=1
 
 migrate: db ## Apply the database migrations to DATABASE_URL
 	go run ./cmd/engramd migrate $(ARGS)

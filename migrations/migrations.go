@@ -18,7 +18,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 )
 
-//go:embed *.sql
+//go:embed [0-9]*.sql
 var files embed.FS
 
 // Up applies every pending migration to the database and schema db points

@@ -113,3 +113,13 @@ func WithSearchPath(url, schema string) string {
 	}
 	return url + sep + "search_path=" + schema + ",public"
 }
+
+// Template is the name of the schema the migrations built, which every
+// test schema is a copy of and no test writes to: what the migrations
+// make of an empty schema, for a test that reads the catalog.
+func Template(t testing.TB) string {
+	t.Helper()
+	r, err := theRegistry()
+	require.NoError(t, err, "prepare test database %s (run `make db`)", URL())
+	return r.template()
+}
