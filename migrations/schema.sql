@@ -3,44 +3,14 @@
 -- change the schema with a new migration, never here.
 CREATE SCHEMA engram;
 
-CREATE FUNCTION engram_append_only() RETURNS trigger
+CREATE FUNCTION engram_audit_log_guard() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    IF TG_OP = 'DELETE' AND TG_TABLE_NAME IN ('record_versions', 'episode_entries')
-       AND current_setting('engram.purge', true) = 'on' THEN
+    IF TG_OP = 'DELETE' AND current_setting('engram.erase', true) = 'on' THEN
         RETURN OLD;
     END IF;
-    IF TG_OP = 'DELETE' AND TG_TABLE_NAME = 'episode_entries'
-       AND current_setting('engram.compress', true) = 'on' THEN
-        RETURN OLD;
-    END IF;
-    -- Erasure on demand (migration 020, write-path RFC §12.10.2).
-    IF TG_OP = 'DELETE' AND TG_TABLE_NAME IN ('record_versions', 'episode_entries', 'audit_log')
-       AND current_setting('engram.erase', true) = 'on' THEN
-        RETURN OLD;
-    END IF;
-    -- Nested: a condition naming a column of one table is not planned
-    -- for the other's rows.
-    IF TG_OP = 'UPDATE' AND current_setting('engram.reseal', true) = 'on' THEN
-        IF TG_TABLE_NAME = 'record_versions' THEN
-            IF OLD.snapshot -> 'payload' ? 'sealed' AND NEW.snapshot -> 'payload' ? 'sealed'
-               AND (NEW.snapshot -> 'payload') - 'sealed' = (OLD.snapshot -> 'payload') - 'sealed'
-               AND NEW.snapshot - 'payload' = OLD.snapshot - 'payload'
-               AND (NEW.tenant_id, NEW.record_id, NEW.version, NEW.recorded_at)
-                   = (OLD.tenant_id, OLD.record_id, OLD.version, OLD.recorded_at) THEN
-                RETURN NEW;
-            END IF;
-        ELSIF TG_TABLE_NAME = 'episode_entries' THEN
-            IF OLD.entry ? 'sealed' AND NEW.entry ? 'sealed'
-               AND (NEW.entry - 'sealed') = (OLD.entry - 'sealed')
-               AND (NEW.tenant_id, NEW.record_id, NEW.seq, NEW.part, NEW.appended_at)
-                   = (OLD.tenant_id, OLD.record_id, OLD.seq, OLD.part, OLD.appended_at) THEN
-                RETURN NEW;
-            END IF;
-        END IF;
-    END IF;
-    RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP
+    RAISE EXCEPTION 'audit_log is append-only: % refused', TG_OP
         USING ERRCODE = 'restrict_violation';
 END;
 $$;
@@ -51,6 +21,27 @@ CREATE FUNCTION engram_conditions_hold(conds jsonb, ctx jsonb) RETURNS boolean
     SELECT NOT EXISTS (
         SELECT 1 FROM jsonb_each(CASE jsonb_typeof(conds) WHEN 'object' THEN conds ELSE '{}' END) AS c
         WHERE ctx ? c.key AND ctx -> c.key <> c.value)
+$$;
+
+CREATE FUNCTION engram_episode_entries_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'DELETE' AND (current_setting('engram.purge', true) = 'on'
+                             OR current_setting('engram.compress', true) = 'on'
+                             OR current_setting('engram.erase', true) = 'on') THEN
+        RETURN OLD;
+    END IF;
+    IF TG_OP = 'UPDATE' AND current_setting('engram.reseal', true) = 'on'
+       AND OLD.entry ? 'sealed' AND NEW.entry ? 'sealed'
+       AND (NEW.entry - 'sealed') = (OLD.entry - 'sealed')
+       AND (NEW.tenant_id, NEW.record_id, NEW.seq, NEW.part, NEW.appended_at)
+           = (OLD.tenant_id, OLD.record_id, OLD.seq, OLD.part, OLD.appended_at) THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'episode_entries is append-only: % refused', TG_OP
+        USING ERRCODE = 'restrict_violation';
+END;
 $$;
 
 CREATE FUNCTION engram_evidence_refs(provenance jsonb, payload jsonb) RETURNS text[]
@@ -251,6 +242,36 @@ BEGIN
         WHERE tenant_id = OLD.tenant_id AND record_id = OLD.id;
     END IF;
     RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION engram_record_versions_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'DELETE' AND (current_setting('engram.purge', true) = 'on'
+                             OR current_setting('engram.erase', true) = 'on') THEN
+        RETURN OLD;
+    END IF;
+    IF TG_OP = 'UPDATE' AND current_setting('engram.reseal', true) = 'on'
+       AND OLD.snapshot -> 'payload' ? 'sealed' AND NEW.snapshot -> 'payload' ? 'sealed'
+       AND (NEW.snapshot -> 'payload') - 'sealed' = (OLD.snapshot -> 'payload') - 'sealed'
+       AND NEW.snapshot - 'payload' = OLD.snapshot - 'payload'
+       AND (NEW.tenant_id, NEW.record_id, NEW.version, NEW.recorded_at)
+           = (OLD.tenant_id, OLD.record_id, OLD.version, OLD.recorded_at) THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'record_versions is append-only: % refused', TG_OP
+        USING ERRCODE = 'restrict_violation';
+END;
+$$;
+
+CREATE FUNCTION engram_refuse_truncate() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP
+        USING ERRCODE = 'restrict_violation';
 END;
 $$;
 
@@ -1621,21 +1642,21 @@ ALTER INDEX record_vectors_pkey ATTACH PARTITION record_vectors_9_pkey;
 
 ALTER INDEX record_vectors_by_tenant ATTACH PARTITION record_vectors_9_tenant_id_model_type_idx;
 
-CREATE TRIGGER audit_log_append_only BEFORE DELETE OR UPDATE ON audit_log FOR EACH ROW EXECUTE FUNCTION engram_append_only();
+CREATE TRIGGER audit_log_append_only BEFORE DELETE OR UPDATE ON audit_log FOR EACH ROW EXECUTE FUNCTION engram_audit_log_guard();
 
-CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log FOR EACH STATEMENT EXECUTE FUNCTION engram_append_only();
+CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log FOR EACH STATEMENT EXECUTE FUNCTION engram_refuse_truncate();
 
-CREATE TRIGGER episode_entries_append_only BEFORE DELETE OR UPDATE ON episode_entries FOR EACH ROW EXECUTE FUNCTION engram_append_only();
+CREATE TRIGGER episode_entries_append_only BEFORE DELETE OR UPDATE ON episode_entries FOR EACH ROW EXECUTE FUNCTION engram_episode_entries_guard();
 
-CREATE TRIGGER episode_entries_no_truncate BEFORE TRUNCATE ON episode_entries FOR EACH STATEMENT EXECUTE FUNCTION engram_append_only();
+CREATE TRIGGER episode_entries_no_truncate BEFORE TRUNCATE ON episode_entries FOR EACH STATEMENT EXECUTE FUNCTION engram_refuse_truncate();
 
 CREATE TRIGGER lease_counters_monotonic BEFORE UPDATE ON lease_counters FOR EACH ROW EXECUTE FUNCTION engram_lease_monotonic();
 
 CREATE TRIGGER leases_monotonic BEFORE UPDATE ON leases FOR EACH ROW EXECUTE FUNCTION engram_lease_monotonic();
 
-CREATE TRIGGER record_versions_append_only BEFORE DELETE OR UPDATE ON record_versions FOR EACH ROW EXECUTE FUNCTION engram_append_only();
+CREATE TRIGGER record_versions_append_only BEFORE DELETE OR UPDATE ON record_versions FOR EACH ROW EXECUTE FUNCTION engram_record_versions_guard();
 
-CREATE TRIGGER record_versions_no_truncate BEFORE TRUNCATE ON record_versions FOR EACH STATEMENT EXECUTE FUNCTION engram_append_only();
+CREATE TRIGGER record_versions_no_truncate BEFORE TRUNCATE ON record_versions FOR EACH STATEMENT EXECUTE FUNCTION engram_refuse_truncate();
 
 CREATE TRIGGER records_expiry BEFORE INSERT OR UPDATE OF status ON records FOR EACH ROW EXECUTE FUNCTION engram_record_expiry();
 

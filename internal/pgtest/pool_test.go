@@ -72,7 +72,7 @@ ANALYZE tenants, audit_log, records;`
 var catalogChanges = []string{
 	"CREATE INDEX extra ON tenants (created_at)",
 	"ALTER TABLE audit_log DISABLE TRIGGER audit_log_append_only",
-	"CREATE OR REPLACE FUNCTION engram_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
+	"CREATE OR REPLACE FUNCTION engram_audit_log_guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
 	"CREATE TABLE pair (id int PRIMARY KEY)",
 	"DROP INDEX audit_log_by_record",
 	"ALTER TABLE records ALTER COLUMN scope SET DEFAULT 'x'",
