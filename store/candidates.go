@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
@@ -128,6 +129,15 @@ func Stage(ctx context.Context, db pg.DBTX, tenant string, cands []Candidate) ([
 		}
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("find staged events: %w", err)
+		}
+		if len(earlier) < len(old) {
+			// A first staging was deleted (released or erased) between the
+			// insert that met it and this read: its retry is neither stored
+			// nor the duplicate of anything stored, and must not be
+			// acknowledged. Nothing of the batch is; sent again, it is
+			// staged anew, in its order.
+			return fmt.Errorf("find staged events: %w", &pgconn.PgError{Severity: "ERROR", Code: pg.SerializationFailure,
+				Message: fmt.Sprintf("%d staged events were deleted while their retries were staged", len(old)-len(earlier))})
 		}
 		for i, c := range cands {
 			if id, ok := earlier[string(c.DedupKey)]; ok {
