@@ -13,26 +13,30 @@ import (
 	"github.com/engram-dev/engram/schemas"
 )
 
+// prepareSeeds are the fuzz tests' hand-written events: valid ones of
+// several kinds, and what a client gets wrong.
+var prepareSeeds = []string{
+	`{"kind": "user_input", "agent_id": "a", "thread_id": "t", "text": "the build is broken"}`,
+	`{"kind": "tool_call", "agent_id": "a", "thread_id": "t", "tool": {"name": "make", "arguments": ["build"]}, "tags": ["ci"]}`,
+	`{"kind": "fact", "agent_id": "a", "thread_id": "t", "fact": {"subject": "repo", "predicate": "build_tool", "object": "make", "conditions": {"os": "linux"}}}`,
+	`{"kind": "outcome", "agent_id": "a", "thread_id": "t", "outcome": {"status": "success"}, "time": "2026-01-01T00:00:00Z"}`,
+	`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "key sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 mail a@b.co"}`,
+	`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "x\u0000"}`,
+	`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "\ud800"}`,
+	`{"kind": "observation", "agent_id": "a", "thread_id": "t", "environment": {"n": 1e-16384}}`,
+	`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "x"} xyz {"oops"`,
+	`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "x", "time": "2999-01-01T00:00:00Z"}`,
+	"{\"kind\": \"observation\", \"text\": \"\xff\"}",
+	`[1, 2]`, `null`, ``, `{`,
+}
+
 // FuzzPrepare feeds the event decoder anything a client could send. An
 // event is either refused with an [*ingest.EventError] naming its index, or
 // accepted as a candidate that is strict JSON, storable, valid against the
 // Event schema and redacted to a fixed point; the same input always meets
 // the same fate.
 func FuzzPrepare(f *testing.F) {
-	for _, seed := range []string{
-		`{"kind": "user_input", "agent_id": "a", "thread_id": "t", "text": "the build is broken"}`,
-		`{"kind": "tool_call", "agent_id": "a", "thread_id": "t", "tool": {"name": "make", "arguments": ["build"]}, "tags": ["ci"]}`,
-		`{"kind": "fact", "agent_id": "a", "thread_id": "t", "fact": {"subject": "repo", "predicate": "build_tool", "object": "make", "conditions": {"os": "linux"}}}`,
-		`{"kind": "outcome", "agent_id": "a", "thread_id": "t", "outcome": {"status": "success"}, "time": "2026-01-01T00:00:00Z"}`,
-		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "key sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 mail a@b.co"}`,
-		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "x\u0000"}`,
-		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "\ud800"}`,
-		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "environment": {"n": 1e-16384}}`,
-		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "x"} xyz {"oops"`,
-		`{"kind": "observation", "agent_id": "a", "thread_id": "t", "text": "x", "time": "2999-01-01T00:00:00Z"}`,
-		"{\"kind\": \"observation\", \"text\": \"\xff\"}",
-		`[1, 2]`, `null`, ``, `{`,
-	} {
+	for _, seed := range prepareSeeds {
 		f.Add([]byte(seed))
 	}
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)

@@ -22,6 +22,10 @@
 // unknown gets a violation at /type naming the allowed types, and its payload
 // is not judged.
 //
+// [ValidateEvent] answers as ValidateValue("Event", v) does, the generic
+// validator written out for the one schema every staged event passes; the
+// generic validator stays the reference its tests compare it with.
+//
 // [Decode] is the one strict JSON decoder every parser of a client's JSON
 // uses (request bodies, events, the lines of an event stream): exactly one
 // value, nothing after it but whitespace. [CheckStorable] finds what

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
@@ -52,6 +53,105 @@ type Staged struct {
 	Duplicate bool
 }
 
+// Stage writes a batch of events to the staging area in one transaction
+// (substrate RFC §15.4): when it returns, every event is durable. Events
+// are inserted in their order, so that a thread's events keep theirs. An
+// event whose dedup key was staged before (a retry, write-path RFC
+// §12.1.7), earlier in the batch or by an earlier one, is absorbed: it
+// gets the first event's id and Duplicate set. A large batch is sent with
+// COPY (see stageCopyMin), with the same answers.
+func Stage(ctx context.Context, db pg.DBTX, tenant string, cands []Candidate) ([]Staged, error) {
+	return stage(ctx, db, tenant, cands, stageCopyMin)
+}
+
+// stage is [Stage], sending a batch of copyMin or more new events with COPY.
+func stage(ctx context.Context, db pg.DBTX, tenant string, cands []Candidate, copyMin int) ([]Staged, error) {
+	out := make([]Staged, len(cands))
+	first := make(map[string]int, len(cands)) // dedup key -> first index in this batch
+	fresh := make([]int, 0, len(cands))       // the first of each key, in order
+	for i, c := range cands {
+		if j, seen := first[string(c.DedupKey)]; seen {
+			out[i] = Staged{ID: cands[j].ID, Duplicate: true}
+			continue
+		}
+		first[string(c.DedupKey)] = i
+		fresh = append(fresh, i)
+		out[i] = Staged{ID: c.ID}
+	}
+	if len(fresh) == 0 {
+		return out, nil
+	}
+	err := pg.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
+		return insertFresh(ctx, tx, tenant, cands, fresh, copyMin, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+const stagedIDsSQL = `SELECT dedup_key, id FROM candidates WHERE tenant_id = $1 AND dedup_key = ANY($2)`
+
+// insertFresh inserts cands[fresh], whose dedup keys are distinct, and
+// answers in out each candidate whose key was staged before with the first
+// id.
+func insertFresh(ctx context.Context, tx pgx.Tx, tenant string, cands []Candidate, fresh []int, copyMin int, out []Staged) error {
+	insert := insertArrays
+	if len(fresh) >= copyMin {
+		insert = insertCopy
+	}
+	inserted, err := insert(ctx, tx, tenant, cands, fresh)
+	if err != nil {
+		return fmt.Errorf("stage events: %w", err)
+	}
+	if len(inserted) == len(fresh) {
+		return nil
+	}
+	// Some were staged before: answer them with the first ids.
+	added := make(map[string]bool, len(inserted))
+	for _, k := range inserted {
+		added[string(k)] = true
+	}
+	var old [][]byte
+	for _, i := range fresh {
+		if k := cands[i].DedupKey; !added[string(k)] {
+			old = append(old, k)
+		}
+	}
+	rows, err := tx.Query(ctx, stagedIDsSQL, tenant, old)
+	if err != nil {
+		return fmt.Errorf("find staged events: %w", err)
+	}
+	defer rows.Close()
+	earlier := make(map[string]uuid.UUID, len(old))
+	for rows.Next() {
+		var k []byte
+		var id uuid.UUID
+		if err := rows.Scan(&k, &id); err != nil {
+			return fmt.Errorf("find staged events: %w", err)
+		}
+		earlier[string(k)] = id
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("find staged events: %w", err)
+	}
+	for i, c := range cands {
+		if id, ok := earlier[string(c.DedupKey)]; ok {
+			out[i] = Staged{ID: id, Duplicate: true}
+		}
+	}
+	if len(earlier) < len(old) {
+		// A first staging was deleted (released or erased) between the
+		// insert that met it and this read: its retry is neither stored
+		// nor the duplicate of anything stored, and must not be
+		// acknowledged. Nothing of the batch is; sent again, it is
+		// staged anew, in its order.
+		return fmt.Errorf("find staged events: %w", &pgconn.PgError{Severity: "ERROR", Code: pg.SerializationFailure,
+			Message: fmt.Sprintf("%d staged events were deleted while their retries were staged", len(old)-len(earlier))})
+	}
+	return nil
+}
+
 const stageSQL = `
 INSERT INTO candidates (tenant_id, id, agent_id, thread_id, kind, event_time, event, dedup_key, sensitivity, redactions)
 SELECT $1, t.id, t.agent_id, t.thread_id, t.kind, t.event_time, t.event, t.dedup_key, t.sensitivity,
@@ -62,84 +162,82 @@ ORDER BY t.ord
 ON CONFLICT (tenant_id, dedup_key) DO NOTHING
 RETURNING dedup_key`
 
-const stagedIDsSQL = `SELECT dedup_key, id FROM candidates WHERE tenant_id = $1 AND dedup_key = ANY($2)`
-
-// Stage writes a batch of events to the staging area in one transaction and
-// one statement: when it returns, every event is durable. An event whose
-// dedup key was staged before (a retry) is absorbed: it gets the first
-// event's id and Duplicate set.
-func Stage(ctx context.Context, db pg.DBTX, tenant string, cands []Candidate) ([]Staged, error) {
-	out := make([]Staged, len(cands))
-	first := make(map[string]int, len(cands)) // dedup key -> first index in this batch
-	var (
-		ids                                  []uuid.UUID
-		agents, threads, kinds, sens, redact []string
-		times                                []time.Time
-		events                               []json.RawMessage
-		keys                                 [][]byte
-	)
-	for i, c := range cands {
-		if j, seen := first[string(c.DedupKey)]; seen {
-			out[i] = Staged{ID: cands[j].ID, Duplicate: true}
-			continue
-		}
-		first[string(c.DedupKey)] = i
-		ids, agents, threads = append(ids, c.ID), append(agents, c.AgentID), append(threads, c.ThreadID)
-		kinds, times, events = append(kinds, string(c.Kind)), append(times, c.Time), append(events, c.Event)
-		keys, sens, redact = append(keys, c.DedupKey), append(sens, string(c.Sensitivity)), append(redact, strings.Join(c.Redactions, ","))
-		out[i] = Staged{ID: c.ID}
+// insertArrays inserts cands[fresh] in one statement, each column an
+// array, and returns the dedup keys of those it inserted.
+func insertArrays(ctx context.Context, tx pgx.Tx, tenant string, cands []Candidate, fresh []int) ([][]byte, error) {
+	n := len(fresh)
+	ids, times := make([]uuid.UUID, n), make([]time.Time, n)
+	agents, threads, kinds, sens, redact := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	events, keys := make([]json.RawMessage, n), make([][]byte, n)
+	for j, i := range fresh {
+		c := &cands[i]
+		ids[j], agents[j], threads[j], kinds[j], times[j] = c.ID, c.AgentID, c.ThreadID, string(c.Kind), c.Time
+		events[j], keys[j], sens[j], redact[j] = c.Event, c.DedupKey, string(c.Sensitivity), strings.Join(c.Redactions, ",")
 	}
-	err := pg.WithTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, stageSQL, tenant, ids, agents, threads, kinds, times, events, keys, sens, redact)
-		if err != nil {
-			return fmt.Errorf("stage events: %w", err)
-		}
-		inserted, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		if err != nil {
-			return fmt.Errorf("stage events: %w", err)
-		}
-		if len(inserted) == len(keys) {
-			return nil
-		}
-		// Some were staged before: answer them with the first ids.
-		fresh := make(map[string]bool, len(inserted))
-		for _, k := range inserted {
-			fresh[string(k)] = true
-		}
-		var old [][]byte
-		for _, k := range keys {
-			if !fresh[string(k)] {
-				old = append(old, k)
-			}
-		}
-		rows, err = tx.Query(ctx, stagedIDsSQL, tenant, old)
-		if err != nil {
-			return fmt.Errorf("find staged events: %w", err)
-		}
-		defer rows.Close()
-		earlier := make(map[string]uuid.UUID, len(old))
-		for rows.Next() {
-			var k []byte
-			var id uuid.UUID
-			if err := rows.Scan(&k, &id); err != nil {
-				return fmt.Errorf("find staged events: %w", err)
-			}
-			earlier[string(k)] = id
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("find staged events: %w", err)
-		}
-		for i, c := range cands {
-			if id, ok := earlier[string(c.DedupKey)]; ok {
-				out[i] = Staged{ID: id, Duplicate: true}
-			}
-		}
-		return nil
-	})
+	rows, err := tx.Query(ctx, stageSQL, tenant, ids, agents, threads, kinds, times, events, keys, sens, redact)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return pgx.CollectRows(rows, pgx.RowTo[[]byte])
+}
+
+// stageCopyMin is the smallest batch [Stage] sends with COPY; smaller ones
+// go as arrays in one INSERT. COPY streams a batch while the server reads
+// it, but its temporary table costs the database more CPU for a batch of
+// the stream handler's size (500 at most) and twice the time for 50; from
+// a few thousand events (a large atomic POST) it is as cheap for the
+// database and faster (BenchmarkStage).
+const stageCopyMin = 2000
+
+// The COPY path: the batch is copied into a temporary table of this
+// transaction, then inserted from it in its order, as stageSQL does.
+const (
+	stageTableSQL = `
+CREATE TEMP TABLE candidates_in (
+	ord bigint, id uuid, agent_id text, thread_id text, kind text, event_time timestamptz,
+	event jsonb, dedup_key bytea, sensitivity text, redactions text
+) ON COMMIT DROP`
+	stageFromTableSQL = `
+INSERT INTO candidates (tenant_id, id, agent_id, thread_id, kind, event_time, event, dedup_key, sensitivity, redactions)
+SELECT $1, t.id, t.agent_id, t.thread_id, t.kind, t.event_time, t.event, t.dedup_key, t.sensitivity,
+	string_to_array(t.redactions, ',')
+FROM candidates_in t
+ORDER BY t.ord
+ON CONFLICT (tenant_id, dedup_key) DO NOTHING
+RETURNING dedup_key`
+	// Dropped at once, not at commit: a caller's transaction may stage
+	// twice.
+	dropStageTableSQL = `DROP TABLE candidates_in`
+)
+
+var stageColumns = []string{"ord", "id", "agent_id", "thread_id", "kind", "event_time", "event", "dedup_key", "sensitivity", "redactions"}
+
+// insertCopy copies cands[fresh] into a temporary table and inserts them
+// from it, returning the dedup keys of those it inserted.
+func insertCopy(ctx context.Context, tx pgx.Tx, tenant string, cands []Candidate, fresh []int) ([][]byte, error) {
+	if _, err := tx.Exec(ctx, stageTableSQL); err != nil {
+		return nil, err
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"candidates_in"}, stageColumns, pgx.CopyFromSlice(len(fresh), func(j int) ([]any, error) {
+		c := &cands[fresh[j]]
+		return []any{int64(j), c.ID, c.AgentID, c.ThreadID, string(c.Kind), c.Time, c.Event, c.DedupKey,
+			string(c.Sensitivity), strings.Join(c.Redactions, ",")}, nil
+	}))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, stageFromTableSQL, tenant)
+	if err != nil {
+		return nil, err
+	}
+	inserted, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, dropStageTableSQL); err != nil {
+		return nil, err
+	}
+	return inserted, nil
 }
 
 const candidateColumns = `tenant_id, id, seq, agent_id, thread_id, kind, event_time, event, sensitivity, redactions,
