@@ -28,6 +28,8 @@ func wireStaged(ss []store.Staged) []api.StagedEvent {
 	return wireAll(ss, func(s store.Staged) api.StagedEvent { return api.StagedEvent(s) })
 }
 
+func wireLease(l store.Lease) api.Lease { return api.Lease(l) }
+
 // wireAll maps each row of xs with to; nil stays nil, empty stays empty.
 func wireAll[T, U any](xs []T, to func(T) U) []U {
 	if xs == nil {
