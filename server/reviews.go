@@ -42,7 +42,7 @@ func (s *Server) listReviews(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wireReviewPage(page))
 	return nil
 }
 
@@ -55,7 +55,7 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, rv)
+	writeJSON(w, http.StatusOK, wireReview(rv))
 	return nil
 }
 
@@ -90,7 +90,7 @@ func (s *Server) decideReview(w http.ResponseWriter, r *http.Request) error {
 	d := revise.Decision{Approver: ch.Actor, Justification: ch.Rationale, Reason: revise.RejectionReason(req.Reason),
 		Principal: ch.Principal, Rules: ch.Rules}
 	tenant := principalOf(r).tenant
-	var rv api.Review
+	var rv revise.Review
 	if op == "approve" {
 		rv, _, err = s.writer.Approve(r.Context(), tenant, id, d)
 	} else {
@@ -99,7 +99,7 @@ func (s *Server) decideReview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, rv)
+	writeJSON(w, http.StatusOK, wireReview(rv))
 	return nil
 }
 

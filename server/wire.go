@@ -30,6 +30,24 @@ func wireStaged(ss []store.Staged) []api.StagedEvent {
 
 func wireLease(l store.Lease) api.Lease { return api.Lease(l) }
 
+// wireReview maps a review field by field: its proposal is store's type
+// (the column's JSON) and api's. TestWireTypesMatch holds the two to the
+// same fields.
+func wireReview(r store.Review) api.Review {
+	out := api.Review{ID: r.ID, RecordID: r.RecordID, Tier: r.Tier, Status: r.Status, Risk: r.Risk, RiskFactors: r.RiskFactors,
+		Reasons: r.Reasons, AgentID: r.AgentID, CreatedAt: r.CreatedAt, SLADeadline: r.SLADeadline,
+		EscalatedAt: r.EscalatedAt, DecidedAt: r.DecidedAt, DecidedBy: r.DecidedBy, Justification: r.Justification,
+		RejectionReason: r.RejectionReason, Record: r.Record}
+	if r.Proposal != nil {
+		out.Proposal = &api.ReviewProposal{Supersedes: r.Proposal.Supersedes}
+	}
+	return out
+}
+
+func wireReviewPage(p store.ReviewPage) api.ReviewPage {
+	return api.ReviewPage{Reviews: wireAll(p.Reviews, wireReview), NextCursor: p.NextCursor}
+}
+
 // wireAll maps each row of xs with to; nil stays nil, empty stays empty.
 func wireAll[T, U any](xs []T, to func(T) U) []U {
 	if xs == nil {
