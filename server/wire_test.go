@@ -18,6 +18,8 @@ func TestWireTypesMatch(t *testing.T) {
 	for _, pair := range [][2]any{
 		{store.Review{}, api.Review{}},
 		{store.ReviewProposal{}, api.ReviewProposal{}},
+		{store.Erasure{}, api.Erasure{}},
+		{store.Verification{}, api.Verification{}},
 	} {
 		require.Equal(t, fieldNames(pair[1]), fieldNames(pair[0]), "%T and %T", pair[0], pair[1])
 	}
