@@ -30,6 +30,8 @@ func wireStaged(ss []store.Staged) []api.StagedEvent {
 
 func wireLease(l store.Lease) api.Lease { return api.Lease(l) }
 
+func wireKey(k store.APIKey) api.APIKey { return api.APIKey(k) }
+
 // wireReview maps a review field by field: its proposal is store's type
 // (the column's JSON) and api's. TestWireTypesMatch holds the two to the
 // same fields.
