@@ -12,6 +12,7 @@ import (
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
+	"github.com/engram-dev/engram/store"
 )
 
 // Job names and the audit actor.
@@ -37,6 +38,24 @@ type Progress interface {
 // ErasureCheck lists the erasure requests not yet complete (write-path
 // RFC §12.10.2), for the compliance report.
 type ErasureCheck func(ctx context.Context) ([]PendingErasure, error)
+
+// Unfinished is the [ErasureCheck] of the erasure requests db records, of
+// every tenant: at most limit, oldest first, each named by its id, tenant
+// and state, never its subject.
+func Unfinished(db pg.DBTX, limit int) ErasureCheck {
+	return func(ctx context.Context) ([]PendingErasure, error) {
+		rows, err := store.UnfinishedErasures(ctx, db, limit)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]PendingErasure, len(rows))
+		for i, p := range rows {
+			out[i] = PendingErasure{ID: p.ID.String(), Status: p.Status, RequestedAt: p.RequestedAt,
+				Detail: "tenant " + p.Tenant + ", phase " + p.Phase}
+		}
+		return out, nil
+	}
+}
 
 // Options are what a [Retainer] needs; the zero value of each optional
 // field is documented.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -310,6 +311,21 @@ func TestComplianceErasures(t *testing.T) {
 		Erasures: func(context.Context) ([]retention.PendingErasure, error) { return nil, fmt.Errorf("boom") }})
 	_, err = keep.Report(b.ctx)
 	require.ErrorContains(t, err, "check erasures: boom")
+}
+
+// The erasures the database records as unfinished are the report's,
+// named by id, tenant and phase, never by subject.
+func TestUnfinishedErasures(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	at := b.clock.Now()
+	e := store.Erasure{ID: uuid.New(), SubjectSHA256: strings.Repeat("ab", 32), Identifiers: map[string]int{"email": 1},
+		Status: api.ErasureRunning, Phase: "erasing", Rebuilt: []uuid.UUID{}, RequestedAt: at}
+	require.NoError(t, store.InsertErasure(b.ctx, b.db.Pool, "acme", e))
+	got, err := retention.Unfinished(b.db.Pool, 10)(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []retention.PendingErasure{{ID: e.ID.String(), Status: "running", RequestedAt: at,
+		Detail: "tenant acme, phase erasing"}}, got)
 }
 
 // The database's retention class of a record is memory.ClassOf's, for

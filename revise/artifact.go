@@ -29,16 +29,3 @@ func (w *Writer) PutArtifact(ctx context.Context, tenant, mediaType string, cont
 	}
 	return store.PutArtifact(ctx, w.db, tenant, in)
 }
-
-// OpenArtifact returns an artifact's content as stored opened: the
-// plaintext of a sealed one.
-func (w *Writer) OpenArtifact(ctx context.Context, tenant string, a store.Artifact, content []byte) ([]byte, error) {
-	if !a.Sealed {
-		return content, nil
-	}
-	plain, err := w.cfg.Sealer.Open(ctx, tenant, content)
-	if err != nil {
-		return nil, fmt.Errorf("open artifact: %w", err)
-	}
-	return plain, nil
-}

@@ -69,12 +69,12 @@ const (
 
 // StartErasure records an erasure request for subject in tenant, running.
 // [Writer.Erase] carries it out.
-func (w *Writer) StartErasure(ctx context.Context, tenant string, s Subject) (api.Erasure, error) {
+func (w *Writer) StartErasure(ctx context.Context, tenant string, s Subject) (store.Erasure, error) {
 	if s.Empty() {
-		return api.Erasure{}, errors.New("start erasure: the subject names no one")
+		return store.Erasure{}, errors.New("start erasure: the subject names no one")
 	}
 	now := w.clock()
-	e := api.Erasure{
+	e := store.Erasure{
 		ID: uuid.Must(uuid.NewV7()), SubjectSHA256: s.SHA256(), Identifiers: s.Counts(),
 		Status: api.ErasureRunning, Phase: PhaseMatching, Rebuilt: []uuid.UUID{}, RequestedAt: now, UpdatedAt: now,
 	}
@@ -88,7 +88,7 @@ func (w *Writer) StartErasure(ctx context.Context, tenant string, s Subject) (ap
 type eraseState struct {
 	tenant string
 	s      Subject
-	e      *api.Erasure
+	e      *store.Erasure
 	actor  string
 	// erased are the records to erase, by type; events the staged events;
 	// artifacts the matched artifacts' digests (hex).
@@ -109,8 +109,8 @@ type eraseState struct {
 // the erasure is left interrupted; on another error, failed (with a
 // message that names no data). What an interrupted or failed erasure
 // erased stays erased: run it again to finish.
-func (w *Writer) Erase(ctx context.Context, tenant string, e api.Erasure, s Subject, actor string) (api.Erasure, error) {
-	e.Status, e.Error, e.CompletedAt, e.Counts, e.Rebuilt = api.ErasureRunning, "", nil, api.ErasureCounts{}, []uuid.UUID{}
+func (w *Writer) Erase(ctx context.Context, tenant string, e store.Erasure, s Subject, actor string) (store.Erasure, error) {
+	e.Status, e.Error, e.CompletedAt, e.Counts, e.Rebuilt = api.ErasureRunning, "", nil, store.ErasureCounts{}, []uuid.UUID{}
 	st := &eraseState{tenant: tenant, s: s, e: &e, actor: actor,
 		erased: map[uuid.UUID]memory.Type{}, events: map[uuid.UUID]bool{}, artifacts: map[string]bool{},
 		gone: map[string]bool{}, rebuild: map[uuid.UUID]store.Dependent{}}
@@ -745,8 +745,8 @@ func (w *Writer) scrub(ctx context.Context, st *eraseState) error {
 // each. It reports the columns where the subject remains, never the
 // values. Tables without a tenant_id column hold no tenant's data (job
 // runs, cursors) and are not scanned.
-func (w *Writer) VerifyErasure(ctx context.Context, tenant string, s Subject) (api.Verification, error) {
-	v := api.Verification{Remaining: []api.Remaining{}}
+func (w *Writer) VerifyErasure(ctx context.Context, tenant string, s Subject) (store.Verification, error) {
+	v := store.Verification{Remaining: []store.Remaining{}}
 	cols, err := store.TenantTextColumns(ctx, w.db)
 	if err != nil {
 		return v, err
@@ -775,7 +775,7 @@ func (w *Writer) VerifyErasure(ctx context.Context, tenant string, s Subject) (a
 			}
 		}
 		if rows > 0 {
-			v.Remaining = append(v.Remaining, api.Remaining{Table: c.Table, Column: c.Column, Rows: rows})
+			v.Remaining = append(v.Remaining, store.Remaining{Table: c.Table, Column: c.Column, Rows: rows})
 		}
 	}
 	v.Tables, v.Columns = len(tables), len(cols)

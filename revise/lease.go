@@ -94,8 +94,9 @@ func (c LeaseConfig) Validate() error {
 	return nil
 }
 
-// Lease is a lease on a record or a scope (see [api.Lease]).
-type Lease = api.Lease
+// Lease is a lease on a record or a scope: its resource's latest grant,
+// with its status as of the answer.
+type Lease = store.Lease
 
 // LeaseResource names what a lease locks: a record, or a scope.
 type LeaseResource = store.LeaseResource

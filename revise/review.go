@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/engram-dev/engram/access"
-	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/schemas"
 	"github.com/engram-dev/engram/store"
@@ -88,12 +87,12 @@ func (r RejectionReason) Valid() bool { return slices.Contains(RejectionReasons,
 
 // Review is a write held for a reviewer: its draft record, why, and what
 // became of it.
-type Review = api.Review
+type Review = store.Review
 
 // Proposal is what approving a review does beyond activating its draft:
 // Supersedes names a live record the draft replaces, atomically, as
 // [Tx.Supersede] would (a supersession proposal, write-path RFC §12.2.4).
-type Proposal = api.ReviewProposal
+type Proposal = store.ReviewProposal
 
 // Audit actions of the review queue.
 const (

@@ -152,7 +152,8 @@ func TestRevisionsOfSealedRecords(t *testing.T) {
 	var env struct{ Sealed struct{ Key int } }
 	require.NoError(t, json.Unmarshal(content, &env))
 	require.Equal(t, 2, env.Sealed.Key, "the artifact is re-sealed under the new key")
-	plain, err := w.OpenArtifact(ctx, "acme", a, content)
+	require.True(t, a.Sealed)
+	plain, err := s.Open(ctx, "acme", content)
 	require.NoError(t, err)
 	require.Equal(t, "hippogriff build log", string(plain))
 }

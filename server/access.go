@@ -62,13 +62,6 @@ func ownRecord(r *http.Request, rec *memory.Record) {
 	}
 }
 
-// seeThread refuses a thread the request's key may not read: a thread is
-// its agent's session (write-path RFC §12.8.2).
-func seeThread(r *http.Request, agent string) error {
-	p := principalOf(r)
-	return access.Decide(p.access(), access.OpRead, access.Target{Layer: memory.Episodic, Agent: agent}, p.rules).Err()
-}
-
 // eventAttrs reads what an access decision needs of a raw event: its agent
 // and tags. A malformed event yields nothing here and is refused by the
 // ingester with its precise problem.

@@ -62,7 +62,7 @@ func (s *Server) startErasure(w http.ResponseWriter, r *http.Request) error {
 			slog.Bool("verified", done.Verified), slog.Int("rebuilt", len(done.Rebuilt)))
 	}()
 	w.Header().Set("Location", "/v1/erasures/"+e.ID.String())
-	writeJSON(w, http.StatusAccepted, e)
+	writeJSON(w, http.StatusAccepted, wireErasure(e))
 	return nil
 }
 
@@ -77,7 +77,7 @@ func (s *Server) getErasure(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, e)
+	writeJSON(w, http.StatusOK, wireErasure(e))
 	return nil
 }
 

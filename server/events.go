@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -368,21 +367,11 @@ func (s *Server) listCandidates(w http.ResponseWriter, r *http.Request) error {
 		}
 		after = n
 	}
-	cands, err := store.Candidates(r.Context(), s.db, principalOf(r).tenant, status, after, limit)
-	for i := range cands {
-		if err == nil {
-			cands[i].Event, err = s.writer.Sealer().Open(r.Context(), principalOf(r).tenant, cands[i].Event)
-		}
-	}
-	if err != nil {
-		return err
-	}
 	// Staged events are raw: none above the key's clearance is shown
 	// (write-path RFC §12.8.5).
-	ceiling := principalOf(r).access().Ceiling()
-	cands = slices.DeleteFunc(cands, func(c store.Candidate) bool { return c.Sensitivity.Rank() > ceiling.Rank() })
-	if cands == nil {
-		cands = []store.Candidate{}
+	cands, err := s.reader.Events(r.Context(), viewerOf(r), status, after, limit)
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"candidates": cands})
 	return nil
@@ -392,11 +381,8 @@ func (s *Server) listCandidates(w http.ResponseWriter, r *http.Request) error {
 // generation, with the ids of its episode and working memory — the record a
 // runtime updates with PATCH /v1/records/{id}.
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
-	t, err := store.LatestThread(r.Context(), s.db, principalOf(r).tenant, r.PathValue("thread_id"))
+	t, err := s.reader.Thread(r.Context(), viewerOf(r), r.PathValue("thread_id"))
 	if err != nil {
-		return err
-	}
-	if err := seeThread(r, t.AgentID); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, t)

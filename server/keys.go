@@ -46,7 +46,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	hash := sha256.Sum256([]byte(secret))
-	k, err := store.InsertKey(r.Context(), s.db, store.NewKey{APIKey: api.APIKey{
+	k, err := store.InsertKey(r.Context(), s.db, store.NewKey{APIKey: store.APIKey{
 		Name: req.Name, Tenant: req.Tenant, Role: req.Role, AgentID: req.AgentID, Domains: req.Domains, Clearance: req.Clearance,
 	}, Hash: hash[:]})
 	if errors.Is(err, store.ErrKeyExists) {
@@ -60,7 +60,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	s.logger.InfoContext(r.Context(), "key created", "key", k.Name, "tenant", k.Tenant, "role", k.Role, "by", principalOf(r).name)
 	w.Header().Set("Location", "/v1/keys/"+k.Name)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, api.CreatedKey{APIKey: k, Secret: secret})
+	writeJSON(w, http.StatusCreated, api.CreatedKey{APIKey: wireKey(k), Secret: secret})
 	return nil
 }
 
@@ -123,9 +123,9 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if keys == nil {
-		keys = []api.APIKey{}
+		keys = []store.APIKey{}
 	}
-	writeJSON(w, http.StatusOK, api.KeyList{Keys: keys})
+	writeJSON(w, http.StatusOK, api.KeyList{Keys: wireAll(keys, wireKey)})
 	return nil
 }
 
@@ -145,7 +145,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.logger.InfoContext(r.Context(), "key revoked", "key", k.Name, "by", principalOf(r).name)
-	writeJSON(w, http.StatusOK, k)
+	writeJSON(w, http.StatusOK, wireKey(k))
 	return nil
 }
 

@@ -89,7 +89,7 @@ func leaseProblem(err error) *Problem {
 	return nil
 }
 
-func leaseRecordIDs(l api.Lease) []uuid.UUID {
+func leaseRecordIDs(l revise.Lease) []uuid.UUID {
 	if l.RecordID == nil {
 		return nil
 	}
@@ -129,7 +129,7 @@ func (s *Server) acquireLease(w http.ResponseWriter, r *http.Request) error {
 	if l.Outcome == api.LeaseRenewed {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, l)
+	writeJSON(w, status, wireLease(l))
 	return nil
 }
 
@@ -154,7 +154,7 @@ func (s *Server) getLease(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, l)
+	writeJSON(w, http.StatusOK, wireLease(l))
 	return nil
 }
 
@@ -178,7 +178,7 @@ func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, l)
+	writeJSON(w, http.StatusOK, wireLease(l))
 	return nil
 }
 
@@ -210,7 +210,7 @@ func (s *Server) leaseMethod(w http.ResponseWriter, r *http.Request) error {
 	if err := rd.check(); err != nil {
 		return err
 	}
-	var l api.Lease
+	var l revise.Lease
 	if op == "renew" {
 		ttl, err := ttlSeconds(req.TTLSeconds)
 		if err != nil {
@@ -228,7 +228,7 @@ func (s *Server) leaseMethod(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	writeJSON(w, http.StatusOK, l)
+	writeJSON(w, http.StatusOK, wireLease(l))
 	return nil
 }
 

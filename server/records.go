@@ -554,12 +554,8 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
-	tenant := principalOf(r).tenant
-	a, content, err := store.GetArtifact(r.Context(), s.db, tenant, r.PathValue("sha256"))
+	a, content, err := s.reader.Artifact(r.Context(), viewerOf(r), r.PathValue("sha256"))
 	if err != nil {
-		return err
-	}
-	if content, err = s.writer.OpenArtifact(r.Context(), tenant, a, content); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", a.MediaType)

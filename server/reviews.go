@@ -14,8 +14,9 @@ import (
 	"github.com/engram-dev/engram/store"
 )
 
-// listReviews serves GET /v1/reviews: the tenant's reviews, oldest first,
-// pending ones unless asked for others, each with its draft.
+// listReviews serves GET /v1/reviews: the tenant's reviews whose draft the
+// key may read, oldest first, pending ones unless asked for others, each
+// with its draft.
 func (s *Server) listReviews(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var f store.ReviewFilter
@@ -37,19 +38,11 @@ func (s *Server) listReviews(w http.ResponseWriter, r *http.Request) error {
 		f.Limit = n
 	}
 	f.Cursor = q.Get("cursor")
-	page, err := store.ListReviews(r.Context(), s.db, principalOf(r).tenant, f)
-	for i := range page.Reviews {
-		if err == nil && page.Reviews[i].Record != nil {
-			err = s.open(r.Context(), principalOf(r).tenant, page.Reviews[i].Record)
-		}
-	}
+	page, err := s.reader.Reviews(r.Context(), viewerOf(r), f)
 	if err != nil {
 		return err
 	}
-	if page.Reviews == nil {
-		page.Reviews = []api.Review{}
-	}
-	writeJSON(w, http.StatusOK, page)
+	writeJSON(w, http.StatusOK, wireReviewPage(page))
 	return nil
 }
 
@@ -58,19 +51,11 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rv, err := store.GetReviewWithRecord(r.Context(), s.db, principalOf(r).tenant, id)
-	if err == nil && rv.Record != nil {
-		err = s.open(r.Context(), principalOf(r).tenant, rv.Record)
-	}
+	rv, err := s.reader.Review(r.Context(), viewerOf(r), id)
 	if err != nil {
 		return err
 	}
-	if rv.Record != nil {
-		if err := viewerOf(r).May(*rv.Record); err != nil {
-			return err
-		}
-	}
-	writeJSON(w, http.StatusOK, rv)
+	writeJSON(w, http.StatusOK, wireReview(rv))
 	return nil
 }
 
@@ -105,7 +90,7 @@ func (s *Server) decideReview(w http.ResponseWriter, r *http.Request) error {
 	d := revise.Decision{Approver: ch.Actor, Justification: ch.Rationale, Reason: revise.RejectionReason(req.Reason),
 		Principal: ch.Principal, Rules: ch.Rules}
 	tenant := principalOf(r).tenant
-	var rv api.Review
+	var rv revise.Review
 	if op == "approve" {
 		rv, _, err = s.writer.Approve(r.Context(), tenant, id, d)
 	} else {
@@ -114,7 +99,7 @@ func (s *Server) decideReview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, rv)
+	writeJSON(w, http.StatusOK, wireReview(rv))
 	return nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/revise"
 )
 
@@ -28,7 +27,7 @@ func TestApprovalProblems(t *testing.T) {
 	require.Equal(t, []uuid.UUID{record}, p.RecordIDs)
 	require.Contains(t, p.Detail, "is refused")
 
-	p = s.toProblem(r, &revise.ReviewRejectedError{Review: api.Review{RecordID: record, Status: "rejected", RejectionReason: "factual_error", Justification: "not so"}})
+	p = s.toProblem(r, &revise.ReviewRejectedError{Review: revise.Review{RecordID: record, Status: "rejected", RejectionReason: "factual_error", Justification: "not so"}})
 	require.Equal(t, http.StatusConflict, p.Status)
 	require.Equal(t, "urn:engram:problem:review-rejected", p.Type)
 	require.Equal(t, []uuid.UUID{record}, p.RecordIDs)

@@ -38,7 +38,7 @@ func setupReviews(t *testing.T) *reviewsEnv {
 }
 
 // submit holds a fact of the user's preferred language for review.
-func (e *reviewsEnv) submit(object string, proposal *revise.Proposal) api.Review {
+func (e *reviewsEnv) submit(object string, proposal *revise.Proposal) revise.Review {
 	e.t.Helper()
 	p, _ := json.Marshal(map[string]any{"kind": "semantic", "subject": "user", "predicate": "prefers_language",
 		"object": object, "validity": map[string]any{"mode": "global"}})

@@ -5,11 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 )
@@ -20,8 +20,65 @@ import (
 // batches for matching against a subject, the deletes, and the
 // verification scan over every table information_schema lists.
 
-// Erasure is an erasure request's row: its status and certificate.
-type Erasure = api.Erasure
+// Erasure is an erasure request's row: its status and, once it has
+// completed, its certificate. It names the subject only by SubjectSHA256.
+type Erasure struct {
+	ID            uuid.UUID
+	SubjectSHA256 string
+	// Identifiers counts the subject's identifiers by kind.
+	Identifiers map[string]int
+	// Status is running, completed, failed or interrupted; Phase the step
+	// a running erasure is at.
+	Status       string
+	Phase        string
+	Counts       ErasureCounts
+	Rebuilt      []uuid.UUID
+	Verification *Verification
+	// Verified is Verification's, when there is one.
+	Verified    bool
+	Error       string
+	RequestedAt time.Time
+	UpdatedAt   time.Time
+	CompletedAt *time.Time
+}
+
+// ErasureCounts counts what an erasure deleted: records per layer, and the
+// other traces of the subject. Its JSON is the erasures.counts column's
+// (and the erasure's audit entry's).
+type ErasureCounts struct {
+	Episodic            int `json:"episodic"`
+	Working             int `json:"working"`
+	Semantic            int `json:"semantic"`
+	Competence          int `json:"competence"`
+	PlanGraph           int `json:"plan_graph"`
+	StagedEvents        int `json:"staged_events"`
+	TimelineEntries     int `json:"timeline_entries"`
+	Vectors             int `json:"vectors"`
+	Versions            int `json:"versions"`
+	Artifacts           int `json:"artifacts"`
+	RetrievalLogEntries int `json:"retrieval_log_entries"`
+	AuditEntries        int `json:"audit_entries"`
+	Other               int `json:"other"`
+}
+
+// Verification is the result of an erasure's verification scan: how many
+// tables and columns it scanned, and those where the subject was still
+// found, with how many rows (never the values). Its JSON is the
+// erasures.verification column's.
+type Verification struct {
+	Verified  bool        `json:"verified"`
+	Tables    int         `json:"tables"`
+	Columns   int         `json:"columns"`
+	Remaining []Remaining `json:"remaining"`
+	At        time.Time   `json:"at"`
+}
+
+// Remaining is a column in which the verification scan found the subject.
+type Remaining struct {
+	Table  string `json:"table"`
+	Column string `json:"column"`
+	Rows   int    `json:"rows"`
+}
 
 const erasureColumns = `id, subject_sha256, identifiers, status, phase, counts, rebuilt, verification,
 	coalesce(error, ''), requested_at, updated_at, completed_at`
@@ -38,7 +95,7 @@ func scanErasure(row pgx.Row) (Erasure, error) {
 		return e, fmt.Errorf("read erasure: %w", err)
 	}
 	if len(verification) > 0 {
-		var v api.Verification
+		var v Verification
 		if err := json.Unmarshal(verification, &v); err != nil {
 			return e, fmt.Errorf("read erasure verification: %w", err)
 		}
@@ -580,24 +637,33 @@ const unfinishedErasuresSQL = `
 SELECT id, tenant_id, status, phase, requested_at FROM erasures
 WHERE status <> 'completed' ORDER BY requested_at, tenant_id, id LIMIT $1`
 
+// PendingErasure is an erasure request not yet complete: its id, tenant
+// and state, never its subject.
+type PendingErasure struct {
+	ID          uuid.UUID
+	Tenant      string
+	Status      string
+	Phase       string
+	RequestedAt time.Time
+}
+
 // UnfinishedErasures lists up to limit erasure requests of every tenant
 // that have not completed (running, failed or interrupted), oldest first:
 // the compliance report's question (write-path RFC §12.10.5). It is the
 // operator's, like the jobs, and reads ids and states, never a subject.
-func UnfinishedErasures(ctx context.Context, db pg.DBTX, limit int) ([]api.PendingErasure, error) {
+func UnfinishedErasures(ctx context.Context, db pg.DBTX, limit int) ([]PendingErasure, error) {
 	rows, err := db.Query(ctx, unfinishedErasuresSQL, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list unfinished erasures: %w", err)
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (api.PendingErasure, error) {
-		var p api.PendingErasure
-		var id uuid.UUID
-		var tenant, phase string
-		if err := row.Scan(&id, &tenant, &p.Status, &phase, &p.RequestedAt); err != nil {
-			return p, err
-		}
-		p.ID, p.RequestedAt = id.String(), p.RequestedAt.UTC()
-		p.Detail = "tenant " + tenant + ", phase " + phase
-		return p, nil
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PendingErasure, error) {
+		var p PendingErasure
+		err := row.Scan(&p.ID, &p.Tenant, &p.Status, &p.Phase, &p.RequestedAt)
+		p.RequestedAt = p.RequestedAt.UTC()
+		return p, err
 	})
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished erasures: %w", err)
+	}
+	return out, nil
 }

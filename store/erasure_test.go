@@ -78,8 +78,9 @@ func TestUnfinishedErasures(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	require.Equal(t, "interrupted", got[0].Status)
-	require.Equal(t, "tenant acme, phase matching", got[0].Detail)
+	require.Equal(t, "acme", got[0].Tenant)
+	require.Equal(t, "matching", got[0].Phase)
 	require.Equal(t, at.Add(time.Hour), got[0].RequestedAt)
 	require.Equal(t, "running", got[1].Status)
-	require.Equal(t, "tenant globex, phase matching", got[1].Detail)
+	require.Equal(t, "globex", got[1].Tenant)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pgtest"
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/store"
@@ -17,7 +16,7 @@ import (
 
 func newKey(name, tenant, role, agent string) store.NewKey {
 	h := sha256.Sum256([]byte("secret-" + name))
-	return store.NewKey{APIKey: api.APIKey{Name: name, Tenant: tenant, Role: role, AgentID: agent, Clearance: memory.Hyper}, Hash: h[:]}
+	return store.NewKey{APIKey: store.APIKey{Name: name, Tenant: tenant, Role: role, AgentID: agent, Clearance: memory.Hyper}, Hash: h[:]}
 }
 
 // The keys table holds its invariants: an operator key has no tenant and

@@ -9,13 +9,28 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pg"
 )
 
 // Lease is a lease-based write lock on a record or a scope (write-path RFC
 // §12.8.3), as stored: its resource's latest grant.
-type Lease = api.Lease
+type Lease struct {
+	ID uuid.UUID
+	// RecordID or Scope names what is leased; exactly one is set.
+	RecordID *uuid.UUID
+	Scope    string
+	// AgentID is the holder.
+	AgentID      string
+	FencingToken int64
+	GrantedAt    time.Time
+	ExpiresAt    time.Time
+	ReleasedAt   *time.Time
+	// Status (active, expired, released) and Outcome (granted, renewed)
+	// are what the write path makes of the row as of an answer: the store
+	// neither reads nor writes them.
+	Status  string
+	Outcome string
+}
 
 // LeaseResource names what a lease locks: a record (RecordID) or a scope
 // (Scope, with RecordID nil).

@@ -11,16 +11,52 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/engram-dev/engram/api"
 	"github.com/engram-dev/engram/internal/pg"
 	"github.com/engram-dev/engram/memory"
 )
 
 // Review is a write held for a human reviewer (write-path RFC §12.6).
-type Review = api.Review
+type Review struct {
+	ID       uuid.UUID
+	RecordID uuid.UUID
+	// Tier is async or sync; Status pending, approved, rejected or
+	// expired.
+	Tier   string
+	Status string
+	// Risk is the write's risk score, RiskFactors the factor values it was
+	// computed from; Reasons say why the write needs review.
+	Risk        float64
+	RiskFactors map[string]float64
+	Reasons     []string
+	Proposal    *ReviewProposal
+	AgentID     string
+	CreatedAt   time.Time
+	SLADeadline time.Time
+	EscalatedAt *time.Time
+	DecidedAt   *time.Time
+	// DecidedBy, Justification and RejectionReason are empty until a
+	// decision.
+	DecidedBy       string
+	Justification   string
+	RejectionReason string
+	// Record is the draft as it stands now, as [ListReviews] and
+	// [GetReviewWithRecord] read it; nil otherwise, or when it is gone.
+	Record *memory.Record
+}
 
-// ReviewPage is one page of a tenant's reviews.
-type ReviewPage = api.ReviewPage
+// ReviewProposal is what approving a review does beyond activating its
+// draft: Supersedes names a record the draft replaces. Its JSON is the
+// reviews.proposal column's.
+type ReviewProposal struct {
+	Supersedes uuid.UUID `json:"supersedes"`
+}
+
+// ReviewPage is one page of a tenant's reviews, and the cursor of the
+// next (empty on the last).
+type ReviewPage struct {
+	Reviews    []Review
+	NextCursor string
+}
 
 // reviewColumns are the columns a review is read from, in [scanReview]'s
 // order.

@@ -11,11 +11,13 @@ import (
 	"github.com/engram-dev/engram/internal/depstest"
 )
 
-// storeReads are package store's statements that read records: only the
+// storeReads are package store's statements that read memory — records,
+// staged events, threads, reviews with their drafts, artifacts: only the
 // read door calls them (and the write path, inside its transactions, and
-// store itself), so that every read of a record is opened, filtered by
-// access and flagged the one way.
-var storeReads = []string{"Get", "GetAsOf", "List", "History", "Audit", "Relations", "AttachFlags"}
+// store itself), so that every read is opened, filtered by access and
+// flagged the one way.
+var storeReads = []string{"Get", "GetAsOf", "List", "History", "Audit", "Relations", "AttachFlags",
+	"Candidates", "LatestThread", "ListReviews", "GetReviewWithRecord", "GetArtifact"}
 
 // Every read of a record goes through package view: no other package of
 // the module, tests aside, calls one of store's record-reading statements.

@@ -1,20 +1,33 @@
 // Package view is the read door (ARCHITECTURE.md, "Two doors"): every read
-// of memory records goes through it, as every write goes through package
-// revise. A read names who reads — a key's principal and the operator's
-// access rules, or the system (a job) — and gets records back already
-// opened (sealed payloads decrypted, substrate RFC §15.9), filtered by what
-// the reader may see (write-path RFC §12.8.5) and flagged
-// (derived_from_quarantined, 003 §12.11.5). No caller assembles that
-// pipeline by hand, so none can forget a step of it.
+// of memory goes through it, as every write goes through package revise. A
+// read names who reads — a key's principal and the operator's access
+// rules, or the system (a job) — and gets back what it may see already
+// opened (sealed payloads and sealed events decrypted, substrate RFC
+// §15.9), filtered by what the reader may see (write-path RFC §12.8.5) and
+// flagged (derived_from_quarantined, 003 §12.11.5). No caller assembles
+// that pipeline by hand, so none can forget a step of it.
 //
-// Package store's reading statements for records (Get, GetAsOf, List,
-// History, Audit, Relations, AttachFlags) are called only here and in the
-// write path; a test holds that (door_test.go).
+// What the door reads: records, now and as of a time, with their
+// history, audit trail and relations; staged events ([Reader.Events]);
+// threads ([Reader.Thread]); reviews with their drafts ([Reader.Reviews],
+// [Reader.Review]); artifacts ([Reader.Artifact]). Package store's
+// statements that read them are called only here and in the write path; a
+// test holds that (door_test.go).
+//
+// What it does not read: counts. The health page's aggregates
+// (store.HeldRecords, store.HealthSeries, store.CompetencePerformance)
+// return numbers by type, status, time bucket and outcome — never a
+// record, an id or a payload — over the whole tenant, as the page of
+// substrate RFC §15.10 is defined; there is nothing to open and nothing to
+// filter per record, so they stay outside the door with the other
+// statistics.
 package view
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -246,6 +259,113 @@ func (r *Reader) Relations(ctx context.Context, v Viewer, id uuid.UUID) ([]store
 		}
 	}
 	return out, nil
+}
+
+// Events are the staged events with status, oldest first, after the one
+// with sequence number after, at most limit of them, each opened. Staged
+// events are raw — classified, not yet through the write path's gates —
+// so none above v's clearance is shown (write-path RFC §12.8.5): a page
+// may hold fewer than limit.
+func (r *Reader) Events(ctx context.Context, v Viewer, status string, after int64, limit int) ([]store.Candidate, error) {
+	cands, err := store.Candidates(ctx, r.db, v.Tenant, status, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	if v.Principal != nil {
+		ceiling := v.Ceiling().Rank()
+		cands = slices.DeleteFunc(cands, func(c store.Candidate) bool { return c.Sensitivity.Rank() > ceiling })
+	}
+	for i := range cands {
+		if cands[i].Event, err = r.sealer.Open(ctx, v.Tenant, cands[i].Event); err != nil {
+			return nil, err
+		}
+	}
+	if cands == nil {
+		cands = []store.Candidate{}
+	}
+	return cands, nil
+}
+
+// Thread is the latest generation of a thread, open or closed, that v may
+// read: a thread is its agent's session, read as its episode is
+// (write-path RFC §12.8.2).
+func (r *Reader) Thread(ctx context.Context, v Viewer, threadID string) (store.Thread, error) {
+	t, err := store.LatestThread(ctx, r.db, v.Tenant, threadID)
+	if err != nil {
+		return store.Thread{}, err
+	}
+	if v.Principal != nil {
+		target := access.Target{Layer: memory.Episodic, Agent: t.AgentID}
+		if err := access.Decide(*v.Principal, access.OpRead, target, v.Rules).Err(); err != nil {
+			return store.Thread{}, err
+		}
+	}
+	return t, nil
+}
+
+// Reviews is a page of the reviews f selects whose draft v may read, each
+// with its draft opened as it stands now (write-path RFC §12.6). The
+// page's cursor is the store's: a page may hold fewer reviews than its
+// limit when access rules hide some of them. A review whose draft is gone
+// (purged) shows no record, and is kept.
+func (r *Reader) Reviews(ctx context.Context, v Viewer, f store.ReviewFilter) (store.ReviewPage, error) {
+	page, err := store.ListReviews(ctx, r.db, v.Tenant, f)
+	if err != nil {
+		return store.ReviewPage{}, err
+	}
+	page.Reviews = slices.DeleteFunc(page.Reviews, func(rv store.Review) bool {
+		return rv.Record != nil && v.May(*rv.Record) != nil
+	})
+	for _, rv := range page.Reviews {
+		if rv.Record != nil {
+			if err := r.open(ctx, v.Tenant, rv.Record); err != nil {
+				return store.ReviewPage{}, err
+			}
+		}
+	}
+	if page.Reviews == nil {
+		page.Reviews = []store.Review{}
+	}
+	return page, nil
+}
+
+// Review is a review with its draft opened as it stands now; the review of
+// a draft v may not read is refused with a [*access.DeniedError], as the
+// draft itself is ([Reader.Record]).
+func (r *Reader) Review(ctx context.Context, v Viewer, id uuid.UUID) (store.Review, error) {
+	rv, err := store.GetReviewWithRecord(ctx, r.db, v.Tenant, id)
+	if err != nil {
+		return store.Review{}, err
+	}
+	if rv.Record == nil {
+		return rv, nil
+	}
+	if err := r.open(ctx, v.Tenant, rv.Record); err != nil {
+		return store.Review{}, err
+	}
+	if err := v.May(*rv.Record); err != nil {
+		return store.Review{}, err
+	}
+	return rv, nil
+}
+
+// Artifact is an artifact of v's tenant, by hex SHA-256, and its content
+// opened: the plaintext of a sealed one (substrate RFC §15.9). An artifact
+// has no classification of its own — a record that references it has —
+// so every viewer of the tenant reads it; one not the tenant's is
+// [store.ErrNotFound].
+func (r *Reader) Artifact(ctx context.Context, v Viewer, sha string) (store.Artifact, []byte, error) {
+	a, content, err := store.GetArtifact(ctx, r.db, v.Tenant, sha)
+	if err != nil {
+		return store.Artifact{}, nil, err
+	}
+	if !a.Sealed {
+		return a, content, nil
+	}
+	if content, err = r.sealer.Open(ctx, v.Tenant, content); err != nil {
+		return store.Artifact{}, nil, fmt.Errorf("open artifact: %w", err)
+	}
+	return a, content, nil
 }
 
 // see refuses a read about record id (its history, audit trail,

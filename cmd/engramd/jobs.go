@@ -97,11 +97,8 @@ func startPeriodic(ctx context.Context, cfg config.Config, load func() (config.C
 		Extractor: model, Redactor: ret.redactor})
 	// The compliance report lists the erasures not yet complete (write-path
 	// RFC §12.10.5), at most a thousand, oldest first.
-	unfinished := func(ctx context.Context) ([]retention.PendingErasure, error) {
-		return store.UnfinishedErasures(ctx, pool, 1000)
-	}
 	keep := retention.New(retention.Options{DB: pool, Writer: writer, Settings: ret.retention, Logger: logger, Registry: reg,
-		Erasures: unfinished})
+		Erasures: retention.Unfinished(pool, 1000)})
 	all := []jobs.Job{
 		{Name: decay.SweepJob, Run: func(ctx context.Context, r *jobs.Run) error { return dec.Sweep(ctx, r) }},
 		{Name: decay.PurgeJob, Run: func(ctx context.Context, r *jobs.Run) error {
