@@ -42,67 +42,67 @@ func (t *Tx) MergeInto(ctx context.Context, tenant string, into uuid.UUID, dups 
 		return memory.Record{}, err
 	}
 	var survivor memory.Record
-	err := func() error {
-		recs, err := t.lockMany(ctx, tenant, ids)
-		if err != nil {
-			return err
+	recs, err := t.lockMany(ctx, tenant, ids)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	survivor = recs[0]
+	for _, r := range recs {
+		if err := checkRevisable(r, 0); err != nil {
+			return memory.Record{}, err
 		}
-		survivor = recs[0]
-		for _, r := range recs {
-			if err := checkRevisable(r, 0); err != nil {
-				return err
-			}
-			if r.Type == memory.Working {
-				return conflict(CodeNotAllowed, []uuid.UUID{r.ID}, "working memory is not merged; it ends with its task")
-			}
-			if r.Type != survivor.Type || r.Scope != survivor.Scope || r.Visibility != survivor.Visibility ||
-				r.AgentID != survivor.AgentID || r.ThreadID != survivor.ThreadID {
-				return conflict(CodeNotAllowed, ids, "merged records must share type, scope and visibility")
-			}
-			if r.CreatedAt.Before(survivor.CreatedAt) {
-				return conflict(CodeNotAllowed, ids, "record %s is older than %s: duplicates merge into the oldest, which keeps the earliest creation", r.ID, into)
-			}
+		if r.Type == memory.Working {
+			return memory.Record{}, conflict(CodeNotAllowed, []uuid.UUID{r.ID}, "working memory is not merged; it ends with its task")
 		}
-		merged := survivor
-		merged.Provenance.Sources = slices.Clone(survivor.Provenance.Sources)
-		merged.Tags = slices.Clone(survivor.Tags)
-		evidence := slices.Clone(ch.Evidence)
-		for _, d := range recs[1:] {
-			merged, _ = absorbInto(merged, d)
-			merged.Salience = max(merged.Salience, d.Salience)
-			merged.Sensitivity = merged.Sensitivity.Max(d.Sensitivity)
-			if d.Lifecycle.LastReinforcedAt.After(merged.Lifecycle.LastReinforcedAt) {
-				merged.Lifecycle.LastReinforcedAt = d.Lifecycle.LastReinforcedAt
-			}
-			evidence = append(evidence, memory.Source{Kind: SourceRecord, Ref: "record://" + d.ID.String()})
+		if r.Type != survivor.Type || r.Scope != survivor.Scope || r.Visibility != survivor.Visibility ||
+			r.AgentID != survivor.AgentID || r.ThreadID != survivor.ThreadID {
+			return memory.Record{}, conflict(CodeNotAllowed, ids, "merged records must share type, scope and visibility")
 		}
-		// Provenance never forms a cycle (§12.11.4): what the survivor
-		// now cites must not lead back to it or to what it absorbs.
-		ev, err := t.checkEvidence(ctx, tenant, merged)
-		if err != nil {
-			return err
+		if r.CreatedAt.Before(survivor.CreatedAt) {
+			return memory.Record{}, conflict(CodeNotAllowed, ids, "record %s is older than %s: duplicates merge into the oldest, which keeps the earliest creation", r.ID, into)
 		}
-		if err := t.checkCycle(ctx, tenant, merged, ev, dups); err != nil {
-			return err
+	}
+	merged := survivor
+	merged.Provenance.Sources = slices.Clone(survivor.Provenance.Sources)
+	merged.Tags = slices.Clone(survivor.Tags)
+	evidence := slices.Clone(ch.Evidence)
+	for _, d := range recs[1:] {
+		merged, _ = absorbInto(merged, d)
+		merged.Salience = max(merged.Salience, d.Salience)
+		merged.Sensitivity = merged.Sensitivity.Max(d.Sensitivity)
+		if d.Lifecycle.LastReinforcedAt.After(merged.Lifecycle.LastReinforcedAt) {
+			merged.Lifecycle.LastReinforcedAt = d.Lifecycle.LastReinforcedAt
 		}
-		for _, d := range recs[1:] {
-			if err := t.leave(ctx, tenant, &d, memory.Merged, ActionMerge, ch); err != nil {
-				return err
-			}
-			if err := t.addRelation(ctx, tenant, d.ID, memory.Relation{Predicate: memory.MergedInto, TargetID: into}); err != nil {
-				return err
-			}
+		evidence = append(evidence, memory.Source{Kind: SourceRecord, Ref: "record://" + d.ID.String()})
+	}
+	// Provenance never forms a cycle (§12.11.4): what the survivor
+	// now cites must not lead back to it or to what it absorbs.
+	ev, err := t.checkEvidence(ctx, tenant, merged)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	if err := t.checkCycle(ctx, tenant, merged, ev, dups); err != nil {
+		return memory.Record{}, err
+	}
+	for _, d := range recs[1:] {
+		if err := t.leave(ctx, tenant, &d, memory.Merged, ActionMerge, ch); err != nil {
+			return memory.Record{}, err
 		}
-		if err := t.revise(ctx, tenant, &merged); err != nil {
-			return err
+		if err := t.addRelation(ctx, tenant, d.ID, memory.Relation{Predicate: memory.MergedInto, TargetID: into}); err != nil {
+			return memory.Record{}, err
 		}
-		if err := t.audit(ctx, tenant, merged, ActionMergeInto, ch.because(ch.Rationale, evidence)); err != nil {
-			return err
-		}
-		survivor, err = t.get(ctx, tenant, into)
-		return err
-	}()
-	return survivor, err
+	}
+	if err := t.revise(ctx, tenant, &merged); err != nil {
+		return memory.Record{}, err
+	}
+	if err := t.audit(ctx, tenant, merged, ActionMergeInto, ch.because(ch.Rationale, evidence)); err != nil {
+		return memory.Record{}, err
+	}
+	survivor, err = t.get(ctx, tenant, into)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	return survivor, nil
 }
 
 // absorbed are the duplicates a record absorbed with [Tx.MergeInto], by

@@ -50,25 +50,25 @@ func (t *Tx) Quarantine(ctx context.Context, tenant string, id uuid.UUID, versio
 	if err := needRationale(ch, "why the record is quarantined"); err != nil {
 		return out, err
 	}
-	err := func() error {
-		rec, err := t.lockLive(ctx, tenant, id, version)
-		if err != nil {
-			return err
-		}
-		if err := t.leave(ctx, tenant, &rec, memory.Quarantined, ActionQuarantine, ch); err != nil {
-			return err
-		}
-		if out.Flagged, out.Truncated, err = t.derived(ctx, tenant, id); err != nil {
-			return err
-		}
-		flag := memory.Flag{Kind: memory.DerivedFromQuarantined, SourceID: id, Reason: ch.Rationale, At: t.w.clock()}
-		if err := store.InsertFlags(ctx, t.tx, tenant, flag, out.Flagged); err != nil {
-			return err
-		}
-		out.Record, err = t.get(ctx, tenant, id)
-		return err
-	}()
-	return out, err
+	rec, err := t.lockLive(ctx, tenant, id, version)
+	if err != nil {
+		return Quarantine{}, err
+	}
+	if err := t.leave(ctx, tenant, &rec, memory.Quarantined, ActionQuarantine, ch); err != nil {
+		return Quarantine{}, err
+	}
+	if out.Flagged, out.Truncated, err = t.derived(ctx, tenant, id); err != nil {
+		return Quarantine{}, err
+	}
+	flag := memory.Flag{Kind: memory.DerivedFromQuarantined, SourceID: id, Reason: ch.Rationale, At: t.w.clock()}
+	if err := store.InsertFlags(ctx, t.tx, tenant, flag, out.Flagged); err != nil {
+		return Quarantine{}, err
+	}
+	out.Record, err = t.get(ctx, tenant, id)
+	if err != nil {
+		return Quarantine{}, err
+	}
+	return out, nil
 }
 
 // derived walks the derived_from relations into id breadth-first, a
@@ -128,42 +128,42 @@ func (t *Tx) Release(ctx context.Context, tenant string, id uuid.UUID, version i
 	if err := needRationale(ch, "why the record is released"); err != nil {
 		return out, err
 	}
-	err := func() error {
-		rec, err := t.lock(ctx, tenant, id)
-		if err != nil {
-			return err
-		}
-		if version != 0 && rec.Version != version {
-			return conflict(CodeVersionConflict, []uuid.UUID{id}, "record %s is at version %d, not %d: read it again", id, rec.Version, version)
-		}
-		if rec.Status != memory.Quarantined {
-			return conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s is %s: only quarantined records are released", id, rec.Status)
-		}
-		status := memory.Active
-		prev, err := store.StatusAt(ctx, t.tx, tenant, id, rec.Version-1)
-		if err != nil {
-			return err
-		}
-		if prev.Live() {
-			status = prev
-		}
-		if err := t.leave(ctx, tenant, &rec, status, ActionRelease, ch); err != nil {
-			return err
-		}
-		// A release is a person's judgement that the record may be
-		// trusted again: its stamp says so, approved by who released it
-		// and why (write-path RFC §12.4.2), and is signed afresh — a
-		// stamp the audit had found tampered with verifies again.
-		if err := t.restamp(ctx, tenant, rec, decision(ApprovalApproved, ch.Actor, ch.Rationale, rec.UpdatedAt)); err != nil {
-			return err
-		}
-		if out.Unflagged, err = store.ClearFlags(ctx, t.tx, tenant, id, memory.DerivedFromQuarantined); err != nil {
-			return err
-		}
-		out.Record, err = t.get(ctx, tenant, id)
-		return err
-	}()
-	return out, err
+	rec, err := t.lock(ctx, tenant, id)
+	if err != nil {
+		return Release{}, err
+	}
+	if version != 0 && rec.Version != version {
+		return Release{}, conflict(CodeVersionConflict, []uuid.UUID{id}, "record %s is at version %d, not %d: read it again", id, rec.Version, version)
+	}
+	if rec.Status != memory.Quarantined {
+		return Release{}, conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s is %s: only quarantined records are released", id, rec.Status)
+	}
+	status := memory.Active
+	prev, err := store.StatusAt(ctx, t.tx, tenant, id, rec.Version-1)
+	if err != nil {
+		return Release{}, err
+	}
+	if prev.Live() {
+		status = prev
+	}
+	if err := t.leave(ctx, tenant, &rec, status, ActionRelease, ch); err != nil {
+		return Release{}, err
+	}
+	// A release is a person's judgement that the record may be
+	// trusted again: its stamp says so, approved by who released it
+	// and why (write-path RFC §12.4.2), and is signed afresh — a
+	// stamp the audit had found tampered with verifies again.
+	if err := t.restamp(ctx, tenant, rec, decision(ApprovalApproved, ch.Actor, ch.Rationale, rec.UpdatedAt)); err != nil {
+		return Release{}, err
+	}
+	if out.Unflagged, err = store.ClearFlags(ctx, t.tx, tenant, id, memory.DerivedFromQuarantined); err != nil {
+		return Release{}, err
+	}
+	out.Record, err = t.get(ctx, tenant, id)
+	if err != nil {
+		return Release{}, err
+	}
+	return out, nil
 }
 
 // needRationale refuses a change without a rationale: an operation that

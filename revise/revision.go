@@ -24,28 +24,27 @@ func (t *Tx) Update(ctx context.Context, tenant string, id uuid.UUID, version in
 	if version < 1 {
 		return memory.Record{}, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/version", Message: "is required: the version you read"}}}
 	}
-	var rec memory.Record
-	err := func() error {
-		var err error
-		if rec, err = t.lockLive(ctx, tenant, id, version); err != nil {
-			return err
-		}
-		if rec.Type != memory.Working {
-			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only working memory is updated in place; %s is revised by supersede, fork, contest or retract", rec.Type.ARecord())
-		}
-		rec.Payload = payload
-		if tags != nil {
-			rec.Tags = tags
-		}
-		if err := t.w.validate(rec, ""); err != nil {
-			return err
-		}
-		if err := t.revise(ctx, tenant, &rec); err != nil {
-			return err
-		}
-		return t.audit(ctx, tenant, rec, ActionUpdate, ch)
-	}()
-	return rec, err
+	rec, err := t.lockLive(ctx, tenant, id, version)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	if rec.Type != memory.Working {
+		return memory.Record{}, conflict(CodeNotAllowed, []uuid.UUID{id}, "only working memory is updated in place; %s is revised by supersede, fork, contest or retract", rec.Type.ARecord())
+	}
+	rec.Payload = payload
+	if tags != nil {
+		rec.Tags = tags
+	}
+	if err := t.w.validate(rec, ""); err != nil {
+		return memory.Record{}, err
+	}
+	if err := t.revise(ctx, tenant, &rec); err != nil {
+		return memory.Record{}, err
+	}
+	if err := t.audit(ctx, tenant, rec, ActionUpdate, ch); err != nil {
+		return memory.Record{}, err
+	}
+	return rec, nil
 }
 
 // EpisodeAppend is what may be added to an episode: more timeline events,
@@ -68,53 +67,56 @@ func (t *Tx) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, add
 	if err := checkTimeline(add.Timeline); err != nil {
 		return memory.Record{}, err
 	}
-	err := func() error {
-		rec, err := t.lockLive(ctx, tenant, id, 0)
-		if err != nil {
-			return err
-		}
-		if rec.Type != memory.Episodic {
-			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only episodic records have a timeline to append to")
-		}
-		// Timeline entries are audited in bulk, not by audit: the leases
-		// hold the append here.
-		if err := t.checkFence(ctx, tenant, rec, ch); err != nil {
-			return err
-		}
-		if len(add.Artifacts) > 0 || add.Outcome != "" {
-			var p map[string]json.RawMessage
-			if err := json.Unmarshal(rec.Payload, &p); err != nil {
-				return fmt.Errorf("decode episode: %w", err)
-			}
-			if err := appendJSON(p, "artifacts", add.Artifacts); err != nil {
-				return err
-			}
-			if add.Outcome != "" {
-				if p["outcome"] != nil {
-					return conflict(CodeImmutable, []uuid.UUID{id}, "episode %s already has its outcome", id)
-				}
-				p["outcome"], _ = json.Marshal(add.Outcome)
-			}
-			if rec.Payload, err = json.Marshal(p); err != nil {
-				return fmt.Errorf("encode episode: %w", err)
-			}
-			if err := t.w.validate(rec, ""); err != nil {
-				return err
-			}
-			if err := t.revise(ctx, tenant, &rec); err != nil {
-				return err
-			}
-		}
-		a := TimelineAppend{EpisodeID: id, Entries: add.Timeline, ToolGraph: add.ToolGraph}
-		if len(a.Entries) == 0 && len(a.ToolGraph) == 0 {
-			return t.audit(ctx, tenant, rec, ActionAppend, ch)
-		}
-		return t.AppendTimelines(ctx, tenant, []TimelineAppend{a}, ch)
-	}()
-	if err != nil {
+	if err := t.appendEpisode(ctx, tenant, id, add, ch); err != nil {
 		return memory.Record{}, err
 	}
 	return t.get(ctx, tenant, id)
+}
+
+// appendEpisode writes add to episode id: the artifacts and outcome as a
+// revision of its payload, the timeline and tool-graph entries as rows.
+func (t *Tx) appendEpisode(ctx context.Context, tenant string, id uuid.UUID, add EpisodeAppend, ch Change) error {
+	rec, err := t.lockLive(ctx, tenant, id, 0)
+	if err != nil {
+		return err
+	}
+	if rec.Type != memory.Episodic {
+		return conflict(CodeNotAllowed, []uuid.UUID{id}, "only episodic records have a timeline to append to")
+	}
+	// Timeline entries are audited in bulk, not by audit: the leases
+	// hold the append here.
+	if err := t.checkFence(ctx, tenant, rec, ch); err != nil {
+		return err
+	}
+	if len(add.Artifacts) > 0 || add.Outcome != "" {
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal(rec.Payload, &p); err != nil {
+			return fmt.Errorf("decode episode: %w", err)
+		}
+		if err := appendJSON(p, "artifacts", add.Artifacts); err != nil {
+			return err
+		}
+		if add.Outcome != "" {
+			if p["outcome"] != nil {
+				return conflict(CodeImmutable, []uuid.UUID{id}, "episode %s already has its outcome", id)
+			}
+			p["outcome"], _ = json.Marshal(add.Outcome)
+		}
+		if rec.Payload, err = json.Marshal(p); err != nil {
+			return fmt.Errorf("encode episode: %w", err)
+		}
+		if err := t.w.validate(rec, ""); err != nil {
+			return err
+		}
+		if err := t.revise(ctx, tenant, &rec); err != nil {
+			return err
+		}
+	}
+	a := TimelineAppend{EpisodeID: id, Entries: add.Timeline, ToolGraph: add.ToolGraph}
+	if len(a.Entries) == 0 && len(a.ToolGraph) == 0 {
+		return t.audit(ctx, tenant, rec, ActionAppend, ch)
+	}
+	return t.AppendTimelines(ctx, tenant, []TimelineAppend{a}, ch)
 }
 
 // checkTimeline refuses timeline entries with a field left out: an episode
@@ -174,42 +176,42 @@ func (t *Tx) Supersede(ctx context.Context, tenant string, id uuid.UUID, version
 	if err := t.w.checkKeeping(next, ch, "/record"); err != nil {
 		return old, created, err
 	}
-	err = func() error {
-		if old, err = t.lockRevisable(ctx, tenant, id, version); err != nil {
-			return err
+	if old, err = t.lockRevisable(ctx, tenant, id, version); err != nil {
+		return memory.Record{}, memory.Record{}, err
+	}
+	if next.Type == "" {
+		next.Type = old.Type
+	}
+	if next.Type != old.Type {
+		return memory.Record{}, memory.Record{}, &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/record/type", Message: fmt.Sprintf("must be %q, the type of the record it supersedes", old.Type)}}}
+	}
+	inherit(&next, old)
+	if next.ID == uuid.Nil {
+		if next.ID, err = uuid.NewV7(); err != nil {
+			return memory.Record{}, memory.Record{}, err
 		}
-		if next.Type == "" {
-			next.Type = old.Type
+	}
+	if old.Type == memory.Semantic {
+		if next.Payload, err = setRevision(next.Payload, func(r *memory.Revision) { r.Supersedes = old.ID.String() }); err != nil {
+			return memory.Record{}, memory.Record{}, err
 		}
-		if next.Type != old.Type {
-			return &schemas.ValidationError{Violations: []schemas.Violation{{Pointer: "/record/type", Message: fmt.Sprintf("must be %q, the type of the record it supersedes", old.Type)}}}
+		if old.Payload, err = setRevision(old.Payload, func(r *memory.Revision) { r.SupersededBy = next.ID.String() }); err != nil {
+			return memory.Record{}, memory.Record{}, err
 		}
-		inherit(&next, old)
-		if next.ID == uuid.Nil {
-			if next.ID, err = uuid.NewV7(); err != nil {
-				return err
-			}
-		}
-		if old.Type == memory.Semantic {
-			if next.Payload, err = setRevision(next.Payload, func(r *memory.Revision) { r.Supersedes = old.ID.String() }); err != nil {
-				return err
-			}
-			if old.Payload, err = setRevision(old.Payload, func(r *memory.Revision) { r.SupersededBy = next.ID.String() }); err != nil {
-				return err
-			}
-		}
-		if err := t.leave(ctx, tenant, &old, memory.Superseded, ActionSupersede, ch); err != nil {
-			return err
-		}
-		next.Relations = slices.DeleteFunc(next.Relations, func(r memory.Relation) bool { return r.TargetID == old.ID })
-		if created, err = t.create(ctx, tenant, next, memory.Active, "/record", ch, old.ID); err != nil {
-			return err
-		}
-		rel := memory.Relation{Predicate: memory.Supersedes, TargetID: old.ID}
-		created.Relations = append(created.Relations, rel)
-		return t.addRelation(ctx, tenant, created.ID, rel)
-	}()
-	return old, created, err
+	}
+	if err := t.leave(ctx, tenant, &old, memory.Superseded, ActionSupersede, ch); err != nil {
+		return memory.Record{}, memory.Record{}, err
+	}
+	next.Relations = slices.DeleteFunc(next.Relations, func(r memory.Relation) bool { return r.TargetID == old.ID })
+	if created, err = t.create(ctx, tenant, next, memory.Active, "/record", ch, old.ID); err != nil {
+		return memory.Record{}, memory.Record{}, err
+	}
+	rel := memory.Relation{Predicate: memory.Supersedes, TargetID: old.ID}
+	created.Relations = append(created.Relations, rel)
+	if err := t.addRelation(ctx, tenant, created.ID, rel); err != nil {
+		return memory.Record{}, memory.Record{}, err
+	}
+	return old, created, nil
 }
 
 // Fork replaces a semantic fact with conditional variants whose conditions
@@ -229,42 +231,39 @@ func (t *Tx) Fork(ctx context.Context, tenant string, id uuid.UUID, version int,
 			return old, nil, err
 		}
 	}
-	err = func() error {
-		if old, err = t.lockRevisable(ctx, tenant, id, version); err != nil {
-			return err
+	if old, err = t.lockRevisable(ctx, tenant, id, version); err != nil {
+		return memory.Record{}, nil, err
+	}
+	if old.Type != memory.Semantic {
+		return memory.Record{}, nil, conflict(CodeNotAllowed, []uuid.UUID{id}, "only semantic facts fork by condition; %s has no validity conditions", old.Type.ARecord())
+	}
+	var fact memory.SemanticPayload
+	if err := json.Unmarshal(old.Payload, &fact); err != nil {
+		return memory.Record{}, nil, fmt.Errorf("decode fact: %w", err)
+	}
+	if err := checkVariants(fact, variants); err != nil {
+		return memory.Record{}, nil, err
+	}
+	if err := t.leave(ctx, tenant, &old, memory.Superseded, ActionFork, ch); err != nil {
+		return memory.Record{}, nil, err
+	}
+	for i, v := range variants {
+		if v.Type == "" {
+			v.Type = memory.Semantic
 		}
-		if old.Type != memory.Semantic {
-			return conflict(CodeNotAllowed, []uuid.UUID{id}, "only semantic facts fork by condition; %s has no validity conditions", old.Type.ARecord())
+		inherit(&v, old)
+		c, err := t.create(ctx, tenant, v, memory.Active, fmt.Sprintf("/variants/%d", i), ch, old.ID)
+		if err != nil {
+			return memory.Record{}, nil, err
 		}
-		var fact memory.SemanticPayload
-		if err := json.Unmarshal(old.Payload, &fact); err != nil {
-			return fmt.Errorf("decode fact: %w", err)
+		rel := memory.Relation{Predicate: memory.ForkedFrom, TargetID: old.ID}
+		if err := t.addRelation(ctx, tenant, c.ID, rel); err != nil {
+			return memory.Record{}, nil, err
 		}
-		if err := checkVariants(fact, variants); err != nil {
-			return err
-		}
-		if err := t.leave(ctx, tenant, &old, memory.Superseded, ActionFork, ch); err != nil {
-			return err
-		}
-		for i, v := range variants {
-			if v.Type == "" {
-				v.Type = memory.Semantic
-			}
-			inherit(&v, old)
-			c, err := t.create(ctx, tenant, v, memory.Active, fmt.Sprintf("/variants/%d", i), ch, old.ID)
-			if err != nil {
-				return err
-			}
-			rel := memory.Relation{Predicate: memory.ForkedFrom, TargetID: old.ID}
-			if err := t.addRelation(ctx, tenant, c.ID, rel); err != nil {
-				return err
-			}
-			c.Relations = append(c.Relations, rel)
-			created = append(created, c)
-		}
-		return nil
-	}()
-	return old, created, err
+		c.Relations = append(c.Relations, rel)
+		created = append(created, c)
+	}
+	return old, created, nil
 }
 
 // checkVariants holds a fork to its rule: same subject and predicate,
@@ -321,59 +320,54 @@ func (t *Tx) Contest(ctx context.Context, tenant string, ids []uuid.UUID, next *
 			return nil, err
 		}
 	}
-	var out []memory.Record
-	err := func() error {
-		recs, err := t.lockMany(ctx, tenant, ids)
+	recs, err := t.lockMany(ctx, tenant, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		if err := checkRevisable(recs[i], 0); err != nil {
+			return nil, err
+		}
+		if recs[i].Type != recs[0].Type {
+			return nil, conflict(CodeNotAllowed, ids, "contested records must share a type: %s and %s", recs[0].Type, recs[i].Type)
+		}
+	}
+	for i := range recs {
+		if recs[i].Status == memory.Contested {
+			if err := t.audit(ctx, tenant, recs[i], ActionContest, ch); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := t.leave(ctx, tenant, &recs[i], memory.Contested, ActionContest, ch); err != nil {
+			return nil, err
+		}
+	}
+	if next != nil {
+		n := *next
+		if n.Type == "" {
+			n.Type = recs[0].Type
+		}
+		inherit(&n, recs[0])
+		c, err := t.create(ctx, tenant, n, memory.Contested, "/record", ch, ids...)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for i := range recs {
-			if err := checkRevisable(recs[i], 0); err != nil {
-				return err
-			}
-			if recs[i].Type != recs[0].Type {
-				return conflict(CodeNotAllowed, ids, "contested records must share a type: %s and %s", recs[0].Type, recs[i].Type)
-			}
-		}
-		for i := range recs {
-			if recs[i].Status == memory.Contested {
-				if err := t.audit(ctx, tenant, recs[i], ActionContest, ch); err != nil {
-					return err
-				}
+		recs = append(recs, c)
+	}
+	for i := range recs {
+		for j := range recs {
+			if i == j {
 				continue
 			}
-			if err := t.leave(ctx, tenant, &recs[i], memory.Contested, ActionContest, ch); err != nil {
-				return err
+			rel := memory.Relation{Predicate: memory.Contradicts, TargetID: recs[j].ID}
+			if err := t.addRelation(ctx, tenant, recs[i].ID, rel); err != nil {
+				return nil, err
 			}
+			recs[i].Relations = append(recs[i].Relations, rel)
 		}
-		if next != nil {
-			n := *next
-			if n.Type == "" {
-				n.Type = recs[0].Type
-			}
-			inherit(&n, recs[0])
-			c, err := t.create(ctx, tenant, n, memory.Contested, "/record", ch, ids...)
-			if err != nil {
-				return err
-			}
-			recs = append(recs, c)
-		}
-		for i := range recs {
-			for j := range recs {
-				if i == j {
-					continue
-				}
-				rel := memory.Relation{Predicate: memory.Contradicts, TargetID: recs[j].ID}
-				if err := t.addRelation(ctx, tenant, recs[i].ID, rel); err != nil {
-					return err
-				}
-				recs[i].Relations = append(recs[i].Relations, rel)
-			}
-		}
-		out = recs
-		return nil
-	}()
-	return out, err
+	}
+	return recs, nil
 }
 
 // Retract withdraws a record: it leaves the active set and stays readable
@@ -382,15 +376,14 @@ func (t *Tx) Retract(ctx context.Context, tenant string, id uuid.UUID, version i
 	if err := checkChange(ch); err != nil {
 		return memory.Record{}, err
 	}
-	var rec memory.Record
-	err := func() error {
-		var err error
-		if rec, err = t.lockRevisable(ctx, tenant, id, version); err != nil {
-			return err
-		}
-		return t.leave(ctx, tenant, &rec, memory.Retracted, ActionRetract, ch)
-	}()
-	return rec, err
+	rec, err := t.lockRevisable(ctx, tenant, id, version)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	if err := t.leave(ctx, tenant, &rec, memory.Retracted, ActionRetract, ch); err != nil {
+		return memory.Record{}, err
+	}
+	return rec, nil
 }
 
 // Reinstate brings a retracted record back to the status it had before
@@ -441,41 +434,37 @@ func (t *Tx) Merge(ctx context.Context, tenant string, ids []uuid.UUID, template
 	if err := checkIDs(ids, 2, "/record_ids"); err != nil {
 		return memory.Record{}, err
 	}
-	var merged memory.Record
-	err := func() error {
-		srcs, err := t.lockMany(ctx, tenant, ids)
-		if err != nil {
-			return err
+	srcs, err := t.lockMany(ctx, tenant, ids)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	for _, r := range srcs {
+		if err := checkRevisable(r, 0); err != nil {
+			return memory.Record{}, err
 		}
-		for _, r := range srcs {
-			if err := checkRevisable(r, 0); err != nil {
-				return err
-			}
-			if r.Type == memory.Working {
-				return conflict(CodeNotAllowed, []uuid.UUID{r.ID}, "working memory is not merged; it ends with its task")
-			}
-			if r.Type != srcs[0].Type || r.Scope != srcs[0].Scope || r.Visibility != srcs[0].Visibility ||
-				r.AgentID != srcs[0].AgentID || r.ThreadID != srcs[0].ThreadID {
-				return conflict(CodeNotAllowed, ids, "merged records must share type, scope and visibility")
-			}
+		if r.Type == memory.Working {
+			return memory.Record{}, conflict(CodeNotAllowed, []uuid.UUID{r.ID}, "working memory is not merged; it ends with its task")
 		}
-		merged = mergeOf(srcs, template)
-		for i := range srcs {
-			if err := t.leave(ctx, tenant, &srcs[i], memory.Merged, ActionMerge, ch); err != nil {
-				return err
-			}
+		if r.Type != srcs[0].Type || r.Scope != srcs[0].Scope || r.Visibility != srcs[0].Visibility ||
+			r.AgentID != srcs[0].AgentID || r.ThreadID != srcs[0].ThreadID {
+			return memory.Record{}, conflict(CodeNotAllowed, ids, "merged records must share type, scope and visibility")
 		}
-		if merged, err = t.create(ctx, tenant, merged, memory.Active, "/record", ch, ids...); err != nil {
-			return err
+	}
+	merged := mergeOf(srcs, template)
+	for i := range srcs {
+		if err := t.leave(ctx, tenant, &srcs[i], memory.Merged, ActionMerge, ch); err != nil {
+			return memory.Record{}, err
 		}
-		for _, src := range srcs {
-			if err := t.addRelation(ctx, tenant, src.ID, memory.Relation{Predicate: memory.MergedInto, TargetID: merged.ID}); err != nil {
-				return err
-			}
+	}
+	if merged, err = t.create(ctx, tenant, merged, memory.Active, "/record", ch, ids...); err != nil {
+		return memory.Record{}, err
+	}
+	for _, src := range srcs {
+		if err := t.addRelation(ctx, tenant, src.ID, memory.Relation{Predicate: memory.MergedInto, TargetID: merged.ID}); err != nil {
+			return memory.Record{}, err
 		}
-		return nil
-	}()
-	return merged, err
+	}
+	return merged, nil
 }
 
 // mergeOf computes the merged record of srcs.
@@ -542,21 +531,20 @@ func (t *Tx) Delete(ctx context.Context, tenant string, id uuid.UUID, ch Change)
 	if err := checkChange(ch); err != nil {
 		return memory.Record{}, err
 	}
-	var rec memory.Record
-	err := func() error {
-		var err error
-		if rec, err = t.lock(ctx, tenant, id); err != nil {
-			return err
-		}
-		if rec.Status == memory.Deleted {
-			return conflict(CodeNotLive, []uuid.UUID{id}, "record %s is already deleted", id)
-		}
-		if rec.Lifecycle.DeletionPolicy == memory.Never {
-			return conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s has deletion policy never", id)
-		}
-		return t.leave(ctx, tenant, &rec, memory.Deleted, ActionDelete, ch)
-	}()
-	return rec, err
+	rec, err := t.lock(ctx, tenant, id)
+	if err != nil {
+		return memory.Record{}, err
+	}
+	if rec.Status == memory.Deleted {
+		return memory.Record{}, conflict(CodeNotLive, []uuid.UUID{id}, "record %s is already deleted", id)
+	}
+	if rec.Lifecycle.DeletionPolicy == memory.Never {
+		return memory.Record{}, conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s has deletion policy never", id)
+	}
+	if err := t.leave(ctx, tenant, &rec, memory.Deleted, ActionDelete, ch); err != nil {
+		return memory.Record{}, err
+	}
+	return rec, nil
 }
 
 // Purge hard-deletes a soft-deleted or expired record with its version
@@ -566,20 +554,18 @@ func (t *Tx) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Change) 
 	if err := checkChange(ch); err != nil {
 		return err
 	}
-	return func() error {
-		rec, err := t.lock(ctx, tenant, id)
-		if err != nil {
-			return err
-		}
-		if rec.Status != memory.Deleted && rec.Status != memory.Expired {
-			return conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s is %s: delete it before purging", id, rec.Status)
-		}
-		if err := store.PurgeRecord(ctx, t.tx, tenant, id); err != nil {
-			return err
-		}
-		rec.Version++
-		return t.audit(ctx, tenant, rec, ActionPurge, ch.because(ch.Rationale, nil))
-	}()
+	rec, err := t.lock(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	if rec.Status != memory.Deleted && rec.Status != memory.Expired {
+		return conflict(CodeNotAllowed, []uuid.UUID{id}, "record %s is %s: delete it before purging", id, rec.Status)
+	}
+	if err := store.PurgeRecord(ctx, t.tx, tenant, id); err != nil {
+		return err
+	}
+	rec.Version++
+	return t.audit(ctx, tenant, rec, ActionPurge, ch.because(ch.Rationale, nil))
 }
 
 // lockLive locks a record that must be in the active set and, when version

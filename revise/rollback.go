@@ -59,163 +59,159 @@ func (t *Tx) Rollback(ctx context.Context, tenant string, id uuid.UUID, version 
 	if err := checkChange(ch); err != nil {
 		return out, err
 	}
-	err := func() error {
-		bad, err := t.get(ctx, tenant, id)
+	bad, err := t.get(ctx, tenant, id)
+	if err != nil {
+		return Rollback{}, err
+	}
+	// A record that absorbed stored duplicates of it (MergeInto)
+	// goes back to what it was, and they come back beside it.
+	absorbed, err := t.absorbed(ctx, tenant, id)
+	if err != nil {
+		return Rollback{}, err
+	}
+	if dups := absorbed[bad.Version]; len(dups) > 0 {
+		return t.unmerge(ctx, tenant, id, cmp.Or(version, bad.Version), dups, ch)
+	}
+	folded := map[uuid.UUID]bool{}
+	for _, dups := range absorbed {
+		for _, d := range dups {
+			folded[d] = true
+		}
+	}
+	// What the revision that made id replaced, and how each must stand.
+	was := map[uuid.UUID]memory.Status{}
+	var forked []uuid.UUID
+	for _, rel := range bad.Relations {
+		switch rel.Predicate {
+		case memory.Supersedes:
+			was[rel.TargetID] = memory.Superseded
+		case memory.ForkedFrom:
+			was[rel.TargetID] = memory.Superseded
+			forked = append(forked, rel.TargetID)
+		}
+	}
+	sources, err := store.Referrers(ctx, t.tx, tenant, memory.MergedInto, []uuid.UUID{id})
+	if err != nil {
+		return Rollback{}, err
+	}
+	for _, s := range sources {
+		if !folded[s.ID] { // absorbed later, not what id was made of
+			was[s.ID] = memory.Merged
+		}
+	}
+	if len(was) == 0 && len(folded) > 0 {
+		return Rollback{}, conflict(CodeNotAllowed, []uuid.UUID{id},
+			"record %s was revised since it absorbed its duplicates: roll that revision back first", id)
+	}
+	if len(was) == 0 {
+		return Rollback{}, conflict(CodeNotAllowed, []uuid.UUID{id},
+			"record %s replaced no record (it supersedes, forks or merges nothing): there is nothing to reactivate; retract it instead", id)
+	}
+	var siblings []uuid.UUID
+	if len(forked) > 0 {
+		refs, err := store.Referrers(ctx, t.tx, tenant, memory.ForkedFrom, forked)
 		if err != nil {
-			return err
+			return Rollback{}, err
 		}
-		// A record that absorbed stored duplicates of it (MergeInto)
-		// goes back to what it was, and they come back beside it.
-		absorbed, err := t.absorbed(ctx, tenant, id)
-		if err != nil {
-			return err
-		}
-		if dups := absorbed[bad.Version]; len(dups) > 0 {
-			out, err = t.unmerge(ctx, tenant, id, cmp.Or(version, bad.Version), dups, ch)
-			return err
-		}
-		folded := map[uuid.UUID]bool{}
-		for _, dups := range absorbed {
-			for _, d := range dups {
-				folded[d] = true
+		for _, r := range refs {
+			if r.ID != id {
+				siblings = append(siblings, r.ID)
 			}
 		}
-		// What the revision that made id replaced, and how each must stand.
-		was := map[uuid.UUID]memory.Status{}
-		var forked []uuid.UUID
-		for _, rel := range bad.Relations {
-			switch rel.Predicate {
-			case memory.Supersedes:
-				was[rel.TargetID] = memory.Superseded
-			case memory.ForkedFrom:
-				was[rel.TargetID] = memory.Superseded
-				forked = append(forked, rel.TargetID)
-			}
-		}
-		sources, err := store.Referrers(ctx, t.tx, tenant, memory.MergedInto, []uuid.UUID{id})
-		if err != nil {
-			return err
-		}
-		for _, s := range sources {
-			if !folded[s.ID] { // absorbed later, not what id was made of
-				was[s.ID] = memory.Merged
-			}
-		}
-		if len(was) == 0 && len(folded) > 0 {
-			return conflict(CodeNotAllowed, []uuid.UUID{id},
-				"record %s was revised since it absorbed its duplicates: roll that revision back first", id)
-		}
-		if len(was) == 0 {
-			return conflict(CodeNotAllowed, []uuid.UUID{id},
-				"record %s replaced no record (it supersedes, forks or merges nothing): there is nothing to reactivate; retract it instead", id)
-		}
-		var siblings []uuid.UUID
-		if len(forked) > 0 {
-			refs, err := store.Referrers(ctx, t.tx, tenant, memory.ForkedFrom, forked)
-			if err != nil {
-				return err
-			}
-			for _, r := range refs {
-				if r.ID != id {
-					siblings = append(siblings, r.ID)
-				}
-			}
-		}
+	}
 
-		// Every record the rollback changes is locked in id order, so that
-		// it cannot deadlock with another revision over the same records.
-		preds := sortedIDs(was)
-		locked, err := t.lockMany(ctx, tenant, slices.Concat([]uuid.UUID{id}, preds, siblings))
-		if err != nil {
-			return err
+	// Every record the rollback changes is locked in id order, so that
+	// it cannot deadlock with another revision over the same records.
+	preds := sortedIDs(was)
+	locked, err := t.lockMany(ctx, tenant, slices.Concat([]uuid.UUID{id}, preds, siblings))
+	if err != nil {
+		return Rollback{}, err
+	}
+	bad, prior, sibs := locked[0], locked[1:1+len(preds)], locked[1+len(preds):]
+	if err := checkRevisable(bad, version); err != nil {
+		return Rollback{}, err
+	}
+	for _, p := range prior {
+		if p.Status != was[p.ID] {
+			return Rollback{}, conflict(CodeNotAllowed, []uuid.UUID{p.ID},
+				"record %s is %s, no longer %s by %s: it was revised since; roll that back first", p.ID, p.Status, was[p.ID], id)
 		}
-		bad, prior, sibs := locked[0], locked[1:1+len(preds)], locked[1+len(preds):]
-		if err := checkRevisable(bad, version); err != nil {
-			return err
+	}
+	var retract []memory.Record
+	for _, s := range sibs {
+		switch {
+		case s.Live():
+			retract = append(retract, s)
+		case s.Status == memory.Superseded || s.Status == memory.Merged:
+			// Its successor is live and came after the fork: it would
+			// stand beside the reactivated fact.
+			return Rollback{}, conflict(CodeNotAllowed, []uuid.UUID{s.ID},
+				"variant %s of the same fork is %s: roll back its revision first", s.ID, s.Status)
 		}
+		// Retracted, deleted, expired, quarantined or draft variants
+		// are out of the active set already: they stay as they are.
+	}
+
+	// A fact that won a contest by evidence (policy evidence,
+	// [Tx.resolveContest]) was live before the revision that made it
+	// supersede its rivals: undoing that revision contests it again,
+	// with the rivals it superseded then; it is not retracted, and
+	// whatever it superseded at its creation stays superseded.
+	status := memory.Retracted
+	won, err := t.wonContest(ctx, tenant, id)
+	if err != nil {
+		return Rollback{}, err
+	}
+	if won {
+		status = memory.Contested
+		if bad.Payload, err = setRevision(bad.Payload, func(r *memory.Revision) { r.Supersedes = "" }); err != nil {
+			return Rollback{}, err
+		}
+		var rivals []memory.Record
 		for _, p := range prior {
-			if p.Status != was[p.ID] {
-				return conflict(CodeNotAllowed, []uuid.UUID{p.ID},
-					"record %s is %s, no longer %s by %s: it was revised since; roll that back first", p.ID, p.Status, was[p.ID], id)
+			prev, err := store.StatusAt(ctx, t.tx, tenant, p.ID, p.Version-1)
+			if err != nil {
+				return Rollback{}, err
+			}
+			if prev == memory.Contested {
+				rivals = append(rivals, p)
 			}
 		}
-		var retract []memory.Record
-		for _, s := range sibs {
-			switch {
-			case s.Live():
-				retract = append(retract, s)
-			case s.Status == memory.Superseded || s.Status == memory.Merged:
-				// Its successor is live and came after the fork: it would
-				// stand beside the reactivated fact.
-				return conflict(CodeNotAllowed, []uuid.UUID{s.ID},
-					"variant %s of the same fork is %s: roll back its revision first", s.ID, s.Status)
-			}
-			// Retracted, deleted, expired, quarantined or draft variants
-			// are out of the active set already: they stay as they are.
+		prior = rivals
+	}
+	if err := t.leave(ctx, tenant, &bad, status, ActionRollback, ch); err != nil {
+		return Rollback{}, err
+	}
+	for i := range retract {
+		if err := t.leave(ctx, tenant, &retract[i], memory.Retracted, ActionRollback, ch); err != nil {
+			return Rollback{}, err
 		}
+	}
+	react := ch.because(fmt.Sprintf("reactivated after rollback of %s", id), ch.Evidence)
+	for i := range prior {
+		if err := t.reactivate(ctx, tenant, &prior[i], react); err != nil {
+			return Rollback{}, err
+		}
+	}
 
-		// A fact that won a contest by evidence (policy evidence,
-		// [Tx.resolveContest]) was live before the revision that made it
-		// supersede its rivals: undoing that revision contests it again,
-		// with the rivals it superseded then; it is not retracted, and
-		// whatever it superseded at its creation stays superseded.
-		status := memory.Retracted
-		won, err := t.wonContest(ctx, tenant, id)
+	if out.RolledBack, err = t.get(ctx, tenant, id); err != nil {
+		return Rollback{}, err
+	}
+	for _, r := range retract {
+		got, err := t.get(ctx, tenant, r.ID)
 		if err != nil {
-			return err
+			return Rollback{}, err
 		}
-		if won {
-			status = memory.Contested
-			if bad.Payload, err = setRevision(bad.Payload, func(r *memory.Revision) { r.Supersedes = "" }); err != nil {
-				return err
-			}
-			var rivals []memory.Record
-			for _, p := range prior {
-				prev, err := store.StatusAt(ctx, t.tx, tenant, p.ID, p.Version-1)
-				if err != nil {
-					return err
-				}
-				if prev == memory.Contested {
-					rivals = append(rivals, p)
-				}
-			}
-			prior = rivals
+		out.Retracted = append(out.Retracted, got)
+	}
+	for _, p := range prior {
+		got, err := t.get(ctx, tenant, p.ID)
+		if err != nil {
+			return Rollback{}, err
 		}
-		if err := t.leave(ctx, tenant, &bad, status, ActionRollback, ch); err != nil {
-			return err
-		}
-		for i := range retract {
-			if err := t.leave(ctx, tenant, &retract[i], memory.Retracted, ActionRollback, ch); err != nil {
-				return err
-			}
-		}
-		react := ch.because(fmt.Sprintf("reactivated after rollback of %s", id), ch.Evidence)
-		for i := range prior {
-			if err := t.reactivate(ctx, tenant, &prior[i], react); err != nil {
-				return err
-			}
-		}
-
-		if out.RolledBack, err = t.get(ctx, tenant, id); err != nil {
-			return err
-		}
-		for _, r := range retract {
-			got, err := t.get(ctx, tenant, r.ID)
-			if err != nil {
-				return err
-			}
-			out.Retracted = append(out.Retracted, got)
-		}
-		for _, p := range prior {
-			got, err := t.get(ctx, tenant, p.ID)
-			if err != nil {
-				return err
-			}
-			out.Reactivated = append(out.Reactivated, got)
-		}
-		return nil
-	}()
-	return out, err
+		out.Reactivated = append(out.Reactivated, got)
+	}
+	return out, nil
 }
 
 // reactivate brings a replaced record back into the active set as its next
