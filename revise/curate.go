@@ -143,18 +143,6 @@ func (t *Tx) Annotate(ctx context.Context, tenant string, id uuid.UUID, note str
 	return rec, t.audit(ctx, tenant, rec, ActionAnnotate, ch)
 }
 
-// inTx runs fn in a transaction of the write path's own and returns its
-// value.
-func inTx[T any](ctx context.Context, w *Writer, fn func(ctx context.Context, tx *Tx) (T, error)) (T, error) {
-	var out T
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = fn(ctx, tx)
-		return err
-	})
-	return out, err
-}
-
 // Pin runs [Tx.Pin] in a transaction of its own.
 func (w *Writer) Pin(ctx context.Context, tenant string, id uuid.UUID, version int, k Keeping, ch Change) (memory.Record, error) {
 	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (memory.Record, error) {

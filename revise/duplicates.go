@@ -402,11 +402,7 @@ func DedupKeys(rec memory.Record) (hash, fp []byte, err error) {
 
 // MergeInto runs [Tx.MergeInto] in a transaction of its own.
 func (w *Writer) MergeInto(ctx context.Context, tenant string, into uuid.UUID, dups []uuid.UUID, ch Change) (memory.Record, error) {
-	var out memory.Record
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.MergeInto(ctx, tenant, into, dups, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (memory.Record, error) {
+		return tx.MergeInto(ctx, tenant, into, dups, ch)
 	})
-	return out, err
 }

@@ -11,24 +11,16 @@ import (
 
 // Update runs [Tx.Update] in a transaction of its own.
 func (w *Writer) Update(ctx context.Context, tenant string, id uuid.UUID, version int, payload json.RawMessage, tags []string, ch Change) (memory.Record, error) {
-	var out memory.Record
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.Update(ctx, tenant, id, version, payload, tags, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (memory.Record, error) {
+		return tx.Update(ctx, tenant, id, version, payload, tags, ch)
 	})
-	return out, err
 }
 
 // AppendEpisode runs [Tx.AppendEpisode] in a transaction of its own.
 func (w *Writer) AppendEpisode(ctx context.Context, tenant string, id uuid.UUID, add EpisodeAppend, ch Change) (memory.Record, error) {
-	var out memory.Record
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.AppendEpisode(ctx, tenant, id, add, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (memory.Record, error) {
+		return tx.AppendEpisode(ctx, tenant, id, add, ch)
 	})
-	return out, err
 }
 
 // Supersede runs [Tx.Supersede] in a transaction of its own.
@@ -53,57 +45,37 @@ func (w *Writer) Fork(ctx context.Context, tenant string, id uuid.UUID, version 
 
 // Contest runs [Tx.Contest] in a transaction of its own.
 func (w *Writer) Contest(ctx context.Context, tenant string, ids []uuid.UUID, next *memory.Record, ch Change) ([]memory.Record, error) {
-	var out []memory.Record
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.Contest(ctx, tenant, ids, next, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) ([]memory.Record, error) {
+		return tx.Contest(ctx, tenant, ids, next, ch)
 	})
-	return out, err
 }
 
 // Reinstate runs [Tx.Reinstate] in a transaction of its own.
 func (w *Writer) Reinstate(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (memory.Record, error) {
-	var out memory.Record
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.Reinstate(ctx, tenant, id, version, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (memory.Record, error) {
+		return tx.Reinstate(ctx, tenant, id, version, ch)
 	})
-	return out, err
 }
 
 // Retract runs [Tx.Retract] in a transaction of its own.
 func (w *Writer) Retract(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (memory.Record, error) {
-	var out memory.Record
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.Retract(ctx, tenant, id, version, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (memory.Record, error) {
+		return tx.Retract(ctx, tenant, id, version, ch)
 	})
-	return out, err
 }
 
 // Merge runs [Tx.Merge] in a transaction of its own.
 func (w *Writer) Merge(ctx context.Context, tenant string, ids []uuid.UUID, template *memory.Record, ch Change) (memory.Record, error) {
-	var out memory.Record
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.Merge(ctx, tenant, ids, template, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (memory.Record, error) {
+		return tx.Merge(ctx, tenant, ids, template, ch)
 	})
-	return out, err
 }
 
 // Delete runs [Tx.Delete] in a transaction of its own.
 func (w *Writer) Delete(ctx context.Context, tenant string, id uuid.UUID, ch Change) (memory.Record, error) {
-	var out memory.Record
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.Delete(ctx, tenant, id, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (memory.Record, error) {
+		return tx.Delete(ctx, tenant, id, ch)
 	})
-	return out, err
 }
 
 // Purge runs [Tx.Purge] in a transaction of its own.
@@ -113,11 +85,7 @@ func (w *Writer) Purge(ctx context.Context, tenant string, id uuid.UUID, ch Chan
 
 // Amend runs [Tx.Amend] in a transaction of its own.
 func (w *Writer) Amend(ctx context.Context, tenant string, id uuid.UUID, version int, next memory.Record, ch Change) (memory.Record, error) {
-	var out memory.Record
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.Amend(ctx, tenant, id, version, next, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (memory.Record, error) {
+		return tx.Amend(ctx, tenant, id, version, next, ch)
 	})
-	return out, err
 }

@@ -177,22 +177,14 @@ func needRationale(ch Change, why string) error {
 
 // Quarantine runs [Tx.Quarantine] in a transaction of its own.
 func (w *Writer) Quarantine(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (Quarantine, error) {
-	var out Quarantine
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.Quarantine(ctx, tenant, id, version, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (Quarantine, error) {
+		return tx.Quarantine(ctx, tenant, id, version, ch)
 	})
-	return out, err
 }
 
 // Release runs [Tx.Release] in a transaction of its own.
 func (w *Writer) Release(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (Release, error) {
-	var out Release
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.Release(ctx, tenant, id, version, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (Release, error) {
+		return tx.Release(ctx, tenant, id, version, ch)
 	})
-	return out, err
 }

@@ -266,11 +266,7 @@ func sortedIDs[V any](m map[uuid.UUID]V) []uuid.UUID {
 
 // Rollback runs [Tx.Rollback] in a transaction of its own.
 func (w *Writer) Rollback(ctx context.Context, tenant string, id uuid.UUID, version int, ch Change) (Rollback, error) {
-	var out Rollback
-	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
-		var err error
-		out, err = tx.Rollback(ctx, tenant, id, version, ch)
-		return err
+	return inTx(ctx, w, func(ctx context.Context, tx *Tx) (Rollback, error) {
+		return tx.Rollback(ctx, tenant, id, version, ch)
 	})
-	return out, err
 }

@@ -208,6 +208,18 @@ func (w *Writer) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) 
 	return w.nameFact(ctx, err)
 }
 
+// inTx runs fn in a transaction of the write path's own and returns its
+// value.
+func inTx[T any](ctx context.Context, w *Writer, fn func(ctx context.Context, tx *Tx) (T, error)) (T, error) {
+	var out T
+	err := w.InTx(ctx, func(ctx context.Context, tx *Tx) error {
+		var err error
+		out, err = fn(ctx, tx)
+		return err
+	})
+	return out, err
+}
+
 // txAttempts bounds the runs of a transaction aborted by a deadlock or a
 // serialization conflict.
 const txAttempts = 3
