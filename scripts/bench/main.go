@@ -6,7 +6,7 @@
 //	go run ./scripts/bench [--size quick|full] [--events N] [--records N] [--scale N,N,…]
 //		[--decay-records N] [--episodes N] [--triggers N] [--dense-records N] [--dense-dims N]
 //		[--only ingest,retrieve,dense,decay,consolidate]
-//		[--out docs/bench/report.md] [--from raw.txt]
+//		[--out docs/bench/report.md] [--append] [--note text] [--from raw.txt]
 //
 // The report goes to docs/bench/report.md (docs/bench/report-full.md for
 // --size full), and the suites' raw `go test -bench` output beside it
@@ -24,6 +24,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -114,7 +115,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	denseDims := fs.Int("dense-dims", 0, "that model's dimensions; above 2,000 the index is over halfvec (preset if 0)")
 	only := fs.String("only", "", "run only these suites, comma separated: ingest, retrieve, dense, decay, consolidate")
 	out := fs.String("out", "", "where to write the report (docs/bench/report.md; report-full.md for --size full)")
-	from := fs.String("from", "", "render the report from this file of raw `go test -bench` output (a report's .txt) instead of running the suites")
+	note := fs.String("note", "", "a line the report shows beside this run's figures (what else the machine was doing, say)")
+	appendRaw := fs.Bool("append", false, "add this run's suites to the raw output already in the report's .txt, and report on them all")
+	from := fs.String("from", "", "render the report from this file of raw benchmark output (a report's .txt) instead of running the suites")
 	asIs := fs.Bool("autovacuum-as-is", false, "leave the server's autovacuum as it is (by default it is on for the run)")
 	dbURL := fs.String("database-url", cmp.Or(os.Getenv("TEST_DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/engram_test?sslmode=disable"),
 		"the database the benchmarks run in (TEST_DATABASE_URL)")
@@ -164,14 +167,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		raw = *from
 	} else {
-		var captured bytes.Buffer
-		start := time.Now()
+		// Each suite's output is added to the raw file as soon as the
+		// suite ends, with its own header: a run cut short keeps the
+		// suites it finished, and --append adds suites run later (a full
+		// run takes longer than one sitting) to those of the file.
+		var runs []byte
+		if *appendRaw {
+			if runs, err = os.ReadFile(raw); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		if err := os.MkdirAll(dirOf(*out), 0o755); err != nil {
+			return err
+		}
+		machine := fmt.Sprintf("%d cores (%s/%s), %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
+		rev := commit(ctx)
 		err = withAutovacuum(ctx, *dbURL, *asIs, stderr, func(setting string) error {
-			report.Autovacuum = setting
 			for i, s := range chosen {
 				env := append(s.env(sizes), "TEST_DATABASE_URL="+*dbURL)
 				fmt.Fprintf(stderr, "\n== [%d/%d] %s: %s\n", i+1, len(chosen), s.name, report.Commands[i])
 				t := time.Now()
+				var captured bytes.Buffer
 				cmd := exec.CommandContext(ctx, "go", testArgs(s)...)
 				cmd.Env = append(os.Environ(), env...)
 				cmd.Stdout = io.MultiWriter(stderr, &captured)
@@ -179,24 +195,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				if err := cmd.Run(); err != nil {
 					return fmt.Errorf("%s: %w", s.name, err)
 				}
-				fmt.Fprintf(stderr, "== %s done in %s\n", s.name, time.Since(t).Round(time.Second))
+				part := Report{Took: time.Since(t), Autovacuum: setting, Machine: machine, Commit: rev}
+				if *note != "" {
+					part.Notes = []string{s.name + ": " + *note}
+				}
+				runs = append(runs, part.RawHeader(captured.Bytes())...)
+				if err := os.WriteFile(raw, runs, 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintf(stderr, "== %s done in %s; its output added to %s\n", s.name, part.Took.Round(time.Second), raw)
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		report.Took = time.Since(start)
-		report.Machine = fmt.Sprintf("%d cores (%s/%s), %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
-		report.Commit = commit(ctx)
-		if err := report.ReadRaw(bytes.NewReader(report.RawHeader(captured.Bytes()))); err != nil {
+		if err := report.ReadRaw(bytes.NewReader(runs)); err != nil {
 			return fmt.Errorf("read the results: %w", err)
-		}
-		if err := os.MkdirAll(dirOf(*out), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(raw, report.RawHeader(captured.Bytes()), 0o644); err != nil {
-			return err
 		}
 	}
 

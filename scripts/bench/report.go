@@ -61,7 +61,10 @@ type Report struct {
 	Machine    string
 	// Commit is the tree measured: a commit, "+changes" when the tree
 	// differed from it.
-	Commit   string
+	Commit string
+	// Notes say what the figures alone do not: what else the machine was
+	// doing, which suites a run did not reach.
+	Notes    []string
 	Commands []string
 	Took     time.Duration
 	Results  Results
@@ -107,6 +110,12 @@ func (r Report) Block() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured by `make bench` (sizes: `--size %s`: %s) at commit %s on %s, PostgreSQL's autovacuum %s, in %s:\n\n",
 		r.Preset, r.sizeText(), cmp.Or(r.Commit, "unknown"), r.Machine, cmp.Or(r.Autovacuum, "unknown"), r.Took.Round(time.Second))
+	for _, n := range r.Notes {
+		b.WriteString("- " + n + "\n")
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\n")
+	}
 	b.WriteString(r.Table())
 	if why := r.Why(); why != "" {
 		b.WriteString("\n" + why)
@@ -138,12 +147,27 @@ const (
 	rawAutovacuum = "engram-autovacuum: "
 	rawMachine    = "engram-machine: "
 	rawCommit     = "engram-commit: "
+	rawNote       = "engram-note: "
 )
+
+// addOnce adds v to a "; "-separated list unless it is there.
+func addOnce(list, v string) string {
+	if v == "" || slices.Contains(strings.Split(list, "; "), v) {
+		return list
+	}
+	if list == "" {
+		return v
+	}
+	return list + "; " + v
+}
 
 // RawHeader is out with the report's header before it.
 func (r Report) RawHeader(out []byte) []byte {
 	head := rawTook + r.Took.Round(time.Second).String() + "\n" + rawAutovacuum + r.Autovacuum + "\n" +
 		rawMachine + r.Machine + "\n" + rawCommit + r.Commit + "\n"
+	for _, n := range r.Notes {
+		head += rawNote + n + "\n"
+	}
 	return append([]byte(head), out...)
 }
 
@@ -154,17 +178,24 @@ func (r *Report) ReadRaw(in io.Reader) error {
 	if err != nil {
 		return err
 	}
+	// A raw file may be several runs' outputs one after another (suites
+	// run at different times): their times add up, and each commit and
+	// machine is named once.
+	r.Took, r.Commit, r.Machine, r.Autovacuum, r.Notes = 0, "", "", "", nil
 	for line := range strings.Lines(string(data)) {
 		line = strings.TrimSpace(line)
 		switch {
 		case strings.HasPrefix(line, rawTook):
-			r.Took, _ = time.ParseDuration(strings.TrimPrefix(line, rawTook))
+			d, _ := time.ParseDuration(strings.TrimPrefix(line, rawTook))
+			r.Took += d
 		case strings.HasPrefix(line, rawAutovacuum):
-			r.Autovacuum = strings.TrimPrefix(line, rawAutovacuum)
+			r.Autovacuum = addOnce(r.Autovacuum, strings.TrimPrefix(line, rawAutovacuum))
 		case strings.HasPrefix(line, rawMachine):
-			r.Machine = strings.TrimPrefix(line, rawMachine)
+			r.Machine = addOnce(r.Machine, strings.TrimPrefix(line, rawMachine))
 		case strings.HasPrefix(line, rawCommit):
-			r.Commit = strings.TrimPrefix(line, rawCommit)
+			r.Commit = addOnce(r.Commit, strings.TrimPrefix(line, rawCommit))
+		case strings.HasPrefix(line, rawNote):
+			r.Notes = append(r.Notes, strings.TrimPrefix(line, rawNote))
 		}
 	}
 	if r.Results == nil {

@@ -96,6 +96,17 @@ func TestReportFromRaw(t *testing.T) {
 	require.Equal(t, r.Markdown("docs/bench/report.txt"), again.Markdown("docs/bench/report.txt"))
 	require.Contains(t, again.Block(), "at commit a5e7857+changes on 2 cores (linux/amd64), 2026-12-07, PostgreSQL's autovacuum on, in 1h35m0s:")
 	require.Contains(t, again.Markdown("docs/bench/report.txt"), "[report.txt](report.txt)")
+
+	// Two runs' outputs one after another read as one run of both.
+	later := Report{Took: 5 * time.Minute, Autovacuum: "on", Machine: "2 cores (linux/amd64), 2026-12-08", Commit: "b00c0de"}
+	both := append(append([]byte{}, raw...), later.RawHeader([]byte("BenchmarkSweep/first-2 1 1000 ns/op 120000 records/s\n"))...)
+	var merged Report
+	require.NoError(t, merged.ReadRaw(bytes.NewReader(both)))
+	require.Equal(t, 100*time.Minute, merged.Took)
+	require.Equal(t, "a5e7857+changes; b00c0de", merged.Commit)
+	require.Equal(t, "on", merged.Autovacuum)
+	require.InDelta(t, 120000, merged.Results["Sweep/first"]["records/s"], 0)
+	require.InDelta(t, 4000, merged.Results["Ingest/long-threads"]["events/s"], 0)
 }
 
 func TestReportWhy(t *testing.T) {
