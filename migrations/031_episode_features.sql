@@ -1,9 +1,10 @@
 -- What consolidation derives from one closed episode's staged events — its
 -- problems, their reduced steps, its trace and plan graph (issue 29) — kept
--- beside the episode, so that a pass regroups its window from these rows
--- instead of reading every event of the window again (substrate RFC §15.7:
--- consolidation is incremental). A row is a derived cache, not memory: no
--- version log, no audit; the pass recomputes any row it lacks.
+-- beside the episode, so that a pass (substrate RFC §10, §15.7) regroups
+-- its window from these rows instead of reading every event of the window
+-- again: a closed episode's events do not change (§5: append-only). A row
+-- is a derived cache, not memory: no version log, no audit; a pass learns
+-- again any row it lacks.
 --
 --  * learner names the code and configuration that learned the row (the
 --    features version and the read-only probes): a row of another learner
@@ -12,7 +13,9 @@
 --    a revision of the episode (compression releases events) invalidates
 --    it.
 --  * features is JSON, or a sealed value when the episode is sealed at
---    rest (§15.9): it holds what the events said.
+--    rest (§15.9): it holds what the events said. A data key rotation
+--    forgets the rows sealed under an older key rather than re-sealing
+--    them.
 --  * An episode's erasure, retention purge or hard delete takes its row
 --    with it (the foreign key); an erasure also forgets the tenant's other
 --    rows (store ForgetEpisodeFeatures).
