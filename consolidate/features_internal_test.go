@@ -1,8 +1,12 @@
 package consolidate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -161,4 +165,28 @@ func TestFeaturesKeepResultBytes(t *testing.T) {
 
 	_, err = decodeFeatures([]byte(`{"p": [{"a": [], "r": [3]}]}`))
 	require.Error(t, err, "a step out of its actions")
+}
+
+// featuresDigests are, by features version, the digest of the features
+// learned of featureEpisodes: when the learning code changes what it
+// derives, the digest changes, and the version must change with it (the
+// rows stored by the older code would otherwise be read as this code's).
+var featuresDigests = map[int]string{
+	1: "323598c0b06e3df5cba9776a0eb36d67e0759da19e8d7a594a7d13c56c45e8a1",
+}
+
+// The features version changes with what the learning code derives.
+func TestFeaturesVersionNamesTheLearning(t *testing.T) {
+	t.Parallel()
+	eps := featureEpisodes()
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(eps)) {
+		for _, outcome := range []string{"success", "failure"} {
+			raw, err := encodeFeatures(learnFeatures(outcome, eps[name], DefaultProbes))
+			require.NoError(t, err)
+			h.Write(raw)
+		}
+	}
+	require.Equal(t, featuresDigests[featuresVersion], hex.EncodeToString(h.Sum(nil)),
+		"what features are learned changed: change featuresVersion (features.go) and record the new digest here")
 }
