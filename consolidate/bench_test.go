@@ -26,13 +26,19 @@ import (
 	"github.com/engram-dev/engram/store"
 )
 
-// The benchmark's databases: the seed, made once (through the ingest path,
-// which takes minutes for 100,000 episodes) and kept, and a copy of it
-// made for each pass, so that every pass starts from the same state.
-const (
-	benchSeedDB = "engram_bench_consolidate_seed"
-	benchRunDB  = "engram_bench_consolidate_run"
-)
+// benchDBs are the benchmark's databases for n episodes over triggers: the
+// seed, made once (through the ingest path, which takes minutes for
+// 100,000 episodes) and kept, and a copy of it made for each pass, so that
+// every pass starts from the same state. Their names carry the sizes, so
+// that runs of two sizes at once never drop each other's databases.
+type benchDBs struct{ seed, run string }
+
+func benchNames(n, triggers int) benchDBs {
+	return benchDBs{
+		seed: fmt.Sprintf("engram_bench_consolidate_seed_%d_%d", n, triggers),
+		run:  fmt.Sprintf("engram_bench_consolidate_run_%d_%d", n, triggers),
+	}
+}
 
 // benchWords name the triggers: 25 × 20 word pairs, as error messages
 // differ by the names in them, not by numbers (which a signature strips).
@@ -125,7 +131,7 @@ func benchURL(b *testing.B, db string) string {
 
 // benchSeed makes sure the seed database holds n closed episodes over
 // the given number of triggers, made through the real ingest path.
-func benchSeed(b *testing.B, n, triggers int) {
+func benchSeed(b *testing.B, dbs benchDBs, n, triggers int) {
 	b.Helper()
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, pgtest.URL())
@@ -133,16 +139,16 @@ func benchSeed(b *testing.B, n, triggers int) {
 	defer admin.Close(ctx)
 	want := fmt.Sprintf("%d/%d", n, triggers)
 	var have string
-	if err := admin.QueryRow(ctx, `SELECT coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = $1`, benchSeedDB).Scan(&have); err == nil && have == want {
+	if err := admin.QueryRow(ctx, `SELECT coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = $1`, dbs.seed).Scan(&have); err == nil && have == want {
 		return
 	}
-	b.Logf("seeding %d episodes over %d triggers through the ingest path (once; kept in database %s)", n, triggers, benchSeedDB)
-	_, err = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+benchSeedDB+" WITH (FORCE)")
+	b.Logf("seeding %d episodes over %d triggers through the ingest path (once; kept in database %s)", n, triggers, dbs.seed)
+	_, err = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+dbs.seed+" WITH (FORCE)")
 	require.NoError(b, err)
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+benchSeedDB)
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+dbs.seed)
 	require.NoError(b, err)
 
-	seedURL := benchURL(b, benchSeedDB)
+	seedURL := benchURL(b, dbs.seed)
 	cfg, err := pgx.ParseConfig(seedURL)
 	require.NoError(b, err)
 	sqlDB := stdlib.OpenDB(*cfg)
@@ -189,7 +195,7 @@ func benchSeed(b *testing.B, n, triggers int) {
 	_, err = pool.Exec(ctx, "VACUUM ANALYZE")
 	require.NoError(b, err)
 	pool.Close()
-	_, err = admin.Exec(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS '%s'", benchSeedDB, want))
+	_, err = admin.Exec(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS '%s'", dbs.seed, want))
 	require.NoError(b, err)
 }
 
@@ -216,24 +222,24 @@ func closeAll(err error, db *sql.DB) error {
 }
 
 // benchCopy is a fresh copy of the seed database.
-func benchCopy(b *testing.B) *pgxpool.Pool {
+func benchCopy(b *testing.B, dbs benchDBs) *pgxpool.Pool {
 	b.Helper()
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, pgtest.URL())
 	require.NoError(b, err)
 	defer admin.Close(ctx)
-	_, err = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+benchRunDB+" WITH (FORCE)")
+	_, err = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+dbs.run+" WITH (FORCE)")
 	require.NoError(b, err)
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+benchRunDB+" TEMPLATE "+benchSeedDB)
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+dbs.run+" TEMPLATE "+dbs.seed)
 	require.NoError(b, err)
 	// The seed is kept across versions of engram: the copy is migrated to
 	// this one.
-	cfg, err := pgx.ParseConfig(benchURL(b, benchRunDB))
+	cfg, err := pgx.ParseConfig(benchURL(b, dbs.run))
 	require.NoError(b, err)
 	sqlDB := stdlib.OpenDB(*cfg)
 	_, err = migrations.Up(ctx, sqlDB, nil)
 	require.NoError(b, closeAll(err, sqlDB))
-	pool, err := pg.NewPool(ctx, benchURL(b, benchRunDB), nil)
+	pool, err := pg.NewPool(ctx, benchURL(b, dbs.run), nil)
 	require.NoError(b, err)
 	b.Cleanup(pool.Close)
 	return pool
@@ -291,7 +297,8 @@ func benchEnv(b *testing.B, name string, def int) int {
 func BenchmarkConsolidate(b *testing.B) {
 	n := benchEnv(b, "ENGRAM_BENCH_EPISODES", 100_000)
 	triggers := benchEnv(b, "ENGRAM_BENCH_TRIGGERS", 500)
-	benchSeed(b, n, triggers)
+	dbs := benchNames(n, triggers)
+	benchSeed(b, dbs, n, triggers)
 	ctx := context.Background()
 
 	// pass runs one pass and reports how long each of its stages took.
@@ -327,7 +334,7 @@ func BenchmarkConsolidate(b *testing.B) {
 		return func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
-				pool := benchCopy(b)
+				pool := benchCopy(b, dbs)
 				if prepare != nil {
 					prepare(b, pool)
 				}
@@ -358,7 +365,7 @@ func BenchmarkConsolidate(b *testing.B) {
 		const more = 1000
 		for b.Loop() {
 			b.StopTimer()
-			pool := benchCopy(b)
+			pool := benchCopy(b, dbs)
 			run := &memRun{}
 			pass(b, pool, run, false)
 			w := ingest.NewWorker(ingest.WorkerConfig{DB: pool})

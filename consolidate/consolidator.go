@@ -110,7 +110,9 @@ type passMark struct {
 
 // Consolidator runs competence extraction.
 type Consolidator struct {
-	cfg        Config
+	cfg Config
+	// learner names what learns an episode's features (features.go).
+	learner    string
 	metrics    *metrics
 	dups       *prometheus.CounterVec
 	compressed compressMetrics
@@ -134,7 +136,7 @@ func New(cfg Config) *Consolidator {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Consolidator{cfg: cfg, metrics: newMetrics(cfg.Registry), dups: newDuplicateMetric(cfg.Registry),
+	return &Consolidator{cfg: cfg, learner: learnerOf(featuresVersion, cfg.Probes), metrics: newMetrics(cfg.Registry), dups: newDuplicateMetric(cfg.Registry),
 		compressed: newCompressMetrics(cfg.Registry), analyzed: newAnalyzeMetric(cfg.Registry)}
 }
 
@@ -239,12 +241,15 @@ func sum(m map[string][]uuid.UUID) int {
 }
 
 // history is what a pass read of one tenant: its latest closed episodes,
-// their staged events, and which of them are new since the watermark. Every
-// stage of the pass learns from this one read.
+// their features, and which of them are new since the watermark. Every
+// stage of the pass learns from this one read. events are the staged
+// events the pass read: of the episodes whose features it learned, and of
+// the fresh ones when a model reads them.
 type history struct {
-	closed []store.ClosedEpisode
-	events map[uuid.UUID][]store.EpisodeEvent
-	fresh  map[uuid.UUID]bool
+	closed   []store.ClosedEpisode
+	features map[uuid.UUID]*features
+	events   map[uuid.UUID][]store.EpisodeEvent
+	fresh    map[uuid.UUID]bool
 }
 
 // tenant reads a tenant's history once and runs each stage of the pass
@@ -252,7 +257,7 @@ type history struct {
 // configured).
 func (c *Consolidator) tenant(ctx context.Context, run Run, tenant string, fresh []uuid.UUID) error {
 	var h history
-	if err := c.timed("history", func() (err error) { h, err = c.history(ctx, tenant, fresh); return err }); err != nil {
+	if err := c.timed("history", func() (err error) { h, err = c.history(ctx, run, tenant, fresh); return err }); err != nil {
 		return err
 	}
 	if err := c.timed("procedures", func() error { return c.procedures(ctx, run, tenant, h) }); err != nil {
@@ -272,28 +277,72 @@ func (c *Consolidator) timed(stage string, fn func() error) error {
 	return err
 }
 
-// history reads a tenant's latest closed episodes with their events.
-func (c *Consolidator) history(ctx context.Context, tenant string, fresh []uuid.UUID) (history, error) {
-	h := history{events: map[uuid.UUID][]store.EpisodeEvent{}, fresh: make(map[uuid.UUID]bool, len(fresh))}
+// history reads a tenant's latest closed episodes with their features:
+// those stored, and those it learns from their events and stores.
+func (c *Consolidator) history(ctx context.Context, run Run, tenant string, fresh []uuid.UUID) (history, error) {
+	h := history{features: map[uuid.UUID]*features{}, events: map[uuid.UUID][]store.EpisodeEvent{},
+		fresh: make(map[uuid.UUID]bool, len(fresh))}
 	for _, id := range fresh {
 		h.fresh[id] = true
 	}
-	var err error
-	if h.closed, err = store.TenantClosedEpisodes(ctx, c.cfg.DB, tenant, c.cfg.MaxEpisodes); err != nil {
-		return h, err
-	}
-	ids := make([]uuid.UUID, len(h.closed))
-	for i, e := range h.closed {
-		ids[i] = e.ID
-	}
-	evs, err := c.episodeEvents(ctx, tenant, ids)
+	window, err := store.TenantClosedEpisodes(ctx, c.cfg.DB, tenant, c.cfg.MaxEpisodes, c.learner)
 	if err != nil {
 		return h, err
 	}
-	for _, ev := range evs {
-		h.events[ev.Episode] = append(h.events[ev.Episode], ev)
+	h.closed = make([]store.ClosedEpisode, len(window))
+	var read []uuid.UUID // the episodes whose events are read
+	for i, w := range window {
+		h.closed[i] = w.ClosedEpisode
+		if w.Features != nil {
+			f, err := c.openFeatures(ctx, tenant, w.Features)
+			if err == nil {
+				h.features[w.ID] = &f
+				continue
+			}
+			if ctx.Err() != nil {
+				return h, err
+			}
+			// A row that does not read is learned again.
+			c.cfg.Logger.Warn("episode features", slog.String("tenant", tenant), slog.String("episode", w.ID.String()), slog.Any("error", err))
+		}
+		read = append(read, w.ID)
 	}
-	return h, nil
+	learn := len(read)
+	if c.cfg.Extractor != nil {
+		for _, w := range window {
+			if h.fresh[w.ID] && h.features[w.ID] != nil {
+				read = append(read, w.ID)
+			}
+		}
+	}
+	if len(read) > 0 {
+		evs, err := c.episodeEvents(ctx, tenant, read)
+		if err != nil {
+			return h, err
+		}
+		for _, ev := range evs {
+			h.events[ev.Episode] = append(h.events[ev.Episode], ev)
+		}
+	}
+	run.Add("features_read", int64(len(window)-learn))
+	run.Add("features_learned", int64(learn))
+	if learn == 0 {
+		return h, nil
+	}
+	var rows []store.EpisodeFeatures
+	for _, w := range window {
+		if h.features[w.ID] != nil {
+			continue
+		}
+		f := learnFeatures(w.Outcome, h.events[w.ID], c.cfg.Probes)
+		h.features[w.ID] = &f
+		doc, err := c.sealFeatures(ctx, tenant, w.ClosedEpisode, f, h.events[w.ID])
+		if err != nil {
+			return h, err
+		}
+		rows = append(rows, store.EpisodeFeatures{Episode: w.ID, Version: w.Version, Features: doc})
+	}
+	return h, c.keepFeatures(ctx, tenant, rows)
 }
 
 // write writes a procedure through the write path: a new record, or,

@@ -1,7 +1,11 @@
 // Package consolidate is engram's learning: periodic jobs that turn
 // repeated experience into memory of a higher layer (substrate RFC §15.7).
 // A pass reads each tenant's history once (consolidator.go) and runs its
-// stages over it. Competence extraction (§8, §15A.9): a closed
+// stages over it: its latest closed episodes, each with the features a
+// pass learned of it from its events the first time it read it, and kept
+// (features.go: its problems, their reduced steps, its trace and plan
+// graph, its triggers read for templates), so that a pass reads the events
+// of the episodes new to it only. Competence extraction (§8, §15A.9): a closed
 // episode's problems are the errors its agent resolved (problem.go): an
 // error opens one, known by the command that failed, and a later run of
 // that command that works resolves it, its recipe the calls between —

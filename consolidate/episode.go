@@ -47,6 +47,12 @@ type Episode struct {
 	Actions []Action
 	// Errors are the messages of the errors after the trigger.
 	Errors []string
+	// reduced are the indexes among Actions of [Episode.tried]'s steps
+	// under the pass's probes, when reducedKnown (features.go).
+	reduced      []int
+	reducedKnown bool
+	// line is its trigger as templates read it, when its features read it.
+	line *signature.Line
 }
 
 // tried are the steps a problem's actions reduce to when it failed: its
@@ -54,6 +60,11 @@ type Episode struct {
 // even though it failed (it is how the failure showed), so that a failed
 // attempt that followed a procedure reduces to that procedure's steps.
 func (ep Episode) tried(probes []string) []Action {
+	return pick(ep.Actions, ep.triedSteps(probes))
+}
+
+// triedSteps is [Episode.tried] as indexes among its actions.
+func (ep Episode) triedSteps(probes []string) []int {
 	acts := ep.Actions
 	if !ep.Success && ep.Ident != "" {
 		acts = slices.Clone(acts)
@@ -63,11 +74,69 @@ func (ep Episode) tried(probes []string) []Action {
 			}
 		}
 	}
-	return Reduce(acts, probes)
+	return reduction(acts, probes)
+}
+
+// steps are what [Episode.tried] returns under probes: as the episode's
+// features learned it, when they did (a consolidator reads only the
+// features learned under its own probes), else computed.
+func (ep Episode) steps(probes []string) []Action {
+	if ep.reducedKnown {
+		return pick(ep.Actions, ep.reduced)
+	}
+	return ep.tried(probes)
 }
 
 // values are the values of the problem's trigger a step may use.
-func (ep Episode) values() []triggerValue { return triggerValues(ep.Trigger, ep.Template) }
+func (ep Episode) values() []triggerValue { return triggerValues(ep.Trigger, ep.Template, ep.line) }
+
+// The trigger against templates, read once with the episode's features
+// when they were learned, else read now: the same answers (package
+// signature's Line).
+
+// mine adds its trigger to a miner of templates.
+func (ep Episode) mine(m *signature.Miner) {
+	if ep.line != nil {
+		m.AddLine(*ep.line)
+		return
+	}
+	m.Add(ep.Trigger)
+}
+
+// templateIn is the template of m its trigger is an occurrence of
+// ([signature.Miner.Template]).
+func (ep Episode) templateIn(m *signature.Miner) (signature.Template, bool) {
+	if ep.line != nil {
+		return m.TemplateOf(*ep.line)
+	}
+	return m.Template(ep.Trigger)
+}
+
+// occurs reports whether its trigger is an occurrence of tpl.
+func (ep Episode) occurs(tpl signature.Template) bool {
+	if ep.line != nil {
+		return ep.line.Matches(tpl)
+	}
+	return matches(tpl, ep.Trigger)
+}
+
+// wildcardValues are its trigger's values at tpl's wildcards
+// ([signature.Template.WildcardValues]).
+func (ep Episode) wildcardValues(tpl signature.Template) []string {
+	if ep.line != nil {
+		return tpl.WildcardValuesOf(*ep.line)
+	}
+	return tpl.WildcardValues(ep.Trigger)
+}
+
+// fix is tpl specialised to its trigger's words where keep refuses a
+// wildcard ([signature.Template.Fix]).
+func (ep Episode) fix(tpl signature.Template, keep func(k int) bool) (signature.Template, map[int]int, bool) {
+	if ep.line != nil {
+		return tpl.FixLine(*ep.line, keep)
+	}
+	return tpl.Fix(ep.Trigger, keep)
+}
 
 // Action is one tool call and what it returned.
 type Action struct {

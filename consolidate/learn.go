@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/signature"
@@ -43,19 +45,24 @@ func (c *Consolidator) procedures(ctx context.Context, run Run, tenant string, h
 func problemGroups(h history) [][]Episode {
 	var all []Episode
 	for _, ce := range h.closed {
-		all = append(all, readProblems(ce, h.events[ce.ID])...)
+		all = append(all, h.features[ce.ID].problems(ce)...)
 	}
+	return groupProblems(all, h.fresh)
+}
+
+// groupProblems is [problemGroups] of the problems all.
+func groupProblems(all []Episode, fresh map[uuid.UUID]bool) [][]Episode {
 	miner := signature.NewMiner(0)
 	for _, ep := range all {
 		if ep.Trigger != "" {
-			miner.Add(ep.Trigger)
+			ep.mine(miner)
 		}
 	}
 	groups := map[string][]Episode{}
 	touched := map[string]bool{}
 	for _, ep := range all {
 		if ep.Trigger != "" {
-			if tpl, ok := miner.Template(ep.Trigger); ok {
+			if tpl, ok := ep.templateIn(miner); ok {
 				ep.Template, ep.Signature = tpl, tpl.String()
 			}
 		}
@@ -64,7 +71,7 @@ func problemGroups(h history) [][]Episode {
 		}
 		key := ep.Scope + "\x00" + ep.Signature
 		groups[key] = append(groups[key], ep)
-		if h.fresh[ep.ID] {
+		if fresh[ep.ID] {
 			touched[key] = true
 		}
 	}
@@ -143,7 +150,7 @@ func (c *Consolidator) Learn(group []Episode) []Procedure {
 	followed := map[string][]Episode{} // recipe key → the failed problems that followed it
 	cands := map[string]*candidate{}
 	for _, ep := range group {
-		steps := ep.tried(c.cfg.Probes)
+		steps := ep.steps(c.cfg.Probes)
 		key := ""
 		if len(steps) > 0 {
 			key = procedureKey(ep.Signature, ep.values(), steps)
@@ -208,7 +215,7 @@ func (c *Consolidator) procedure(cand *candidate, all, kept []*candidate, failed
 		return Procedure{}, false
 	}
 	tpl := signature.ParseTemplate(trig.Template)
-	applies := func(ep Episode) bool { return trig.Template == "" || matches(tpl, ep.Trigger) }
+	applies := func(ep Episode) bool { return trig.Template == "" || ep.occurs(tpl) }
 	var contrary [][]Episode
 	for _, o := range all {
 		if o != cand {
@@ -334,11 +341,11 @@ func triggerOf(cand *candidate, tpls []Template) (memory.Trigger, bool) {
 	}
 	vals := make([][]string, len(cand.support))
 	for e, ep := range cand.support {
-		if vals[e] = tpl.WildcardValues(ep.Trigger); vals[e] == nil {
+		if vals[e] = ep.wildcardValues(tpl); vals[e] == nil {
 			return memory.Trigger{}, false
 		}
 	}
-	fixed, remap, ok := tpl.Fix(cand.support[0].Trigger, func(k int) bool {
+	fixed, remap, ok := cand.support[0].fix(tpl, func(k int) bool {
 		return used[k] || slices.ContainsFunc(vals, func(v []string) bool { return v[k] != vals[0][k] })
 	})
 	if !ok {

@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/engram-dev/engram/memory"
 	"github.com/engram-dev/engram/revise"
 	"github.com/engram-dev/engram/signature"
@@ -49,6 +51,11 @@ type Trace struct {
 	Tagged     bool
 	FirstInput string
 	Latency    time.Duration
+	// graph is its plan graph under the pass's probes, and inputLine its
+	// first input as templates read it, when its features learned them
+	// (features.go).
+	graph     *Graph
+	inputLine *signature.Line
 }
 
 // readTrace builds a [Trace]: the episode as competence extraction reads
@@ -123,7 +130,11 @@ var (
 // are reduced first, as a procedure's are: failed-then-retried steps,
 // repeats and unused probes are not part of the plan.
 func BuildGraph(actions []Action, probes []string) Graph {
-	steps := Reduce(actions, probes)
+	return graphOf(Reduce(actions, probes))
+}
+
+// graphOf is the plan graph of reduced steps.
+func graphOf(steps []Action) Graph {
 	g := Graph{Steps: steps, Ops: make([]string, len(steps))}
 	produced := make([]map[string]bool, len(steps)) // values each step made or named
 	for i, a := range steps {
@@ -321,19 +332,17 @@ func (c *Consolidator) LearnPlans(group []Trace) []Plan {
 	}
 	byKey := map[string]*structure{}
 	for _, tr := range group {
-		acts := tr.Actions
-		if n := len(acts); !tr.Success && n > 0 && acts[n-1].Failed {
-			// The failure showed at its last call: a step of what it tried.
-			acts = slices.Clone(acts)
-			acts[n-1].Failed = false
+		g := tr.graph
+		if g == nil {
+			built := BuildGraph(planActions(tr), c.cfg.Probes)
+			g = &built
 		}
-		g := BuildGraph(acts, c.cfg.Probes)
 		if len(g.Steps) == 0 {
 			continue
 		}
 		k := g.Key(tr.Intent)
 		if byKey[k] == nil {
-			byKey[k] = &structure{graph: g}
+			byKey[k] = &structure{graph: *g}
 		}
 		s := byKey[k]
 		if tr.Success {
@@ -385,6 +394,35 @@ func (c *Consolidator) LearnPlans(group []Trace) []Plan {
 	return out
 }
 
+// mineInput adds its first input to a miner of templates.
+func (tr Trace) mineInput(m *signature.Miner) {
+	if tr.inputLine != nil {
+		m.AddLine(*tr.inputLine)
+		return
+	}
+	m.Add(tr.FirstInput)
+}
+
+// inputTemplate is the template of m its first input is an occurrence of.
+func (tr Trace) inputTemplate(m *signature.Miner) (signature.Template, bool) {
+	if tr.inputLine != nil {
+		return m.TemplateOf(*tr.inputLine)
+	}
+	return m.Template(tr.FirstInput)
+}
+
+// planActions are the actions a trace's plan graph is built of: a
+// failed episode's last call, where its failure showed, is a step of what
+// it tried.
+func planActions(tr Trace) []Action {
+	acts := tr.Actions
+	if n := len(acts); !tr.Success && n > 0 && acts[n-1].Failed {
+		acts = slices.Clone(acts)
+		acts[n-1].Failed = false
+	}
+	return acts
+}
+
 // traceGroups are the traces of h's episodes grouped by scope and
 // intent, in key order, the groups with a fresh episode only. An episode
 // whose runtime named no intent is known by its first input; inputs that
@@ -393,18 +431,25 @@ func (c *Consolidator) LearnPlans(group []Trace) []Plan {
 // intent, the template (substrate RFC §9: plans are found by intent).
 func traceGroups(h history) [][]Trace {
 	traces := make([]Trace, len(h.closed))
-	miner := signature.NewMiner(0)
 	for i, ce := range h.closed {
-		traces[i] = readTrace(ce, h.events[ce.ID])
-		if !traces[i].Tagged && traces[i].FirstInput != "" {
-			miner.Add(traces[i].FirstInput)
+		traces[i] = h.features[ce.ID].trace(ce)
+	}
+	return groupTraces(traces, h.fresh)
+}
+
+// groupTraces is [traceGroups] of traces.
+func groupTraces(traces []Trace, fresh map[uuid.UUID]bool) [][]Trace {
+	miner := signature.NewMiner(0)
+	for _, tr := range traces {
+		if !tr.Tagged && tr.FirstInput != "" {
+			tr.mineInput(miner)
 		}
 	}
 	groups := map[string][]Trace{}
 	touched := map[string]bool{}
 	for _, tr := range traces {
 		if !tr.Tagged && tr.FirstInput != "" {
-			if tpl, ok := miner.Template(tr.FirstInput); ok {
+			if tpl, ok := tr.inputTemplate(miner); ok {
 				tr.Intent = tpl.String()
 			}
 		}
@@ -413,7 +458,7 @@ func traceGroups(h history) [][]Trace {
 		}
 		key := tr.Scope + "\x00" + tr.Intent
 		groups[key] = append(groups[key], tr)
-		if h.fresh[tr.ID] {
+		if fresh[tr.ID] {
 			touched[key] = true
 		}
 	}

@@ -36,7 +36,14 @@ const MaxRecipeWindow = 16
 // successful one, errors never resolved were wrong tries and teach
 // nothing here.
 func readProblems(ce store.ClosedEpisode, evs []store.EpisodeEvent) []Episode {
-	r := problemReader{base: Episode{Tenant: ce.Tenant, ID: ce.ID, Thread: ce.Thread, ClosedAt: ce.ClosedAt,
+	return readEvents(ce, evs).finish(ce.Outcome == "success")
+}
+
+// readEvents reads an episode's events into a problem reader, ready to
+// finish: its base holds the episode's environment and sensitivity, its
+// row's and its events'.
+func readEvents(ce store.ClosedEpisode, evs []store.EpisodeEvent) *problemReader {
+	r := &problemReader{base: Episode{Tenant: ce.Tenant, ID: ce.ID, Thread: ce.Thread, ClosedAt: ce.ClosedAt,
 		Sensitivity: ce.Sensitivity, Scope: ce.Scope, Environment: map[string]any{}}, calls: pairing{}}
 	addEnv(r.base.Environment, ce.Environment)
 	for _, se := range evs {
@@ -47,7 +54,7 @@ func readProblems(ce store.ClosedEpisode, evs []store.EpisodeEvent) []Episode {
 		}
 		r.event(ev)
 	}
-	return r.finish(ce.Outcome == "success")
+	return r
 }
 
 // problemReader reads one episode's events into its problems.

@@ -27,7 +27,13 @@ var DefaultProbes = []string{"cat", "ls", "grep", "rg", "find", "head", "tail", 
 // earlier copy of a step repeated exactly, and a read-only probe (one of
 // probes) whose output no later step uses.
 func Reduce(actions []Action, probes []string) []Action {
-	var out []Action
+	return pick(actions, reduction(actions, probes))
+}
+
+// reduction is [Reduce] as the indexes among actions of the steps it
+// keeps, in order; nil when it keeps none.
+func reduction(actions []Action, probes []string) []int {
+	var out []int
 	for i, a := range actions {
 		later := actions[i+1:]
 		if a.Failed {
@@ -39,7 +45,22 @@ func Reduce(actions []Action, probes []string) []Action {
 		if isProbe(a, probes) && !usedLater(a, later) {
 			continue
 		}
-		out = append(out, a)
+		out = append(out, i)
+	}
+	return out
+}
+
+// pick is the actions at idx, in order, as steps: a step kept is one that
+// did not fail, or one whose failure does not count (see
+// [Episode.tried]), so none is failed. It is nil when idx is.
+func pick(actions []Action, idx []int) []Action {
+	if idx == nil {
+		return nil
+	}
+	out := make([]Action, len(idx))
+	for k, i := range idx {
+		out[k] = actions[i]
+		out[k].Failed = false
 	}
 	return out
 }

@@ -80,6 +80,31 @@ func TestProcedureFromSealedEpisodes(t *testing.T) {
 		+ (SELECT count(*) FROM record_versions WHERE snapshot::text LIKE '%rm -rf%')
 		+ (SELECT count(*) FROM episode_entries WHERE entry::text LIKE '%cache mismatch%')
 		+ (SELECT count(*) FROM audit_log WHERE rationale LIKE '%cache mismatch%' OR rationale LIKE '%rm -rf%' OR evidence::text LIKE '%cache mismatch%')
-		+ (SELECT count(*) FROM provenance WHERE stamp::text LIKE '%cache mismatch%')`).Scan(&leaks))
+		+ (SELECT count(*) FROM provenance WHERE stamp::text LIKE '%cache mismatch%')
+		+ (SELECT count(*) FROM episode_features WHERE encode(features, 'escape') LIKE '%cache mismatch%' OR encode(features, 'escape') LIKE '%rm -rf%')`).Scan(&leaks))
 	require.Zero(t, leaks, "nothing learned is in the clear")
+	sealedFeatures := func() (all, underKey int) {
+		require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE convert_from(features, 'UTF8')::jsonb #>> '{sealed,key}' = '2')
+			FROM episode_features WHERE convert_from(features, 'UTF8')::jsonb ? 'sealed'`).Scan(&all, &underKey))
+		return all, underKey
+	}
+	all, _ := sealedFeatures()
+	require.Equal(t, 3, all, "every episode's features are kept, sealed")
+
+	// A data key rotation forgets the features sealed under the old key;
+	// the next pass learns them again, under the new one, and the same.
+	for done := false; !done; {
+		p, err := wr.RotateDataKey(ctx, "acme", 100)
+		require.NoError(t, err)
+		done = p.Done
+	}
+	all, _ = sealedFeatures()
+	require.Zero(t, all)
+	e.run.cursor = nil
+	counts = e.consolidate()
+	require.Equal(t, int64(3), counts["features_learned"], counts)
+	require.Equal(t, int64(1), counts["competence_unchanged"], counts)
+	all, underKey := sealedFeatures()
+	require.Equal(t, 3, all)
+	require.Equal(t, 3, underKey)
 }

@@ -47,7 +47,7 @@ func Templates(steps [][]Action, triggers []string) []Template {
 	if len(triggers) == len(steps) {
 		values = make([][]triggerValue, len(steps))
 		for e, tr := range triggers {
-			values[e] = triggerValues(tr, nil)
+			values[e] = triggerValues(tr, nil, nil)
 		}
 	}
 	return templates(steps, values)
@@ -437,12 +437,14 @@ var reDrive = regexp.MustCompile(`^[A-Za-z]:$`)
 // each path's directories; and the name of a versioned value ("tokio" of
 // "tokio-28", "foo" of "foo==1.2"). A value of one character is left out:
 // it would be found in too many arguments by chance.
-func triggerValues(trigger string, tpl signature.Template) []triggerValue {
+//
+// line, when given, is the trigger read by [signature.ReadLine].
+func triggerValues(trigger string, tpl signature.Template, line *signature.Line) []triggerValue {
 	key := trigger + "\x00" + strings.Join(tpl, "\x00")
 	if out, ok := valuesMemo.get(key); ok {
 		return slices.Clone(out)
 	}
-	out := findTriggerValues(trigger, tpl)
+	out := findTriggerValues(trigger, tpl, line)
 	valuesMemo.put(key, out)
 	return slices.Clone(out)
 }
@@ -492,11 +494,16 @@ func matches(tpl signature.Template, trigger string) bool {
 var matchMemo = memo[bool]{limit: 1 << 14}
 
 // findTriggerValues is [triggerValues], computed.
-func findTriggerValues(trigger string, tpl signature.Template) []triggerValue {
+func findTriggerValues(trigger string, tpl signature.Template, line *signature.Line) []triggerValue {
 	var vals []signature.Value
-	if tpl.Wildcards() > 0 {
+	switch {
+	case tpl.Wildcards() > 0 && line != nil:
+		vals, _ = line.Match(tpl)
+	case tpl.Wildcards() > 0:
 		vals, _ = signature.Match(tpl, trigger) // Values, and one a wildcard; none if it does not match
-	} else {
+	case line != nil:
+		vals = line.Values
+	default:
 		vals = signature.Values(trigger)
 	}
 	var out []triggerValue

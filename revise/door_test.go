@@ -33,6 +33,9 @@ var storeWrites = []string{
 	"InsertErasure", "UpdateErasure", "EraseRecords", "DeleteCandidates", "DeleteAuditEntries",
 	"DeleteArtifacts", "ScrubRetrievals", "DeleteReputation", "ReplaceProvenance", "InsertTenantAudit",
 	"ArtifactsToReseal", "ResealArtifacts",
+	// Consolidation keeps its episode features itself (a derived cache, not
+	// memory); only erasure and data key rotation forget them.
+	"ForgetEpisodeFeatures", "ForgetSealedFeatures",
 }
 
 // doorViolations lists the calls to store's writing statements in a Go

@@ -525,6 +525,13 @@ func (w *Writer) eraseMatched(ctx context.Context, st *eraseState) error {
 		c.StagedEvents += staged
 		events = events[n:]
 	}
+	// What consolidation learned of the erased episodes went with them (a
+	// foreign key); the features of the tenant's other episodes are
+	// forgotten too, since they are derived from staged events, and the
+	// next consolidation pass learns them again from what is left.
+	if _, err := store.ForgetEpisodeFeatures(ctx, w.db, st.tenant); err != nil {
+		return err
+	}
 	var shas [][]byte
 	for sha := range st.artifacts {
 		b, _ := hex.DecodeString(sha)

@@ -80,6 +80,13 @@ func TestErasureClosure(t *testing.T) {
 	a := factFrom("a", theirs.ID)
 	b := factFrom("b", a.ID)
 	c := factFrom("c", a.ID, kept.ID)
+	// What consolidation learned of the episodes (migration 031): the
+	// erased one's goes with it, and the kept one's, which could hold what
+	// an erased event said, is forgotten too.
+	require.NoError(t, store.PutEpisodeFeatures(ctx, db.Pool, "acme", "v1/test", []store.EpisodeFeatures{
+		{Episode: theirs.ID, Version: 1, Features: []byte(`{"p": [{"tr": "Jane Roe called"}]}`)},
+		{Episode: kept.ID, Version: 1, Features: []byte(`{"p": [{"tr": "the build broke for Jane Roe"}]}`)},
+	}))
 
 	s, err := revise.NewSubject(api.ErasureRequest{Names: []string{"Jane Roe"}})
 	require.NoError(t, err)
@@ -91,6 +98,9 @@ func TestErasureClosure(t *testing.T) {
 	require.Equal(t, 1, done.Counts.Episodic)
 	require.Equal(t, 2, done.Counts.Semantic, "a, and b derived from a alone")
 	require.Equal(t, []uuid.UUID{c.ID}, done.Rebuilt)
+	var features int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT count(*) FROM episode_features`).Scan(&features))
+	require.Zero(t, features)
 	for _, id := range []uuid.UUID{theirs.ID, a.ID, b.ID} {
 		_, err := store.Get(ctx, db.Pool, "acme", id)
 		require.ErrorIs(t, err, store.ErrNotFound)

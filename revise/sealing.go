@@ -229,8 +229,9 @@ type ResealProgress struct {
 // under a new data key (`engram keys rotate-data`): the first step makes
 // the new key; each re-seals up to batch values (records, version
 // snapshots, episode entries, staged events, artifacts), in its own
-// transaction, and
-// says how many remain; the last retires the old keys. A rotation cut off
+// transaction, forgets the episode features consolidation sealed under an
+// older key (a cache it learns again), and says how many remain; the last
+// retires the old keys. A rotation cut off
 // is resumed by the next call, which goes on with the same new key: it is
 // safe to interrupt and run again. Payloads are re-sealed, never revised:
 // no version, audit entry or search text changes.
@@ -254,6 +255,11 @@ func (w *Writer) RotateDataKey(ctx context.Context, tenant string, batch int) (R
 	out.Version = current
 	err = w.InTx(ctx, func(ctx context.Context, t *Tx) error {
 		out.Resealed = 0
+		// Consolidation's episode features are derived, not memory: those
+		// under an older key are forgotten, and learned again.
+		if _, err := store.ForgetSealedFeatures(ctx, t.tx, tenant, current); err != nil {
+			return err
+		}
 		left := batch
 		for _, table := range store.ResealTables {
 			if left <= 0 {

@@ -38,20 +38,33 @@ func (t Template) Wildcards() int {
 // ParseTemplate reads a template's String form.
 func ParseTemplate(s string) Template { return strings.Fields(s) }
 
-// word is one word of a problem line: as it was, and normalised.
-type word struct {
-	raw, norm string
+// Line is a message as templates read it: the words of its problem line,
+// as they were (Raw) and each normalised on its own (Norm), so that word k
+// of two messages of one problem compare; and its [Values]. Reading a
+// message is the cost of matching it against templates: a Line read once
+// ([ReadLine]) is matched against any number of them, and is plain data
+// that can be kept for a message met again.
+type Line struct {
+	Raw    []string `json:"raw"`
+	Norm   []string `json:"norm"`
+	Values []Value  `json:"values"`
 }
 
-// words are the words of a message's problem line, each normalised on its
-// own, so that word k of two messages of one problem compare.
-func words(message string) []word {
-	line := problemLine(message)
-	var out []word
-	for _, f := range strings.Fields(line) {
-		out = append(out, word{raw: f, norm: strings.ToLower(normaliseWord(f))})
+// ReadLine reads a message for templates.
+func ReadLine(message string) Line {
+	l := readWords(message)
+	l.Values = Values(message)
+	return l
+}
+
+// readWords is a message's Line without its values.
+func readWords(message string) Line {
+	var l Line
+	for _, f := range strings.Fields(problemLine(message)) {
+		l.Raw = append(l.Raw, f)
+		l.Norm = append(l.Norm, strings.ToLower(normaliseWord(f)))
 	}
-	return out
+	return l
 }
 
 // normaliseWord is [Normalise] of one word, without its trimming: a word
@@ -92,21 +105,53 @@ func Match(tpl Template, message string) ([]Value, bool) {
 	if len(tpl) == 0 || len(strings.Fields(problemLine(message))) != len(tpl) {
 		return nil, false
 	}
-	ws := words(message)
-	if len(ws) != len(tpl) {
+	wild, ok := readWords(message).wildcards(tpl)
+	if !ok {
+		return nil, false
+	}
+	return append(Values(message), wild...), true
+}
+
+// Match is [Match] of the message l was read from.
+func (l Line) Match(tpl Template) ([]Value, bool) {
+	wild, ok := l.wildcards(tpl)
+	if !ok {
+		return nil, false
+	}
+	return append(slices.Clone(l.Values), wild...), true
+}
+
+// Matches reports whether the message l was read from is an occurrence of
+// tpl.
+func (l Line) Matches(tpl Template) bool {
+	if len(tpl) == 0 || len(l.Norm) != len(tpl) {
+		return false
+	}
+	for i, w := range l.Norm {
+		if tpl[i] != w && tpl[i] != Wildcard {
+			return false
+		}
+	}
+	return true
+}
+
+// wildcards are the values at tpl's wildcards of the message l was read
+// from, when it is an occurrence of tpl.
+func (l Line) wildcards(tpl Template) ([]Value, bool) {
+	if len(tpl) == 0 || len(l.Norm) != len(tpl) {
 		return nil, false
 	}
 	var wild []Value
-	for i, w := range ws {
+	for i, w := range l.Norm {
 		switch tpl[i] {
-		case w.norm:
+		case w:
 		case Wildcard:
-			wild = append(wild, Value{Placeholder: Wildcard, Index: len(wild), Text: bare(w.raw)})
+			wild = append(wild, Value{Placeholder: Wildcard, Index: len(wild), Text: bare(l.Raw[i])})
 		default:
 			return nil, false
 		}
 	}
-	return append(Values(message), wild...), true
+	return wild, true
 }
 
 // bare is a word without the punctuation around it: "jq:" is "jq",
@@ -146,18 +191,17 @@ func NewMiner(limit int) *Miner {
 }
 
 // Add takes a message into the miner's templates.
-func (m *Miner) Add(message string) {
-	ws := words(message)
-	if len(ws) == 0 {
+func (m *Miner) Add(message string) { m.AddLine(readWords(message)) }
+
+// AddLine takes a message read by [ReadLine] into the miner's templates.
+func (m *Miner) AddLine(l Line) {
+	if len(l.Norm) == 0 {
 		return
 	}
-	tpl := make(Template, len(ws))
-	for i, w := range ws {
-		tpl[i] = w.norm
-	}
+	tpl := slices.Clone(Template(l.Norm))
 	key := bucket(tpl)
 	for _, c := range m.clusters[key] {
-		if merged, ok := merge(c.tpl, tpl, ws); ok {
+		if merged, ok := merge(c.tpl, tpl, l.Raw); ok {
 			c.tpl, c.size = merged, c.size+1
 			return
 		}
@@ -172,17 +216,15 @@ func (m *Miner) Add(message string) {
 // Template is the learned template a message is an occurrence of, and
 // whether it has a wildcard: without one, the message's fixed signature
 // ([Of]) says as much.
-func (m *Miner) Template(message string) (Template, bool) {
-	ws := words(message)
-	if len(ws) == 0 {
+func (m *Miner) Template(message string) (Template, bool) { return m.TemplateOf(readWords(message)) }
+
+// TemplateOf is [Miner.Template] of a message read by [ReadLine].
+func (m *Miner) TemplateOf(l Line) (Template, bool) {
+	if len(l.Norm) == 0 {
 		return nil, false
 	}
-	tpl := make(Template, len(ws))
-	for i, w := range ws {
-		tpl[i] = w.norm
-	}
-	for _, c := range m.clusters[bucket(tpl)] {
-		if _, ok := Match(c.tpl, message); ok {
+	for _, c := range m.clusters[bucket(l.Norm)] {
+		if l.Matches(c.tpl) {
 			return c.tpl, c.tpl.Wildcards() > 0
 		}
 	}
@@ -201,9 +243,9 @@ func bucket(t Template) string {
 }
 
 // merge is template t widened to hold a message (its normalised words
-// norm, its words ws): a wildcard at each word where they differ, when
+// norm, its words raw): a wildcard at each word where they differ, when
 // they may be one problem (see mergeable).
-func merge(t, norm Template, ws []word) (Template, bool) {
+func merge(t, norm Template, raw []string) (Template, bool) {
 	var diff []int
 	equal := 0
 	for i := range t {
@@ -217,7 +259,7 @@ func merge(t, norm Template, ws []word) (Template, bool) {
 	if len(diff) == 0 {
 		return t, true
 	}
-	if !mergeable(t, ws, diff, equal) {
+	if !mergeable(t, raw, diff, equal) {
 		return nil, false
 	}
 	out := slices.Clone(t)
@@ -236,15 +278,15 @@ func merge(t, norm Template, ws []word) (Template, bool) {
 // value on both sides — a digit, a separator or mixed case in it
 // ("tokio-28", "numpy-12", "db-3.internal") — so that "npm: checksum
 // failure" and "npm: lockfile conflict" stay two problems.
-func mergeable(t Template, ws []word, diff []int, equal int) bool {
-	if diff[0] == 0 && (!valueLike(ws[0].raw) || !valueLike(t[0])) || equal*2 < len(t) {
+func mergeable(t Template, raw []string, diff []int, equal int) bool {
+	if diff[0] == 0 && (!valueLike(raw[0]) || !valueLike(t[0])) || equal*2 < len(t) {
 		return false
 	}
 	if len(diff) == 1 && equal >= 3 {
 		return true
 	}
 	for _, i := range diff {
-		if !valueLike(ws[i].raw) || !valueLike(t[i]) {
+		if !valueLike(raw[i]) || !valueLike(t[i]) {
 			return false
 		}
 	}
@@ -282,8 +324,12 @@ func valueLike(w string) bool {
 // holds for "jq" only), and, for each wildcard kept, its index in the
 // result. ok is false when the message is no occurrence of the template.
 func (t Template) Fix(message string, keep func(k int) bool) (Template, map[int]int, bool) {
-	ws := words(message)
-	if len(ws) != len(t) {
+	return t.FixLine(readWords(message), keep)
+}
+
+// FixLine is [Template.Fix] of a message read by [ReadLine].
+func (t Template) FixLine(l Line, keep func(k int) bool) (Template, map[int]int, bool) {
+	if len(l.Norm) != len(t) {
 		return nil, nil, false
 	}
 	out := slices.Clone(t)
@@ -296,7 +342,7 @@ func (t Template) Fix(message string, keep func(k int) bool) (Template, map[int]
 		if keep(k) {
 			remap[k] = len(remap)
 		} else {
-			out[i] = ws[i].norm
+			out[i] = l.Norm[i]
 		}
 		k++
 	}
@@ -306,15 +352,22 @@ func (t Template) Fix(message string, keep func(k int) bool) (Template, map[int]
 // WildcardValues are the words of a message at a template's wildcards, in
 // order, as [Match] binds them; nil when it is no occurrence.
 func (t Template) WildcardValues(message string) []string {
-	vals, ok := Match(t, message)
+	if len(t) == 0 || len(strings.Fields(problemLine(message))) != len(t) {
+		return nil
+	}
+	return t.WildcardValuesOf(readWords(message))
+}
+
+// WildcardValuesOf is [Template.WildcardValues] of a message read by
+// [ReadLine].
+func (t Template) WildcardValuesOf(l Line) []string {
+	wild, ok := l.wildcards(t)
 	if !ok {
 		return nil
 	}
 	var out []string
-	for _, v := range vals {
-		if v.Placeholder == Wildcard {
-			out = append(out, v.Text)
-		}
+	for _, v := range wild {
+		out = append(out, v.Text)
 	}
 	return out
 }

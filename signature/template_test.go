@@ -1,6 +1,7 @@
 package signature_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -93,4 +94,65 @@ func TestUnicodePaths(t *testing.T) {
 	require.Equal(t, a, signature.Of("ld: cache mismatch in /srv/ビルド/obj.o"))
 	vals := signature.Values("ld: cache mismatch in /srv/bü🚀ld-ñ/obj.o")
 	require.Equal(t, "/srv/bü🚀ld-ñ/obj.o", vals[0].Text)
+}
+
+// A message read once ([signature.ReadLine]), as consolidation keeps it
+// with an episode's features, matches, mines and specialises templates as
+// the message itself does, also once kept as JSON.
+func TestALineReadsAsItsMessage(t *testing.T) {
+	t.Parallel()
+	msgs := []string{
+		"E8949: bundler failed on tokio-28 (line 103)",
+		"E8949: bundler failed on numpy-12 (line 7)",
+		"bash: jq: command not found",
+		"bash: yq: command not found",
+		"npm: checksum failure in /srv/a/obj.o",
+		"npm: lockfile conflict in /srv/b/obj.o",
+		"make: *** [Makefile:12: build] Error 2",
+		"cannot resolve module alpha amber in /home/dev/proj1/src/main.go:11:2",
+		"cannot resolve module bravo amber in /home/dev/proj2/src/main.go:12:3",
+		"deploy: quota exceeded for 'billing-7' (E8949) at https://x.example/q?a=1",
+		"Traceback (most recent call last):\n  File \"a.py\", line 3\nKeyError: 'token'",
+		"a literal <*> in a message",
+		"   ",
+		"",
+	}
+	byMessage, byLine := signature.NewMiner(0), signature.NewMiner(0)
+	for _, msg := range msgs {
+		byMessage.Add(msg)
+		byLine.AddLine(signature.ReadLine(msg))
+	}
+	tpls := []signature.Template{nil, signature.ParseTemplate("bash <*> command not found"), signature.ParseTemplate("a literal <*> in a message")}
+	for _, msg := range msgs {
+		tpl, ok := byMessage.Template(msg)
+		got, gotOK := byLine.TemplateOf(signature.ReadLine(msg))
+		require.Equal(t, ok, gotOK, msg)
+		require.Equal(t, tpl, got, msg)
+		if tpl != nil {
+			tpls = append(tpls, tpl)
+		}
+	}
+	keep := func(k int) bool { return k%2 == 1 }
+	for _, msg := range msgs {
+		l := signature.ReadLine(msg)
+		raw, err := json.Marshal(l)
+		require.NoError(t, err)
+		var kept signature.Line
+		require.NoError(t, json.Unmarshal(raw, &kept))
+		require.Equal(t, l, kept)
+		require.Equal(t, signature.Values(msg), l.Values)
+		for _, tpl := range tpls {
+			vals, ok := signature.Match(tpl, msg)
+			got, gotOK := kept.Match(tpl)
+			require.Equal(t, ok, gotOK, "%q ~ %q", msg, tpl)
+			require.Equal(t, vals, got, "%q ~ %q", msg, tpl)
+			require.Equal(t, ok, kept.Matches(tpl))
+			require.Equal(t, tpl.WildcardValues(msg), tpl.WildcardValuesOf(kept))
+			fixed, remap, ok := tpl.Fix(msg, keep)
+			gotFixed, gotRemap, gotOK := tpl.FixLine(kept, keep)
+			require.Equal(t, ok, gotOK)
+			require.Equal(t, fixed, gotFixed)
+			require.Equal(t, remap, gotRemap)
+		}
+	}
 }

@@ -55,27 +55,6 @@ func ClosedEpisodesAfter(ctx context.Context, db pg.DBTX, mark EpisodeMark, limi
 	return collectEpisodes(rows)
 }
 
-const tenantClosedEpisodesSQL = `
-SELECT * FROM (
-	SELECT t.tenant_id, t.episode_id, t.thread_id, t.closed_at, r.sensitivity, coalesce(r.scope, ''),
-		coalesce(r.payload ->> 'outcome', ''), coalesce(r.payload -> 'environment', '{}')
-	FROM threads t
-	JOIN records r ON r.tenant_id = t.tenant_id AND r.id = t.episode_id
-	WHERE t.tenant_id = $1 AND t.status = 'closed' AND r.status IN ('active', 'contested')
-	ORDER BY t.closed_at DESC, t.episode_id DESC
-	LIMIT $2
-) x ORDER BY closed_at, episode_id`
-
-// TenantClosedEpisodes returns a tenant's latest limit live closed
-// episodes, in closing order.
-func TenantClosedEpisodes(ctx context.Context, db pg.DBTX, tenant string, limit int) ([]ClosedEpisode, error) {
-	rows, err := db.Query(ctx, tenantClosedEpisodesSQL, tenant, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read closed episodes: %w", err)
-	}
-	return collectEpisodes(rows)
-}
-
 func collectEpisodes(rows pgx.Rows) ([]ClosedEpisode, error) {
 	eps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClosedEpisode, error) {
 		var e ClosedEpisode
@@ -95,6 +74,9 @@ type EpisodeEvent struct {
 	Time        time.Time
 	Event       json.RawMessage
 	Sensitivity memory.Sensitivity
+	// Sealed: the event is stored sealed (substrate RFC §15.9), whatever
+	// Event holds once opened.
+	Sealed bool
 }
 
 // episodeEventsSQL joins each episode's timeline (a sealed episode's
@@ -112,7 +94,7 @@ WITH eps AS (
 	FROM episode_entries x
 	WHERE x.tenant_id = $1 AND x.record_id = ANY($2) AND x.part = 'timeline'
 )
-SELECT r.episode_id, c.id, c.event_time, c.event, c.sensitivity
+SELECT r.episode_id, c.id, c.event_time, c.event, c.sensitivity, c.event ? 'sealed'
 FROM refs r
 JOIN candidates c ON c.tenant_id = $1
 	AND c.id = (CASE WHEN r.ref ~ '^evt://[0-9a-fA-F-]{36}$' THEN substr(r.ref, 7)::uuid END)
@@ -127,7 +109,7 @@ func EpisodeEvents(ctx context.Context, db pg.DBTX, tenant string, episodes []uu
 	}
 	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (EpisodeEvent, error) {
 		var e EpisodeEvent
-		err := row.Scan(&e.Episode, &e.ID, &e.Time, &e.Event, &e.Sensitivity)
+		err := row.Scan(&e.Episode, &e.ID, &e.Time, &e.Event, &e.Sensitivity, &e.Sealed)
 		return e, err
 	})
 	if err != nil {

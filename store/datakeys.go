@@ -184,16 +184,36 @@ SELECT
 	(SELECT count(*) FROM record_versions WHERE tenant_id = $1 AND snapshot -> 'payload' ? 'sealed' AND (snapshot #>> '{payload,sealed,key}')::int <> $2),
 	(SELECT count(*) FROM episode_entries WHERE tenant_id = $1 AND entry ? 'sealed' AND (entry #>> '{sealed,key}')::int <> $2),
 	(SELECT count(*) FROM candidates WHERE tenant_id = $1 AND event ? 'sealed' AND (event #>> '{sealed,key}')::int <> $2),
-	(SELECT count(*) FROM artifacts WHERE tenant_id = $1 AND sealed AND (convert_from(content, 'UTF8')::jsonb #>> '{sealed,key}')::int <> $2)`
+	(SELECT count(*) FROM artifacts WHERE tenant_id = $1 AND sealed AND (convert_from(content, 'UTF8')::jsonb #>> '{sealed,key}')::int <> $2),
+	(SELECT count(*) FROM episode_features WHERE tenant_id = $1 AND ` + staleSealedFeatures + `)`
 
 // CountToReseal counts a tenant's values sealed under a data key other
 // than version, in every table that holds them.
 func CountToReseal(ctx context.Context, db pg.DBTX, tenant string, version int) (int64, error) {
-	var a, b, c, d, e int64
-	if err := db.QueryRow(ctx, countToResealSQL, tenant, version).Scan(&a, &b, &c, &d, &e); err != nil {
+	var a, b, c, d, e, f int64
+	if err := db.QueryRow(ctx, countToResealSQL, tenant, version).Scan(&a, &b, &c, &d, &e, &f); err != nil {
 		return 0, fmt.Errorf("count values to re-seal: %w", err)
 	}
-	return a + b + c + d + e, nil
+	return a + b + c + d + e + f, nil
+}
+
+// staleSealedFeatures holds for an episode_features row sealed under a
+// data key other than $2: a sealed value begins {"sealed":.
+const staleSealedFeatures = `substring(features from 1 for 10) = convert_to('{"sealed":', 'UTF8')
+	AND (convert_from(features, 'UTF8')::jsonb #>> '{sealed,key}')::int <> $2`
+
+const forgetSealedFeaturesSQL = `DELETE FROM episode_features WHERE tenant_id = $1 AND ` + staleSealedFeatures
+
+// ForgetSealedFeatures deletes a tenant's episode features sealed under a
+// data key other than version: they are derived from the episodes' events
+// (migration 031), and a rotation forgets them rather than re-sealing
+// them; consolidation learns them again.
+func ForgetSealedFeatures(ctx context.Context, db pg.DBTX, tenant string, version int) (int, error) {
+	tag, err := db.Exec(ctx, forgetSealedFeaturesSQL, tenant, version)
+	if err != nil {
+		return 0, fmt.Errorf("forget sealed episode features: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // Re-sealing changes ciphertext only, never a version: the triggers that
