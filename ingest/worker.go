@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,7 +30,17 @@ const (
 	DefaultBatchSize   = 1000
 	DefaultMaxAttempts = 5
 	DefaultIdle        = 200 * time.Millisecond
+	// DefaultMaxYield is how long a partition waits at most, before a
+	// batch, for the work it yields to to pause ([Worker.YieldTo]).
+	DefaultMaxYield = 200 * time.Millisecond
+	// DefaultYieldBatch is the most candidates a partition claims while
+	// the work it yields to is busy.
+	DefaultYieldBatch = 100
 )
+
+// yieldPoll is how often a yielding partition looks whether the work it
+// yields to is still busy.
+const yieldPoll = 2 * time.Millisecond
 
 // WorkerConfig configures a [Worker].
 type WorkerConfig struct {
@@ -74,6 +85,8 @@ type Worker struct {
 
 	// lastWork is when a partition last settled a batch (Unix ns).
 	lastWork atomic.Int64
+	// yieldTo is the work classification gives way to (YieldTo).
+	yieldTo atomic.Pointer[yielding]
 
 	wake    []chan struct{}
 	mu      sync.Mutex
@@ -134,6 +147,49 @@ func (w *Worker) Busy() bool {
 	return time.Since(time.Unix(0, w.lastWork.Load())) < 2*w.idle
 }
 
+// yielding is what [Worker.YieldTo] set.
+type yielding struct {
+	busy     func() bool
+	maxYield time.Duration
+}
+
+// YieldTo makes classification give way to work that must go first on the
+// same cores: engramd passes the retriever's Busy, so that an ingestion
+// burst is paid for by the classification backlog (and, past the ingestion
+// backlog's bound, by acknowledgement), never by a retrieval. The policy
+// plane's work is asynchronous (substrate RFC §15.5), an agent's retrieval
+// is not. Before each batch, while busy reports true,
+// a partition waits, up to maxYield (≤ 0 means [DefaultMaxYield]), and
+// then claims at most [DefaultYieldBatch] candidates, so that its batch is
+// short and it gives way again soon: classification keeps progressing
+// under sustained retrieval. Acknowledgement is not held up: events are
+// staged and acknowledged whatever classification does. Safe to call
+// while the worker runs.
+func (w *Worker) YieldTo(busy func() bool, maxYield time.Duration) {
+	w.yieldTo.Store(&yielding{busy: busy, maxYield: cmp.Or(max(maxYield, 0), DefaultMaxYield)})
+}
+
+// yield waits while the work the worker yields to is busy, up to its
+// bound, and returns how many candidates the next batch may claim.
+func (w *Worker) yield(ctx context.Context) int {
+	y := w.yieldTo.Load()
+	if y == nil || !y.busy() {
+		return w.batch
+	}
+	deadline := time.Now().Add(y.maxYield)
+	for y.busy() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return w.batch
+		case <-time.After(yieldPoll):
+		}
+	}
+	if y.busy() {
+		return min(w.batch, DefaultYieldBatch)
+	}
+	return w.batch
+}
+
 // Notify wakes idle partitions: new candidates were staged.
 func (w *Worker) Notify() {
 	for _, c := range w.wake {
@@ -182,7 +238,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 
 func (w *Worker) loop(ctx context.Context, partition int) {
 	for ctx.Err() == nil {
-		n, err := w.RunOnce(ctx, partition)
+		n, err := w.runOnce(ctx, partition, w.yield(ctx))
 		if err != nil && ctx.Err() == nil {
 			w.logger.ErrorContext(ctx, "policy batch failed", slog.Int("partition", partition), slog.String("error", err.Error()))
 		}
@@ -213,8 +269,13 @@ FROM (SELECT DISTINCT k FROM unnest($1::int4[]) AS u(k) ORDER BY k) AS s`
 // candidate, so one bad event cannot hold up the others; the bad one is
 // retried with backoff and ends dead.
 func (w *Worker) RunOnce(ctx context.Context, partition int) (int, error) {
+	return w.runOnce(ctx, partition, w.batch)
+}
+
+// runOnce is RunOnce for a batch of at most limit candidates.
+func (w *Worker) runOnce(ctx context.Context, partition, limit int) (int, error) {
 	for attempt := 1; ; attempt++ {
-		n, err := w.runBatch(ctx, partition)
+		n, err := w.runBatch(ctx, partition, limit)
 		if code, _ := pg.Code(err); (code == pg.DeadlockDetected || code == pg.SerializationFailure) && attempt < 3 {
 			// Two partitions met on the same facts; the batch is whole
 			// again after the rollback, so simply run it again.
@@ -249,7 +310,7 @@ func (w *Worker) Drain(ctx context.Context) (int, error) {
 	}
 }
 
-func (w *Worker) runBatch(ctx context.Context, partition int) (int, error) {
+func (w *Worker) runBatch(ctx context.Context, partition, limit int) (int, error) {
 	start := time.Now()
 	var claimed []store.Candidate
 	err := w.writer.InTx(ctx, func(ctx context.Context, tx *revise.Tx) error {
@@ -261,7 +322,7 @@ func (w *Worker) runBatch(ctx context.Context, partition int) (int, error) {
 			return nil // another daemon is on this partition
 		}
 		var err error
-		if claimed, err = store.Claim(ctx, tx.Exec(), partition, w.partitions, w.batch); err != nil {
+		if claimed, err = store.Claim(ctx, tx.Exec(), partition, w.partitions, limit); err != nil {
 			return err
 		}
 		return w.apply(ctx, tx, claimed)

@@ -394,3 +394,42 @@ func TestWorkerBusyWhileClassifying(t *testing.T) {
 	b.drain(t)
 	require.True(t, b.worker.Busy(), "it settled a batch within the last idle periods")
 }
+
+// Classification gives way to retrieval: while the work it yields to is
+// busy, a partition waits (up to its bound) and then claims small batches,
+// so that a backlog is classified in several short transactions rather
+// than one long one; once it is not busy, a batch takes what is pending.
+func TestClassificationYieldsToBusyWork(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", func(c *ingest.WorkerConfig) { c.Partitions, c.BatchSize = 1, 1000 })
+	var busy atomic.Bool
+	busy.Store(true)
+	b.worker.YieldTo(busy.Load, time.Millisecond)
+	events := make([]map[string]any, 250)
+	for i := range events {
+		events[i] = ev("observation", fmt.Sprintf("t%d", i%5), map[string]any{"text": fmt.Sprint(i)})
+	}
+	b.send(t, events...)
+	require.NoError(t, b.worker.Start(b.ctx))
+	t.Cleanup(func() { _ = b.worker.Stop(context.WithoutCancel(b.ctx)) })
+	// batches waits until want candidates are classified and returns in
+	// how many batches (a batch's settles share its transaction's time).
+	batches := func(want int) int {
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			var done, n int
+			require.NoError(t, b.db.Pool.QueryRow(b.ctx, `SELECT count(*), count(DISTINCT processed_at) FROM candidates
+				WHERE tenant_id = 'acme' AND status = 'done'`).Scan(&done, &n))
+			if done == want {
+				return n
+			}
+			require.True(t, time.Now().Before(deadline), "the worker never drained the backlog")
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	require.Equal(t, 3, batches(250), "batches of at most %d while busy", ingest.DefaultYieldBatch)
+
+	busy.Store(false)
+	b.send(t, events...)
+	b.worker.Notify()
+	require.Equal(t, 4, batches(500), "one batch once nothing is busy")
+}

@@ -84,6 +84,23 @@ type Retriever struct {
 	// authority is what a source of evidence is worth, the write path's
 	// table (003 §12.4.6).
 	authority memory.Authority
+	// inFlight counts the retrievals under way and lastDone is when the
+	// last one ended (Unix ns), for Busy.
+	inFlight atomic.Int64
+	lastDone atomic.Int64
+}
+
+// busyAfter is how long after its last retrieval a retriever still counts
+// as busy: an agent retrieving task after task leaves gaps between them
+// too short for a batch of other work to fit in.
+const busyAfter = 20 * time.Millisecond
+
+// Busy reports whether a retrieval is under way or ended within
+// busyAfter. Work that competes for the same cores and can wait gives way
+// to it: engramd's policy plane classifies in smaller batches, after a
+// bounded wait (ingest.Worker.YieldTo).
+func (r *Retriever) Busy() bool {
+	return r.inFlight.Load() > 0 || time.Since(time.Unix(0, r.lastDone.Load())) < busyAfter
 }
 
 // Option configures a [Retriever].
@@ -169,6 +186,11 @@ type Reader struct {
 // it may read.
 func (r *Retriever) RetrieveFor(ctx context.Context, tenant string, req Request, reader Reader) (Result, error) {
 	start := time.Now()
+	r.inFlight.Add(1)
+	defer func() {
+		r.lastDone.Store(time.Now().UnixNano())
+		r.inFlight.Add(-1)
+	}()
 	if err := check(req); err != nil {
 		return Result{}, err
 	}

@@ -23,10 +23,11 @@ func ExplainSearch(ctx context.Context, db pg.DBTX, tenant string, q SearchQuery
 	if !utf8.ValidString(tenant) || strings.ContainsRune(tenant, 0) {
 		return nil, fmt.Errorf("explain search: tenant is not valid text")
 	}
-	st, err := searchStatement(tenant, q)
+	stmts, err := searchStatements(tenant, []SearchQuery{q})
 	if err != nil {
 		return nil, err
 	}
+	st := stmts[0]
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("explain search: %w", err)
@@ -40,11 +41,13 @@ func ExplainSearch(ctx context.Context, db pg.DBTX, tenant string, q SearchQuery
 		if _, err := tx.Exec(ctx, denseScanSettingsSQL, st.near.ef, st.near.maxTuples); err != nil {
 			return nil, fmt.Errorf("explain search: %w", err)
 		}
-		plan, err := explainGeneric(ctx, tx, st.near.sql, len(st.near.args), tenant)
-		if err != nil {
-			return nil, err
+		for _, sql := range st.near.sqls {
+			plan, err := explainGeneric(ctx, tx, sql, len(st.near.args), tenant)
+			if err != nil {
+				return nil, err
+			}
+			plans = append(plans, plan)
 		}
-		plans = append(plans, plan)
 		if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT engram_explain"); err != nil {
 			return nil, fmt.Errorf("explain search: %w", err)
 		}

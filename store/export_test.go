@@ -11,3 +11,12 @@ import (
 func StageVia(ctx context.Context, db pg.DBTX, tenant string, cands []Candidate, copyMin int) ([]Staged, error) {
 	return stage(ctx, db, tenant, cands, copyMin)
 }
+
+// ReferenceSearch is [Search] as it was before a retrieval's layers were
+// one statement (search_reference_test.go), for the test that compares
+// the two.
+var ReferenceSearch = refSearch
+
+// ParallelSearchPassages is the size of tenant whose layers are searched
+// at once.
+const ParallelSearchPassages = parallelSearchPassages

@@ -221,6 +221,8 @@ func serve(ctx context.Context, cfg config.Config, load func() (config.Config, e
 	if ret.backfiller != nil {
 		ret.backfiller.YieldTo(worker.Busy, 0)
 	}
+	// Retrieval goes before classification when both want the cores.
+	worker.YieldTo(ret.retriever.Busy, 0)
 	// Cut off when serve returns, and awaited before the pool closes;
 	// building an index takes as long as it takes.
 	denseCtx, stopDense := context.WithCancel(pg.WithStatementTimeout(ctx, 0))

@@ -66,11 +66,13 @@ var acrossTenants = map[string]string{
 // fragments are constant SQL texts that are not statements but parts of
 // the statements named with them, which are checked whole.
 var fragments = map[string]string{
-	"store.passagesSQL":    "the head of insertLexemeStatsSQL and upsertCorpusStatsSQL",
-	"store.versionsAsOf":   "the head of listAsOfSQL and listAsOfNewestSQL",
-	"store.searchTermsSQL": "the head of searchSparseSQL, searchDenseSQL, searchNearSQL and searchLexicalSQL",
-	"store.denseNearSQL":   "a template whose cast, model and type denseNearStatement writes in; its tenant predicate is checked by TestDenseNearCarriesTheTenant",
-	"store.ColumnCells":    "the head of the statement ColumnCells builds (dynamicSQL)",
+	"store.passagesSQL":   "the head of insertLexemeStatsSQL and upsertCorpusStatsSQL",
+	"store.versionsAsOf":  "the head of listAsOfSQL and listAsOfNewestSQL",
+	"store.searchTaskSQL": "the head of searchSparseSQL, searchDenseSQL, searchNearSQL and searchLexicalSQL",
+	"store.searchLayers":  "the lateral subquery per layer that searchSparseSQL, searchDenseSQL, searchNearSQL and searchLexicalSQL open",
+	"store.searchLexical": "the head of each layer's subquery in searchSparseSQL, searchDenseSQL, searchNearSQL and searchLexicalSQL",
+	"store.denseNearSQL":  "a template whose cast, model and type denseNearStatement writes in; its tenant predicate is checked by TestDenseNearCarriesTheTenant",
+	"store.ColumnCells":   "the head of the statement ColumnCells builds (dynamicSQL)",
 }
 
 // byGeneratedKey are the statements that name the tenant of some scan
