@@ -530,6 +530,17 @@ ALTER TABLE episode_entries ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE episode_features (
+    tenant_id text NOT NULL,
+    episode_id uuid NOT NULL,
+    learner text NOT NULL,
+    episode_version integer NOT NULL,
+    features bytea NOT NULL,
+    learned_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT episode_features_learner_check CHECK (((length(learner) >= 1) AND (length(learner) <= 200)))
+);
+ALTER TABLE ONLY episode_features ALTER COLUMN features SET STATISTICS 0;
+
 CREATE TABLE erasures (
     tenant_id text NOT NULL,
     id uuid NOT NULL,
@@ -1210,6 +1221,9 @@ ALTER TABLE ONLY embedding_df
 ALTER TABLE ONLY episode_entries
     ADD CONSTRAINT episode_entries_pkey PRIMARY KEY (tenant_id, record_id, seq);
 
+ALTER TABLE ONLY episode_features
+    ADD CONSTRAINT episode_features_pkey PRIMARY KEY (tenant_id, episode_id);
+
 ALTER TABLE ONLY erasures
     ADD CONSTRAINT erasures_pkey PRIMARY KEY (tenant_id, id);
 
@@ -1691,6 +1705,9 @@ ALTER TABLE ONLY candidates
 
 ALTER TABLE ONLY episode_entries
     ADD CONSTRAINT episode_entries_tenant_id_record_id_fkey FOREIGN KEY (tenant_id, record_id) REFERENCES records(tenant_id, id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY episode_features
+    ADD CONSTRAINT episode_features_tenant_id_episode_id_fkey FOREIGN KEY (tenant_id, episode_id) REFERENCES records(tenant_id, id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY erasures
     ADD CONSTRAINT erasures_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES tenants(id);
