@@ -138,11 +138,17 @@ func TestStatementsCarryTheTenant(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Release()
 	routed, across := 0, 0
+	var setup []string
 	for _, st := range stmts {
-		if fragments[st.Name] != "" {
+		if tempTable.MatchString(st.SQL) {
+			setup = append(setup, st.SQL)
+		}
+	}
+	for _, st := range stmts {
+		if fragments[st.Name] != "" || tempTable.MatchString(st.SQL) {
 			continue
 		}
-		problems, err := checkStatement(ctx, conn.Conn(), tenantTables, st)
+		problems, err := checkStatement(ctx, conn.Conn(), tenantTables, st, setup...)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("%s (%s): %v", st.Name, st.Pos, err))
 			continue
@@ -183,10 +189,16 @@ type planProblems struct {
 	joins    []string // scans joined with no tenant equality, in an across-tenant statement
 }
 
-// checkStatement prepares st, explains its generic plan and checks it.
-func checkStatement(ctx context.Context, conn *pgx.Conn, tenantTables map[string][]string, st statement) (planProblems, error) {
+// checkStatement prepares st (after setup, the temporary tables it reads),
+// explains its generic plan and checks it.
+func checkStatement(ctx context.Context, conn *pgx.Conn, tenantTables map[string][]string, st statement, setup ...string) (planProblems, error) {
 	var out planProblems
 	err := pg.WithTx(ctx, conn, func(ctx context.Context, tx pgx.Tx) error {
+		for _, sql := range setup {
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("set up: %w", err)
+			}
+		}
 		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
 			return err
 		}

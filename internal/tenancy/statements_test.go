@@ -39,7 +39,12 @@ var skipDirs = map[string]bool{
 	"internal/depstest": true, "internal/loadgen": true, "internal/openaitest": true,
 }
 
-var sqlStart = regexp.MustCompile(`^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|MERGE)\s+[^/\s]`)
+var sqlStart = regexp.MustCompile(`^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|MERGE|CREATE TEMP TABLE)\s+[^/\s]`)
+
+// tempTable is a statement that makes a temporary table the statements
+// after it in its transaction read (store's COPY staging): it is run
+// before each statement is planned, not checked itself.
+var tempTable = regexp.MustCompile(`^\s*CREATE TEMP TABLE\s`)
 
 // driverCalls are the methods of pgx's executors (pg.DBTX, pgx.Batch) that
 // take SQL, and the index of the SQL among their arguments.
