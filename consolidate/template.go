@@ -391,6 +391,11 @@ func commonSuffix(ss []string) string {
 }
 
 func allEqual(values []any) bool {
+	if first, ok := values[0].(string); ok {
+		// Most arguments are strings: compared as such, without reflection
+		// (reflect.DeepEqual says the same of a string and anything).
+		return !slices.ContainsFunc(values[1:], func(v any) bool { s, ok := v.(string); return !ok || s != first })
+	}
 	return !slices.ContainsFunc(values[1:], func(v any) bool { return !reflect.DeepEqual(v, values[0]) })
 }
 
