@@ -443,5 +443,3 @@ func count(n int) string {
 	}
 	return s
 }
-
-func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
